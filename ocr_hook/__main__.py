@@ -1,0 +1,4 @@
+from ocr_hook.cli import main
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""What the agent loop needs from the tool registry (implemented in tools.py / registry.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ocr_hook.changes.model import ChangeSet
+from ocr_hook.changes.snapshot_api import Snapshot
+
+PHASES = ("plan", "main", "final")  # final: the last round, only code_comment and task_done
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    phases: frozenset[str]
+
+    def to_api(self) -> dict[str, Any]:
+        """The tool as the Messages API takes it (strict schema)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "strict": True,
+        }
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    snapshot: Snapshot
+    change_set: ChangeSet
+    current_path: str
+
+
+class ToolResult(NamedTuple):
+    text: str
+    is_error: bool = False

@@ -1,0 +1,67 @@
+"""The project's own small diff model: what changed, per file, with line numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+
+class FileStatus(StrEnum):
+    ADDED = "added"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+    RENAMED = "renamed"
+    COPIED = "copied"
+    TYPE_CHANGED = "type_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class DiffLine:
+    kind: Literal["+", "-", " "]
+    text: str  # without the marker and without the line ending
+    old_no: int | None  # 1-based line in the old file (None for added lines)
+    new_no: int | None  # 1-based line in the new file (None for removed lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    lines: tuple[DiffLine, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    path: str  # the new path; for a deletion, the old path
+    old_path: str | None  # differs from path for renames and copies
+    status: FileStatus
+    hunks: tuple[Hunk, ...]
+    added: int
+    removed: int
+    patch: str  # this file's unified diff text, as shown to the model
+    is_binary: bool = False
+    is_symlink: bool = False
+    is_submodule: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
+
+    @property
+    def changed_lines(self) -> int:
+        return self.added + self.removed
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """Every file changed between two snapshots, and how to name the reviewed one."""
+
+    repo_root: str
+    description: str  # human wording of the scope, e.g. "staged changes" or "abc123..def456"
+    base: str  # tree-ish of the old side (a commit sha or the empty tree)
+    target: str | None  # commit sha of the reviewed side; None means the index
+    files: tuple[FileChange, ...]
+
+    def by_path(self) -> dict[str, FileChange]:
+        return {f.path: f for f in self.files}

@@ -1,0 +1,45 @@
+"""The interface every review tool reads the reviewed snapshot through.
+
+The implementation (`snapshot.py`) serves the index in staged mode and the target commit
+otherwise; tools never touch the working tree.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+
+class GrepHit(NamedTuple):
+    path: str
+    line_no: int  # 1-based
+    text: str
+
+
+class GrepResult(NamedTuple):
+    hits: tuple[GrepHit, ...]
+    truncated_files: tuple[str, ...]  # files whose hits were cut at the per-file cap
+    error: str | None  # git's complaint (bad regexp, bad pathspec), worded for the model
+
+
+class Snapshot(Protocol):
+    def read_bytes(self, path: str) -> bytes | None:
+        """The blob at `path` in the snapshot; None when there is no regular file there."""
+
+    def read_text(self, path: str) -> str | None:
+        """`read_bytes` decoded as UTF-8 with surrogateescape; None when absent."""
+
+    def paths(self) -> tuple[str, ...]:
+        """Every file path in the snapshot (repo-relative, '/'-separated)."""
+
+    def grep(
+        self,
+        pattern: str,
+        pathspecs: tuple[str, ...] = (),
+        ignore_case: bool = True,
+        perl_regexp: bool = False,
+        max_per_file: int = 100,
+        timeout_s: float = 10.0,
+    ) -> GrepResult:
+        """`git grep` over the snapshot (argument vector, `-e pattern`), respecting ignore rules."""
+
+    def close(self) -> None: ...

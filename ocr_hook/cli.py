@@ -1,0 +1,139 @@
+"""The command line: parse, load settings, hand over to a command, turn fatal errors into exit codes.
+
+Kept thin and light: nothing here imports the agent or the SDK at start-up.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ocr_hook import __version__
+from ocr_hook.errors import FatalError
+from ocr_hook.scope import Scope
+
+
+def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--staged", "scope_staged", is_flag=True,
+                     help="Review the index against HEAD (the default)."),
+        click.option("--base", "scope_base", metavar="REF",
+                     help="Review merge-base(REF, HEAD)..HEAD, as a CI job on a branch does."),
+        click.option("--from", "scope_from", metavar="REF", help="Review REF..--to (both needed)."),
+        click.option("--to", "scope_to", metavar="REF", help="End of the --from range."),
+        click.option("--commit", "scope_commit", metavar="SHA", help="Review one commit against its parent."),
+        click.option("--push", "scope_push", is_flag=True,
+                     help="Review the range being pushed (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)."),
+        click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+                     help="Settings file instead of .ocr-hook.yaml at the repository root."),
+        click.argument("paths", nargs=-1, type=click.Path()),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def scope_from_flags(staged: bool, base: str | None, from_ref: str | None, to_ref: str | None,
+                     commit: str | None, push: bool) -> Scope:
+    chosen = [name for name, on in (("--staged", staged), ("--base", base), ("--from/--to", from_ref or to_ref),
+                                     ("--commit", commit), ("--push", push)) if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"choose one scope, got {' and '.join(chosen)}")
+    if base:
+        return Scope("base", base=base)
+    if from_ref or to_ref:
+        if not (from_ref and to_ref):
+            raise click.UsageError("--from and --to go together")
+        return Scope("range", from_ref=from_ref, to_ref=to_ref)
+    if commit:
+        return Scope("commit", commit=commit)
+    if push:
+        return Scope("push")
+    return Scope("staged")
+
+
+def _scope(kw: dict[str, Any]) -> Scope:
+    return scope_from_flags(kw.pop("scope_staged"), kw.pop("scope_base"), kw.pop("scope_from"),
+                            kw.pop("scope_to"), kw.pop("scope_commit"), kw.pop("scope_push"))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="ocr-hook")
+def cli() -> None:
+    """An LLM code reviewer for pre-commit and CI.
+
+    Exit codes: 0 clean, 1 blocking findings, 2 usage/config/git error, 3 review incomplete.
+    """
+
+
+@cli.command()
+@_scope_options
+@click.option("--format", "format_", type=click.Choice(["text", "json", "sarif", "github", "gitlab"]),
+              help="What to print on standard output.")
+@click.option("--sarif-output", metavar="FILE", help="Also write SARIF 2.1.0 to FILE.")
+@click.option("--json-output", metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--gitlab-output", metavar="FILE", help="Also write GitLab Code Quality JSON to FILE.")
+@click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "never"]),
+              help="Lowest severity that fails the run (default high).")
+@click.option("--on-error", type=click.Choice(["fail", "warn"]),
+              help="An incomplete review exits 3 (fail, default) or 0 with a warning (warn).")
+@click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
+              help="Which findings to keep by where they are (reviewdog's meanings; default diff_context).")
+@click.option("--model", help="Model for the review loop.")
+@click.option("--max-cost", type=float, metavar="USD", help="Cost ceiling for the whole run.")
+@click.option("--max-tokens", type=int, metavar="N", help="Token ceiling for the whole run.")
+@click.option("--timeout", type=float, metavar="SECONDS", help="Wall-clock deadline for the whole run.")
+@click.option("--concurrency", type=int, metavar="N", help="Files reviewed at once.")
+@click.option("--no-cache", is_flag=True, default=None, help="Neither read nor write the result cache.")
+@click.option("--cache-dir", metavar="DIR", help="Where the result cache lives (e.g. a CI cache path).")
+@click.option("--no-review-filter", is_flag=True, default=None, help="Keep every comment; skip the filter request.")
+@click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
+@click.option("--shard", metavar="I/N", help="Review only share I of N of the files (CI matrix).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
+def review(**kw: Any) -> None:
+    """Review the change and gate on the findings."""
+    from ocr_hook.commands import review as review_cmd
+
+    scope = _scope(kw)
+    paths, config_file, quiet, shard = kw.pop("paths"), kw.pop("config_file"), kw.pop("quiet"), kw.pop("shard")
+    kw["format"] = kw.pop("format_")
+    if kw.pop("no_cache"):
+        kw["cache"] = False
+    if kw.pop("no_review_filter"):
+        kw["review_filter"] = False
+    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard))
+
+
+@cli.command()
+@_scope_options
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+def preview(**kw: Any) -> None:
+    """Show what would be reviewed, what is skipped and why, and the estimated cost. Calls no model."""
+    from ocr_hook.commands import preview as preview_cmd
+
+    scope = _scope(kw)
+    sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: the one place a FatalError becomes a one-line message and exit 2."""
+    try:
+        cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("ocr-hook: interrupted", err=True)
+        sys.exit(130)
+    except FatalError as exc:
+        click.echo(f"ocr-hook: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("ocr-hook: interrupted", err=True)
+        sys.exit(130)

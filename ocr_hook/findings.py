@@ -1,0 +1,84 @@
+"""Review comments and findings: the small frozen types every report reads."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse: critical 4 … low 1."""
+        return _SEVERITY_RANK[self]
+
+
+_SEVERITY_RANK = {Severity.CRITICAL: 4, Severity.HIGH: 3, Severity.MEDIUM: 2, Severity.LOW: 1}
+
+
+class Category(StrEnum):
+    BUG = "bug"
+    SECURITY = "security"
+    PERFORMANCE = "performance"
+    MAINTAINABILITY = "maintainability"
+    TEST = "test"
+    STYLE = "style"
+    DOCUMENTATION = "documentation"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """One `code_comment` entry as the model gave it, before anchoring."""
+
+    path: str
+    content: str
+    existing_code: str
+    severity: Severity
+    category: Category
+    suggestion_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """An anchored (or deliberately unanchored) comment: what every output reports."""
+
+    path: str
+    start_line: int  # 1-based; 0 when unanchored
+    end_line: int
+    severity: Severity
+    category: Category
+    message: str
+    suggestion: str | None
+    anchored: bool
+    fingerprint: str
+    existing_code: str = ""
+    anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
+    suppressed: str | None = None  # None, "baseline" or "inline"
+    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise_code(code: str) -> str:
+    """Whitespace-insensitive form of quoted code, stable across re-indentation."""
+    return "\n".join(_SPACE.sub(" ", line).strip() for line in code.splitlines() if line.strip())
+
+
+def fingerprint(path: str, category: Category | str, existing_code: str, message: str = "") -> str:
+    """Stable identity of a finding: path, category and the code it is about, never line numbers.
+
+    The message only breaks ties when no code was quoted, because model wording varies run to run.
+    """
+    code = normalise_code(existing_code)
+    basis = code if code else normalise_code(message)
+    digest = hashlib.sha256("\0".join([path, str(category), basis]).encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:32]

@@ -1,0 +1,52 @@
+"""What a review run produced: findings, coverage and usage. Read by the gate and every report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ocr_hook.findings import Finding
+
+
+@dataclass(frozen=True, slots=True)
+class FileCoverage:
+    path: str
+    state: str  # "reviewed" | "cached" | "skipped" | "failed"
+    reason: str = ""  # why skipped or failed; empty for reviewed/cached
+    comments: int = 0
+    # True when the file should have been reviewed and was not (size limit, budget, time, API
+    # failure). Policy skips (binary, deleted, excluded, sensitive) leave it False.
+    incomplete: bool = False
+
+
+@dataclass(slots=True)
+class Usage:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        self.requests += other.requests
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens
+        self.cache_read_input_tokens += other.cache_read_input_tokens
+        self.cost_usd += other.cost_usd
+
+
+@dataclass(slots=True)
+class ReviewResult:
+    findings: list[Finding]
+    files: list[FileCoverage]
+    usage: Usage = field(default_factory=Usage)
+    scope: str = ""
+    notes: list[str] = field(default_factory=list)  # run-level warnings (budget ran out, filtered counts, …)
+    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"filter_mode": 3, "review_filter": 1}
+    elapsed_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        """True only when no file that should have been reviewed was left unreviewed or failed."""
+        return not any(f.incomplete or f.state == "failed" for f in self.files)

@@ -1,0 +1,240 @@
+"""Settings: shipped defaults < .ocr-hook.yaml (or --config) < OCR_HOOK_* env < command-line flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ocr_hook import config_files
+from ocr_hook.errors import ConfigError
+
+REPO_CONFIG_NAME = ".ocr-hook.yaml"
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "fail_on": ("critical", "high", "medium", "low", "never"),
+    "on_error": ("fail", "warn"),
+    "format": ("text", "json", "sarif", "github", "gitlab"),
+    "filter_mode": ("added", "diff_context", "file", "nofilter"),
+    "provider": ("anthropic", "bedrock", "vertex"),
+}
+PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+
+
+@dataclass(frozen=True)
+class Price:
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+@dataclass(frozen=True)
+class Settings:
+    fail_on: str
+    on_error: str
+    format: str
+    sarif_output: str | None
+    json_output: str | None
+    gitlab_output: str | None
+    filter_mode: str
+    sarif_category: str
+    baseline: str | None
+    provider: str
+    model: str
+    plan_model: str | None
+    filter_model: str | None
+    relocate_model: str | None
+    temperature: float
+    max_output_tokens: int
+    review_filter: bool
+    max_cost: float
+    max_tokens: int
+    timeout: float
+    concurrency: int
+    max_rounds: int
+    max_files: int
+    plan_threshold: int
+    cache: bool
+    cache_dir: str | None
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    max_file_lines: int
+    max_file_bytes: int
+    max_diff_lines: int
+    pricing: Mapping[str, Price] = field(default_factory=dict)
+
+    def model_for(self, task: str) -> str:
+        """The model for a task: "main", "plan", "filter" or "relocate"."""
+        specific = {"plan": self.plan_model, "filter": self.filter_model, "relocate": self.relocate_model}
+        return specific.get(task) or self.model
+
+    def price_for(self, model: str) -> Price | None:
+        return self.pricing.get(model)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_POSITIVE = {"max_output_tokens", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
+             "max_file_lines", "max_file_bytes", "max_diff_lines"}
+
+
+def _type_name(key: str) -> str:
+    ann = str(_FIELDS[key].type)
+    if key in CHOICES:
+        return "one of " + ", ".join(CHOICES[key])
+    return {
+        "str": "a string", "str | None": "a string or null", "float": "a number", "int": "a whole number",
+        "bool": "true or false", "tuple[str, ...]": "a list of strings",
+        "Mapping[str, Price]": "a mapping of model name to {input, output, cache_write, cache_read}",
+    }.get(ann, ann)
+
+
+def _coerce(key: str, value: Any, source: str) -> Any:
+    """Check one value against the field's type; raise a ConfigError naming key, source and expectation."""
+    if key not in _FIELDS:
+        known = ", ".join(sorted(_FIELDS))
+        raise ConfigError(f"{source}: unknown setting '{key}' (known settings: {known})")
+    ann = str(_FIELDS[key].type)
+
+    def bad() -> ConfigError:
+        return ConfigError(f"{source}: setting '{key}' must be {_type_name(key)}, got {value!r}")
+
+    if ann == "str | None":
+        if value is not None and not isinstance(value, str):
+            raise bad()
+        return value
+    if ann == "str":
+        if not isinstance(value, str):
+            raise bad()
+        if key in CHOICES and value not in CHOICES[key]:
+            raise bad()
+        return value
+    if ann == "bool":
+        if not isinstance(value, bool):
+            raise bad()
+        return value
+    if ann in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad()
+        if ann == "int" and float(value) != int(value):
+            raise bad()
+        number = int(value) if ann == "int" else float(value)
+        if number < 0 or (key in _POSITIVE and number <= 0):
+            raise ConfigError(f"{source}: setting '{key}' must be a positive number, got {value!r}")
+        return number
+    if ann == "tuple[str, ...]":
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise bad()
+        return tuple(value)
+    if ann == "Mapping[str, Price]":
+        if not isinstance(value, Mapping):
+            raise bad()
+        prices = {}
+        for model, entry in value.items():
+            if (
+                not isinstance(entry, Mapping)
+                or set(entry) != set(PRICE_KEYS)
+                or not all(isinstance(entry[k], int | float) and not isinstance(entry[k], bool) and entry[k] >= 0
+                           for k in PRICE_KEYS)
+            ):
+                raise ConfigError(
+                    f"{source}: pricing for '{model}' must be {{input, output, cache_write, cache_read}} "
+                    f"in USD per million tokens, got {entry!r}"
+                )
+            prices[str(model)] = Price(**{k: float(entry[k]) for k in PRICE_KEYS})
+        return prices
+    raise AssertionError(f"unhandled settings type {ann}")
+
+
+def _from_mapping(data: Any, source: str) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: expected a mapping of settings at the top level, got {type(data).__name__}")
+    return {str(k).replace("-", "_"): _coerce(str(k).replace("-", "_"), v, source) for k, v in data.items()}
+
+
+def _read_yaml_file(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{path}:{where}: {problem}") from None
+
+
+def _parse_env_value(key: str, raw: str, source: str) -> Any:
+    ann = str(_FIELDS[key].type)
+    if ann == "tuple[str, ...]":
+        return [part for part in raw.split(",") if part]
+    if ann == "str":
+        return raw
+    if ann == "str | None":
+        return raw or None
+    try:
+        return yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise ConfigError(f"{source}: expected {_type_name(key)}, got {raw!r}") from None
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    values = {}
+    for name, raw in environ.items():
+        if not name.startswith("OCR_HOOK_"):
+            continue
+        key = name[len("OCR_HOOK_"):].lower()
+        if key == "config" or key not in _FIELDS:
+            if key != "config":
+                raise ConfigError(f"environment variable {name}: unknown setting '{key}'")
+            continue
+        if key == "pricing":
+            raise ConfigError(f"environment variable {name}: set pricing in {REPO_CONFIG_NAME}")
+        values[key] = _coerce(key, _parse_env_value(key, raw, f"environment variable {name}"),
+                              f"environment variable {name}")
+    return values
+
+
+def load(
+    repo_root: Path | None,
+    config_file: str | None = None,
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge every layer into one validated Settings."""
+    environ = os.environ if environ is None else environ
+    merged = _from_mapping(config_files.read_yaml("defaults.yaml"), "shipped config/defaults.yaml")
+    defaults_pricing = dict(merged["pricing"])
+
+    config_file = config_file or environ.get("OCR_HOOK_CONFIG") or None
+    if config_file:
+        path = Path(config_file)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {config_file}")
+        layer = _from_mapping(_read_yaml_file(path), str(path))
+    elif repo_root is not None and (repo_root / REPO_CONFIG_NAME).is_file():
+        path = repo_root / REPO_CONFIG_NAME
+        layer = _from_mapping(_read_yaml_file(path), REPO_CONFIG_NAME)
+    else:
+        layer = {}
+    # A user's pricing adds to or overrides the shipped table instead of replacing it.
+    if "pricing" in layer:
+        layer["pricing"] = {**defaults_pricing, **layer["pricing"]}
+    merged.update(layer)
+    merged.update(_from_env(environ))
+    for key, value in (flags or {}).items():
+        if value is not None:
+            merged[key] = _coerce(key, value, f"option --{key.replace('_', '-')}")
+    return Settings(**merged)

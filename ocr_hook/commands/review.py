@@ -1,0 +1,121 @@
+"""`ocr-hook review`: changes → selection → agent → findings → gate → reports."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ocr_hook import __version__
+from ocr_hook.changes import collect_changes, open_snapshot, select_files
+from ocr_hook.changes.git import repo_root
+from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.changes.snapshot_api import Snapshot
+from ocr_hook.outcome import FileCoverage, ReviewResult
+from ocr_hook.progress import Progress
+from ocr_hook.scope import Scope
+from ocr_hook.settings import Settings, load
+
+
+def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
+        quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    started = time.monotonic()
+    root = repo_root(os.getcwd())
+    settings = load(Path(root), config_file, flags, environ)
+    change_set = collect_changes(root, scope, tuple(paths), environ)
+    snapshot = open_snapshot(root, change_set)
+    progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
+    try:
+        result = review_change_set(change_set, snapshot, settings, progress, environ, started, shard)
+        return report(result, change_set, snapshot, settings, progress, environ)
+    finally:
+        snapshot.close()
+
+
+def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, progress: Progress,
+                      environ: Mapping[str, str], started: float, shard: str | None) -> ReviewResult:
+    selected = select_files(change_set, snapshot, settings)
+    if shard:
+        from ocr_hook.shard import shard_select
+
+        mine = shard_select([s.change.path for s in selected], shard)
+        selected = [s for s in selected if s.change.path in mine]
+    coverage = [FileCoverage(s.change.path, "skipped", s.reason, incomplete=s.incomplete)
+                for s in selected if s.action == "skip"]
+    for item in coverage:
+        progress.event(item.path, "skipped", item.reason)
+    to_review = [s.change for s in selected if s.action == "review"]
+    if not to_review:
+        result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
+    else:
+        result = _run_agent(change_set, snapshot, to_review, settings, progress, environ, started)
+        result.files = coverage + result.files
+    result.scope = change_set.description
+    result.elapsed_s = time.monotonic() - started
+    return _apply_policies(result, change_set, snapshot, settings)
+
+
+def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
+               progress: Progress, environ: Mapping[str, str], started: float) -> ReviewResult:
+    # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
+    from ocr_hook.agent import ReviewJob, check_credentials, review_files
+    from ocr_hook.budget import Budget
+    from ocr_hook.result_cache import ResultCache, default_cache_dir
+
+    check_credentials(settings, environ)
+    budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
+                    deadline=started + settings.timeout, pricing=settings.pricing)
+    cache = None
+    if settings.cache:
+        cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ))
+    job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
+                    cache=cache, on_event=progress.event, environ=environ)
+    return review_files(job)
+
+
+def _apply_policies(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot,
+                    settings: Settings) -> ReviewResult:
+    from ocr_hook import diff_filter
+    from ocr_hook.suppress import apply_suppressions, load_baseline
+
+    kept, dropped = diff_filter.apply(result.findings, change_set.by_path(), settings.filter_mode)
+    if dropped:
+        result.dropped["filter_mode"] = result.dropped.get("filter_mode", 0) + dropped
+    baseline = load_baseline(settings.baseline) if settings.baseline else frozenset()
+    result.findings = apply_suppressions(kept, baseline, _file_texts(result, snapshot))
+    return result
+
+
+def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
+    texts = {}
+    for path in sorted({f.path for f in result.findings}):
+        text = snapshot.read_text(path)
+        if text is not None:
+            texts[path] = text
+    return texts
+
+
+def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
+           progress: Progress, environ: Mapping[str, str]) -> int:
+    from ocr_hook import gate
+    from ocr_hook.reports import RENDERERS, ReportContext, write_report
+
+    code = gate.exit_code(result, settings.fail_on, settings.on_error)
+    color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
+    ctx = ReportContext(
+        repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on, exit_code=code,
+        sarif_category=settings.sarif_category, color=color, file_texts=_file_texts(result, snapshot),
+        step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
+    )
+    for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
+                      ("gitlab", settings.gitlab_output)):
+        if path:
+            write_report(fmt, result, ctx, path)
+    sys.stdout.write(RENDERERS[settings.format](result, ctx))
+    sys.stdout.flush()
+    progress.finish(gate.verdict_line(result, code))
+    return code

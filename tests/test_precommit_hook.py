@@ -1,0 +1,103 @@
+"""The real pre-commit runs our hooks from a committed copy of this repository (try-repo)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_api import Reply, tool_use
+from gitrepo import commit_all, git, make_repo, repo_state, write
+
+PROJECT = Path(__file__).resolve().parent.parent
+PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
+
+
+@pytest.fixture(scope="module")
+def hook_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This project's tracked files, committed in a scratch repository pre-commit can clone."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT, capture_output=True, check=True).stdout
+    dest = tmp_path_factory.mktemp("hook-src")
+    for rel in filter(None, listed.decode().split("\0")):
+        src = PROJECT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    make_repo(dest)
+    commit_all(dest, "snapshot of ocr-hook for try-repo")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
+def _try_repo(target: Path, source: Path, home: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **env, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1", "OCR_HOOK_CACHE": "false"}
+    return subprocess.run([*PRE_COMMIT, "try-repo", str(source), *extra, "--verbose"], cwd=target,
+                          env=full_env, capture_output=True, text=True, timeout=600)
+
+
+def _target_repo(tmp_path: Path) -> Path:
+    repo = make_repo(tmp_path / "target")
+    write(repo, "app.py", b"def add(a, b):\n    return a + b\n")
+    commit_all(repo, "initial")
+    write(repo, "app.py", b"def add(a, b):\n    return a - b\n")
+    git(repo, "add", "app.py")
+    return repo
+
+
+def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
+        tmp_path, hook_source, pre_commit_home, fake_api, sdk_env):
+    repo = _target_repo(tmp_path)
+    fake_api.script("app.py", [
+        Reply([tool_use("code_comment", {"comments": [{
+            "content": "Subtraction where the function name promises addition.",
+            "existing_code": "return a - b", "suggestion_code": "return a + b",
+            "severity": "high", "category": "bug"}]})]),
+        Reply([tool_use("task_done", {"state": "DONE"})]),
+    ])
+    before = repo_state(repo)
+    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env, "ocr-hook")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout
+    assert "app.py:2" in proc.stdout
+    assert any(r.path.endswith("/messages") for r in fake_api.requests)
+    assert repo_state(repo) == before
+
+
+def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_source, pre_commit_home, fake_api, sdk_env):
+    repo = _target_repo(tmp_path)
+    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env, "ocr-hook")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout
+
+
+def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_source, pre_commit_home, sdk_env):
+    repo = _target_repo(tmp_path)
+    env = {**sdk_env, "ANTHROPIC_API_KEY": ""}
+    proc = _try_repo(repo, hook_source, pre_commit_home, env, "ocr-hook")
+    assert proc.returncode == 1  # pre-commit reports any non-zero hook exit as its own 1
+    assert "exit code: 2" in proc.stdout
+    assert "ANTHROPIC_API_KEY" in proc.stdout
+    assert "Traceback" not in proc.stdout
+
+
+def test_push_hook_reviews_the_pushed_range(tmp_path, hook_source, pre_commit_home, fake_api, sdk_env):
+    repo = _target_repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD").strip()
+    commit_all(repo, "subtract")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    fake_api.script("app.py", [
+        Reply([tool_use("code_comment", {"comments": [{
+            "content": "Subtraction where the function name promises addition.",
+            "existing_code": "return a - b", "severity": "critical", "category": "bug"}]})]),
+    ])
+    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env, "ocr-hook-push", "--hook-stage", "pre-push",
+                     "--from-ref", base, "--to-ref", head)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "app.py:2" in proc.stdout

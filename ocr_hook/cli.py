@@ -5,6 +5,7 @@ Kept thin and light: nothing here imports the agent or the SDK at start-up.
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -119,8 +120,42 @@ def preview(**kw: Any) -> None:
     sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
 
 
+@cli.command()
+@_scope_options
+@click.option("-o", "--output", default=".ocr-hook-baseline.json", show_default=True, metavar="FILE",
+              help="Where to write the fingerprints.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
+def baseline(**kw: Any) -> None:
+    """Review the change and record its findings' fingerprints, so later reviews with --baseline
+    report them as suppressed instead of failing on them."""
+    from ocr_hook.commands import review as review_cmd
+
+    scope = _scope(kw)
+    sys.exit(review_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), {"fail_on": "never"},
+                            quiet=kw.pop("quiet"), baseline_out=kw.pop("output")))
+
+
+@cli.command("merge-sarif")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, metavar="FILE", help="The merged SARIF file.")
+def merge_sarif(inputs: tuple[str, ...], output: str) -> None:
+    """Join the SARIF files of several --shard runs into one run GitHub accepts."""
+    from ocr_hook.commands import merge_sarif as merge_cmd
+
+    sys.exit(merge_cmd.run(inputs, output))
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered like Ctrl-C so the same clean-up runs; exits 143 instead of 130."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the one place a FatalError becomes a one-line message and exit 2."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -134,6 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     except FatalError as exc:
         click.echo(f"ocr-hook: error: {exc}", err=True)
         sys.exit(exc.exit_code)
+    except _Terminated:
+        click.echo("ocr-hook: terminated", err=True)
+        sys.exit(143)
     except KeyboardInterrupt:
         click.echo("ocr-hook: interrupted", err=True)
         sys.exit(130)

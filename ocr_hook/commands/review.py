@@ -21,7 +21,8 @@ from ocr_hook.settings import Settings, load
 
 
 def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
-        quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None) -> int:
+        quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None,
+        baseline_out: str | None = None) -> int:
     environ = os.environ if environ is None else environ
     started = time.monotonic()
     root = repo_root(os.getcwd())
@@ -31,6 +32,10 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     try:
         result = review_change_set(change_set, snapshot, settings, progress, environ, started, shard)
+        if baseline_out:
+            from ocr_hook.suppress import write_baseline
+
+            write_baseline(baseline_out, result.findings)
         return report(result, change_set, snapshot, settings, progress, environ)
     finally:
         snapshot.close()

@@ -1,0 +1,225 @@
+"""One spending budget for a whole run: cost, tokens and a wall-clock deadline, shared by every file.
+
+The cap is a ceiling, never a target. Before each request the caller reserves the request's worst
+case; a reservation that does not fit next to what was already spent and what other requests have
+reserved is refused, so the request is never sent. When the response arrives the reservation is
+replaced by what the API actually billed.
+
+Why the worst case holds: the input side is priced at the dearest input price (a cache write costs
+more than plain input, a cache read less), the output side at `max_output_tokens`, which the API
+never exceeds. The input token count is the caller's estimate, made with
+`ocr_hook.tokens.estimate_tokens` at 3 bytes per token, while Claude tokenizers average about
+3.5-4 bytes per token on source code and prose, so the estimate is normally 15-30 % high. Text made
+mostly of rare characters (CJK, emoji, long runs of punctuation) can tokenize denser than 3 bytes per
+token; then the API may bill more input than was reserved. `settle` records the real amount anyway,
+so usage and cost are always truthful, and the next reservation sees the overshoot.
+
+Thread-safe and usable from asyncio: every method takes a `threading.Lock` briefly and never blocks
+otherwise, so calling it from the event loop thread is fine.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ocr_hook.errors import ConfigError
+from ocr_hook.outcome import Usage
+from ocr_hook.pricing import cost_exact
+from ocr_hook.settings import Price
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """The worst case of one request, held against the budget until settled or released."""
+
+    id: int
+    model: str
+    tokens: int
+    cost: Fraction
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self.cost)
+
+
+def usage_counts(usage: Any) -> dict[str, int]:
+    """The four token counts from an SDK usage object or a mapping; missing or None counts as 0."""
+    counts = {}
+    for name in _USAGE_FIELDS:
+        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
+        counts[name] = int(value or 0)
+    return counts
+
+
+def _money(value: Fraction | float) -> str:
+    amount = float(value)
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.2g}"
+
+
+def _seconds(value: float) -> str:
+    # The deadline is usually computed a few milliseconds before the budget is built: 599.98 -> "600".
+    return f"{round(value)} s" if value >= 10 else f"{value:.2g} s"
+
+
+class Budget:
+    """Spending limits of one run. See the module docstring for the guarantee and its one edge."""
+
+    def __init__(
+        self,
+        *,
+        max_cost_usd: float,
+        max_tokens: int,
+        deadline: float,
+        pricing: Mapping[str, Price],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_cost_usd < 0 or max_tokens < 0:
+            raise ValueError("budget limits must not be negative")
+        # math.inf means "no cost cap"; Fraction cannot hold it, so keep it apart.
+        self._max_cost: Fraction | None = None if math.isinf(max_cost_usd) else Fraction(max_cost_usd)
+        self._max_cost_usd = max_cost_usd
+        self._max_tokens = max_tokens
+        self._deadline = deadline
+        self._time_limit = max(0.0, deadline - clock())
+        self._pricing = dict(pricing)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._outstanding: dict[int, Reservation] = {}
+        self._settled: set[int] = set()
+        self._reserved_cost = Fraction(0)
+        self._reserved_tokens = 0
+        self._spent = Fraction(0)
+        self._spent_tokens = 0
+        self._usage = Usage()
+        self._exhausted_reason: str | None = None
+
+    # --- queries ---------------------------------------------------------------------------------
+
+    @property
+    def exhausted_reason(self) -> str | None:
+        """Why the first refused reservation was refused, e.g. "cost cap of $0.50 reached"; else None.
+
+        A refusal means one request did not fit; a smaller one (a closing round) may still fit. The
+        caller should stop starting new work once this is set.
+        """
+        with self._lock:
+            return self._exhausted_reason
+
+    @property
+    def usage(self) -> Usage:
+        """A copy of the settled totals, cost included."""
+        with self._lock:
+            copy = Usage()
+            copy.add(self._usage)
+            copy.cost_usd = float(self._spent)
+            return copy
+
+    @property
+    def spent_usd(self) -> float:
+        with self._lock:
+            return float(self._spent)
+
+    @property
+    def reserved_usd(self) -> float:
+        """Worst-case cost of the requests in flight."""
+        with self._lock:
+            return float(self._reserved_cost)
+
+    @property
+    def spent_tokens(self) -> int:
+        with self._lock:
+            return self._spent_tokens
+
+    def remaining_seconds(self) -> float:
+        return max(0.0, self._deadline - self._clock())
+
+    def price(self, model: str) -> Price:
+        price = self._pricing.get(model)
+        if price is None:
+            known = ", ".join(sorted(self._pricing)) or "none"
+            raise ConfigError(
+                f"no price for model '{model}': add it to the `pricing` setting in .ocr-hook.yaml as "
+                f"{model}: {{input, output, cache_write, cache_read}} in USD per million tokens "
+                f"(priced models: {known})"
+            )
+        return price
+
+    def worst_case(self, model: str, input_tokens: int, max_output_tokens: int) -> tuple[int, Fraction]:
+        """Tokens and cost of a request if every input token were a cache write and output ran to the max."""
+        price = self.price(model)
+        dearest_input = Price(input=max(price.input, price.cache_write), output=price.output,
+                              cache_write=0.0, cache_read=0.0)
+        cost = cost_exact(dearest_input, input_tokens, max_output_tokens)
+        return input_tokens + max_output_tokens, cost
+
+    def fits(self, model: str, input_tokens: int, max_output_tokens: int) -> bool:
+        """Whether `reserve` would succeed now; reserves nothing and records nothing."""
+        tokens, cost = self.worst_case(model, input_tokens, max_output_tokens)
+        with self._lock:
+            return self._refusal(tokens, cost) is None
+
+    # --- reservations ----------------------------------------------------------------------------
+
+    def reserve(self, model: str, input_tokens: int, max_output_tokens: int) -> Reservation | None:
+        """Hold the worst case of one request; None (and exhausted_reason set) when it does not fit."""
+        if input_tokens < 0 or max_output_tokens < 0:
+            raise ValueError("token counts must not be negative")
+        tokens, cost = self.worst_case(model, input_tokens, max_output_tokens)
+        with self._lock:
+            refusal = self._refusal(tokens, cost)
+            if refusal is not None:
+                if self._exhausted_reason is None:
+                    self._exhausted_reason = refusal
+                return None
+            reservation = Reservation(id=next(self._ids), model=model, tokens=tokens, cost=cost)
+            self._outstanding[reservation.id] = reservation
+            self._reserved_cost += cost
+            self._reserved_tokens += tokens
+            return reservation
+
+    def settle(self, reservation: Reservation, usage: Any) -> None:
+        """Replace the reservation by what the API billed (`usage`: SDK object or mapping); one request."""
+        counts = usage_counts(usage)
+        price = self.price(reservation.model)
+        cost = cost_exact(price, **counts)
+        tokens = sum(counts.values())
+        with self._lock:
+            if reservation.id in self._settled:
+                raise ValueError(f"reservation {reservation.id} was already settled")
+            self._drop(reservation)
+            self._settled.add(reservation.id)
+            self._spent += cost
+            self._spent_tokens += tokens
+            self._usage.add(Usage(requests=1, **counts))
+
+    def release(self, reservation: Reservation) -> None:
+        """Give the reservation back: the request failed and nothing was billed. Safe to call twice."""
+        with self._lock:
+            self._drop(reservation)
+
+    # --- internals (call with the lock held) -----------------------------------------------------
+
+    def _drop(self, reservation: Reservation) -> None:
+        held = self._outstanding.pop(reservation.id, None)
+        if held is not None:
+            self._reserved_cost -= held.cost
+            self._reserved_tokens -= held.tokens
+
+    def _refusal(self, tokens: int, cost: Fraction) -> str | None:
+        if self._clock() >= self._deadline:
+            return f"time limit of {_seconds(self._time_limit)} reached"
+        if self._max_cost is not None and self._spent + self._reserved_cost + cost > self._max_cost:
+            return f"cost cap of {_money(self._max_cost)} reached"
+        if self._spent_tokens + self._reserved_tokens + tokens > self._max_tokens:
+            return f"token cap of {self._max_tokens} reached"
+        return None

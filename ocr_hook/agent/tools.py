@@ -328,7 +328,10 @@ def check_pathspec(raw: str) -> str:
     """A file_patterns entry that stays inside the repository; _Refused otherwise."""
     spec = raw.strip()
     if not spec:
-        raise _Refused("file_patterns entries must not be empty; leave file_patterns out to search everything")
+        raise _Refused(
+            'file_patterns entries must not be empty: write them like "src/" or "*.py", '
+            "or leave file_patterns out to search everything"
+        )
     body = spec
     if spec.startswith(":("):
         close = spec.find(")")
@@ -339,7 +342,7 @@ def check_pathspec(raw: str) -> str:
         if unknown:
             raise _Refused(
                 f'file_patterns entry "{spec}" uses unsupported pathspec magic {", ".join(unknown)}; '
-                f"allowed: {', '.join(sorted(_PATHSPEC_MAGIC))}, e.g. \":(exclude)tests/\""
+                f"allowed: {', '.join(sorted(_PATHSPEC_MAGIC))}, like \":(exclude)tests/\""
             )
         body = spec[close + 1 :]
     elif spec.startswith(":"):

@@ -11,15 +11,15 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook import config_files
 from ocr_hook.agent import tools
 from ocr_hook.agent.tool_api import PHASES, ToolSpec
 from ocr_hook.errors import ConfigError
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 TOOLS_FILE = "tools.yaml"
 
@@ -173,6 +173,8 @@ def _build_one(index: int, entry: object) -> tuple[ToolSpec, dict[str, Any]]:
     if not isinstance(schema, Mapping):
         raise fail("input_schema must be a mapping")
     schema = _plain(schema)
+    import jsonschema  # ~50 ms: paid when the tools are first needed, not by every import of the agent
+
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
@@ -226,6 +228,8 @@ def _strict_problems(node: object, where: str) -> Iterator[str]:
 
 
 def _schema_problems(spec: ToolSpec, tool_input: object) -> list[str]:
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(spec.input_schema)
     errors = sorted(validator.iter_errors(tool_input), key=lambda e: (list(map(str, e.absolute_path)), e.validator))
     return [line for error in errors for line in _describe(error)]

@@ -1,0 +1,58 @@
+"""Shared fixtures. Fake Messages API: `fake_api`, `sdk_env`, `sdk_env_without_key` (see tests/fake_api.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_api import FakeMessagesAPI
+
+TEST_API_KEY = "test-key-not-secret"
+
+
+# ------------------------------------------------------------------------------------------ fake Messages API
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeMessagesAPI]:
+    """A started fake Messages API on 127.0.0.1, closed after the test."""
+    with FakeMessagesAPI() as fake:
+        yield fake
+
+
+def _isolate_sdk(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    # SDK 2.x resolves credentials from ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN, then ANTHROPIC_PROFILE,
+    # workload-identity variables, and profile files under ANTHROPIC_CONFIG_DIR or ~/.config/anthropic;
+    # other ANTHROPIC_* variables add headers, other providers' keys or telemetry. None may leak in.
+    for name in list(os.environ):
+        if name.startswith("ANTHROPIC_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+    # A proxy configured on the machine must not capture requests to the local fake.
+    for name in ("NO_PROXY", "no_proxy"):
+        current = os.environ.get(name, "")
+        monkeypatch.setenv(name, ",".join(x for x in (current, "127.0.0.1", "localhost") if x))
+
+
+@pytest.fixture
+def sdk_env(fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """os.environ pointed at the fake with a dummy key; returns a copy of the whole environment (for a
+    subprocess's env=..., or to derive variants from). With ANTHROPIC_API_KEY set the SDK reads no profile
+    or credentials file."""
+    _isolate_sdk(monkeypatch, fake_api.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_API_KEY)
+    return dict(os.environ)
+
+
+@pytest.fixture
+def sdk_env_without_key(
+    fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """Like sdk_env but with no credential at all. ANTHROPIC_CONFIG_DIR points at an empty directory so the
+    SDK cannot fall back to the real user's profile (it then raises CredentialsError when constructed)."""
+    _isolate_sdk(monkeypatch, fake_api.url)
+    config_dir: Path = tmp_path_factory.mktemp("anthropic-config-empty")
+    monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(config_dir))
+    return dict(os.environ)

@@ -1,0 +1,712 @@
+"""A scripted fake of the Anthropic Messages API, served over real HTTP on 127.0.0.1.
+
+Tests and benchmarks point the real SDK at it through ANTHROPIC_BASE_URL. It validates requests at the
+level that catches agent-loop bugs, answers from per-file scripts, simulates prompt caching from the
+breakpoints actually sent, bills what it answers, records every request and injects faults.
+
+Conversations are told apart by the text of their first user message (`script(match, ...)`), and the
+turn is the number of assistant messages already sent back: the server keeps no per-conversation
+state, so concurrent files and SDK retries are answered deterministically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import math
+import re
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+MESSAGES_PATH = "/v1/messages"
+MIN_CACHEABLE_TOKENS = 1024
+MAX_CACHE_BREAKPOINTS = 4
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+_REASONS = {529: "Overloaded"}
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+# ---------------------------------------------------------------------------------------------- script data
+
+
+def tool_use(name: str, input: dict[str, Any] | str, id: str | None = None) -> dict[str, Any]:
+    """A tool_use content block for a Reply. A str `input` is sent as that string instead of an object:
+    the model produced input that is not a JSON object (the SDK hands it over as a str)."""
+    block: dict[str, Any] = {"type": "tool_use", "name": name, "input": input}
+    if id is not None:
+        block["id"] = id
+    return block
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"type": "text", "text": t}
+
+
+def task_done(state: str = "DONE") -> Reply:
+    return Reply([tool_use("task_done", {"state": state})])
+
+
+@dataclass
+class Reply:
+    """A 200 answer. `usage` entries override the simulated ones; `delay_s` answers that much later."""
+
+    blocks: list[dict[str, Any]]
+    stop_reason: str | None = None  # None: "tool_use" when a block is a tool_use, else "end_turn"
+    usage: dict[str, int] | None = None
+    delay_s: float = 0.0
+
+    def resolved_stop_reason(self) -> str:
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "tool_use" if any(b.get("type") == "tool_use" for b in self.blocks) else "end_turn"
+
+
+@dataclass
+class Fault:
+    """An injected failure. Fires `times` times for its turn, then the turn is answered by `then` (or, with
+    no `then`, by the default responder). `reset` sends the headers and part of the body, then a TCP RST."""
+
+    status: int = 500
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | str | dict[str, Any] | None = None  # None: an Anthropic-style error JSON for `status`
+    content_type: str = "application/json"
+    times: int = 1
+    then: Reply | None = None
+    reset: bool = False
+    delay_s: float = 0.0
+
+    def body_bytes(self) -> bytes:
+        if self.body is None:
+            if self.status < 400:
+                return b"{}"
+            return json.dumps(error_json(self.status, f"fake API: injected {self.status} fault")).encode()
+        if isinstance(self.body, bytes):
+            return self.body
+        if isinstance(self.body, str):
+            return self.body.encode("utf-8")
+        return json.dumps(self.body).encode()
+
+
+Turn = Reply | Fault
+Responder = Callable[[dict[str, Any]], Turn]
+Predicate = Callable[[dict[str, Any]], bool]
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: dict[str, Any]  # {} when the body was not a JSON object
+    received_at: float  # time.monotonic()
+    method: str = "POST"
+    raw: bytes = b""
+    status: int = 0  # what the fake answered (0 while pending; 0 also for a reset connection)
+    usage: dict[str, int] | None = None  # the usage billed for this request (200 answers only)
+
+    @property
+    def first_user_text(self) -> str:
+        return first_user_text(self.body)
+
+
+class PriceLike(Protocol):
+    input: float
+    output: float
+    cache_write: float
+    cache_read: float
+
+
+def error_json(status: int, message: str, error_type: str | None = None) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type or _ERROR_TYPES.get(status, "api_error"), "message": message}}
+
+
+def first_user_text(body: Mapping[str, Any]) -> str:
+    """The text of the first message (all its text blocks joined): what scripts match on."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
+        return ""
+    return _text_of(messages[0].get("content"))
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------- validation
+
+
+class _Invalid(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _check_tools(tools: Any) -> None:
+    if not isinstance(tools, list):
+        raise _Invalid("tools: Input should be a valid list")
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _Invalid(f"tools.{i}: Input should be an object")
+        if tool.get("type") not in (None, "custom"):
+            continue  # server tools (web search etc.) have no schema of ours to check
+        name = tool.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            raise _Invalid(f"tools.{i}.name: String should match pattern '{_TOOL_NAME.pattern}'")
+        if name in seen:
+            raise _Invalid(f"tools: Tool names must be unique; '{name}' appears twice")
+        seen.add(name)
+        if not isinstance(tool.get("description"), str) or not tool["description"]:
+            raise _Invalid(f"tools.{i}.description: Field required (a non-empty string)")
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise _Invalid(f"tools.{i}.input_schema: Field required (a JSON schema with \"type\": \"object\")")
+
+
+def _check_blocks(i: int, content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        if not content:
+            raise _Invalid(f"messages.{i}: text content must be non-empty")
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not content:
+        raise _Invalid(f"messages.{i}.content: a non-empty string or a non-empty list of content blocks")
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise _Invalid(f"messages.{i}.content.{j}: a content block object with a 'type'")
+        if block["type"] == "text" and (not isinstance(block.get("text"), str) or not block["text"]):
+            raise _Invalid(f"messages.{i}.content.{j}: text content blocks must be non-empty")
+    return content
+
+
+def _check_tool_pairing(messages: list[dict[str, Any]]) -> None:
+    """Every tool_use must be answered in the very next user message, and every tool_result must answer one."""
+    for i, message in enumerate(messages):
+        content = message["content"]
+        blocks = content if isinstance(content, list) else []
+        if message["role"] == "assistant":
+            ids = [b.get("id") for b in blocks if b.get("type") == "tool_use"]
+            if len(set(ids)) != len(ids):
+                raise _Invalid(f"messages.{i}: tool_use ids must be unique within a message")
+            if not ids:
+                continue
+            nxt = messages[i + 1]["content"] if i + 1 < len(messages) else []
+            answered = {b.get("tool_use_id") for b in nxt if isinstance(b, dict) and b.get("type") == "tool_result"}
+            missing = [x for x in ids if x not in answered]
+            if missing:
+                raise _Invalid(
+                    f"messages.{i}: tool_use ids were found without tool_result blocks in the next message: "
+                    f"{', '.join(map(str, missing))}. Each tool_use block must have a matching tool_result "
+                    f"block (same tool_use_id) in the user message that immediately follows it."
+                )
+        else:
+            results = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+            if not results:
+                continue
+            prev = messages[i - 1]["content"] if i > 0 else []
+            asked = {b.get("id") for b in prev if isinstance(b, dict) and b.get("type") == "tool_use"}
+            unexpected = [x for x in results if x not in asked]
+            if unexpected:
+                raise _Invalid(
+                    f"messages.{i}.content: unexpected tool_use_id found in tool_result blocks: "
+                    f"{', '.join(map(str, unexpected))}. Each tool_result block must answer a tool_use block "
+                    f"of the previous assistant message."
+                )
+            if len(set(results)) != len(results):
+                raise _Invalid(f"messages.{i}.content: each tool_use_id may be answered by one tool_result only")
+
+
+def validate(body: Any) -> None:
+    """Raise _Invalid with an API-like message for a request the real API would reject (at the level that matters)."""
+    if not isinstance(body, dict):
+        raise _Invalid("The request body must be a JSON object")
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        raise _Invalid("model: Field required")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise _Invalid("max_tokens: Field required (an integer >= 1)")
+    temperature = body.get("temperature")
+    if temperature is not None and not (isinstance(temperature, int | float) and 0 <= temperature <= 1):
+        raise _Invalid("temperature: Input should be between 0 and 1")
+    system = body.get("system")
+    if system is not None and not isinstance(system, str):
+        if not isinstance(system, list) or not all(isinstance(b, dict) and b.get("type") == "text" for b in system):
+            raise _Invalid("system: a string or a list of text blocks")
+    if "tools" in body:
+        _check_tools(body["tools"])
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _Invalid("messages: at least one message is required")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise _Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        expected = "user" if i % 2 == 0 else "assistant"
+        if message["role"] != expected:
+            raise _Invalid(
+                f"messages.{i}.role: roles must alternate between 'user' and 'assistant', starting with 'user'; "
+                f"expected '{expected}'"
+            )
+        _check_blocks(i, message.get("content"))
+    _check_tool_pairing(messages)
+    count = len(_segments(body)[1])
+    if count > MAX_CACHE_BREAKPOINTS:
+        raise _Invalid(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {count}."
+        )
+
+
+# ---------------------------------------------------------------------------------------------- usage simulation
+
+
+def _without_cache_control(part: Any) -> Any:
+    # Moving a breakpoint must not change what the cached prefix is.
+    if isinstance(part, dict):
+        return {k: v for k, v in part.items() if k != "cache_control"}
+    return part
+
+
+def _segments(body: Mapping[str, Any]) -> tuple[list[Any], list[int]]:
+    """The request as cacheable parts in canonical order (tools, system, messages), and the indexes of the
+    parts that end with a cache breakpoint."""
+    parts: list[Any] = []
+    breakpoints: list[int] = []
+
+    def add(part: Any, marked: bool) -> None:
+        parts.append(part)
+        if marked:
+            breakpoints.append(len(parts) - 1)
+
+    for tool in body.get("tools") or []:
+        add({"tool": _without_cache_control(tool)}, isinstance(tool, dict) and "cache_control" in tool)
+    system = body.get("system")
+    if isinstance(system, str):
+        add({"system": system}, False)
+    elif isinstance(system, list):
+        for block in system:
+            add({"system": _without_cache_control(block)}, isinstance(block, dict) and "cache_control" in block)
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        for block in blocks:
+            marked = isinstance(block, dict) and "cache_control" in block
+            add({"role": message.get("role"), "block": _without_cache_control(block)}, marked)
+    if isinstance(body.get("cache_control"), dict) and parts:  # top-level (automatic) caching: the last part
+        if not breakpoints or breakpoints[-1] != len(parts) - 1:
+            breakpoints.append(len(parts) - 1)
+    return parts, breakpoints
+
+
+def tokens_of(part: Any) -> int:
+    return max(1, math.ceil(len(json.dumps(part, ensure_ascii=False)) / 4))
+
+
+def output_tokens_of(content: list[dict[str, Any]]) -> int:
+    return max(1, math.ceil(len(json.dumps(content, ensure_ascii=False)) / 4))
+
+
+class PromptCache:
+    """Server-wide prefix cache: sha256 of (model + canonical JSON of the parts up to a breakpoint) → tokens."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._prefixes: dict[str, int] = {}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._prefixes.clear()
+
+    def usage_for(self, body: Mapping[str, Any]) -> dict[str, int]:
+        parts, breakpoints = _segments(body)
+        digest = hashlib.sha256(str(body.get("model", "")).encode())
+        hashes: list[str] = []
+        cumulative: list[int] = []
+        total = 0
+        for part in parts:
+            digest.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode())
+            hashes.append(digest.copy().hexdigest())
+            total += tokens_of(part)
+            cumulative.append(total)
+        effective = [b for b in breakpoints if cumulative[b] >= MIN_CACHEABLE_TOKENS]
+        read = created = 0
+        with self._lock:
+            if effective:
+                # A read needs a breakpoint at or after the cached prefix, as with the real API.
+                for i in range(effective[-1], -1, -1):
+                    if hashes[i] in self._prefixes:
+                        read = cumulative[i]
+                        break
+                created = max(0, cumulative[effective[-1]] - read)
+                for b in effective:
+                    self._prefixes[hashes[b]] = cumulative[b]
+        return {
+            "input_tokens": total - read - created,
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": read,
+        }
+
+
+# ---------------------------------------------------------------------------------------------- the server
+
+
+@dataclass
+class _Answer:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+    reset: bool = False
+    delay_s: float = 0.0
+    usage: dict[str, int] | None = None  # billed once the answer is sent
+
+
+class FakeMessagesAPI:
+    """The fake server. Start it with the constructor (or use it as a context manager); close() stops it fast."""
+
+    def __init__(self, latency_s: float = 0.0) -> None:
+        self.latency_s = latency_s
+        self.cache = PromptCache()
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._requests: list[RecordedRequest] = []
+        self._scripts: dict[str, list[Turn]] = {}
+        self._handlers: list[tuple[Predicate, Responder]] = []
+        self._default: Responder = lambda body: task_done()
+        self._fail_all: Fault | None = None
+        self._fail_all_left: int | None = None
+        self._fault_fired: dict[tuple[Any, ...], int] = {}
+        self.errors: list[str] = []  # exceptions raised by responders (answered as 500s)
+        self._ids = itertools.count(1)
+        self._connections: set[socket.socket] = set()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{port}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-api-{port}", daemon=True
+        )
+        self._thread.start()
+
+    # -- configuration -----------------------------------------------------------------------------------------
+
+    def script(self, match: str, turns: Sequence[Turn]) -> None:
+        """Answer the conversation whose first user message contains `match`: turn N = N assistant messages
+        so far. Several matching scripts: the longest `match` wins. Registering `match` again replaces it."""
+        with self._lock:
+            self._scripts[match] = list(turns)
+            for key in [k for k in self._fault_fired if isinstance(k, tuple) and k[:2] == ("script", match)]:
+                del self._fault_fired[key]
+
+    def handle(self, predicate: Predicate, responder: Responder) -> None:
+        """Checked before scripts, in order of registration (review filter, re-location, ...)."""
+        with self._lock:
+            self._handlers.append((predicate, responder))
+
+    def default(self, responder: Responder) -> None:
+        with self._lock:
+            self._default = responder
+
+    def fail_all(self, fault: Fault | None, times: int | None = None) -> None:
+        """Every request gets `fault` (after validation) until fail_all(None); with `times`, only the next
+        `times` requests do. The fault's own `times`/`then` are not used here."""
+        with self._lock:
+            self._fail_all = fault
+            self._fail_all_left = times
+
+    def clear_cache(self) -> None:
+        self.cache.clear()
+
+    # -- inspection --------------------------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of every request received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_for(self, match: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if match in r.first_user_text]
+
+    def billed(self) -> dict[str, int]:
+        totals = dict.fromkeys((*USAGE_KEYS, "requests"), 0)
+        for r in self.requests:
+            if r.usage is not None:
+                totals["requests"] += 1
+                for key in USAGE_KEYS:
+                    totals[key] += r.usage.get(key, 0)
+        return totals
+
+    def billed_cost(self, prices: Mapping[str, PriceLike]) -> float:
+        """USD for every billed request at its model's price (USD per million tokens)."""
+        cost = 0.0
+        for r in self.requests:
+            if r.usage is None:
+                continue
+            model = str(r.body.get("model"))
+            if model not in prices:
+                raise KeyError(f"no price for model {model!r} (priced: {', '.join(sorted(prices))})")
+            p = prices[model]
+            u = r.usage
+            cost += (
+                u.get("input_tokens", 0) * p.input
+                + u.get("output_tokens", 0) * p.output
+                + u.get("cache_creation_input_tokens", 0) * p.cache_write
+                + u.get("cache_read_input_tokens", 0) * p.cache_read
+            ) / 1_000_000
+        return cost
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closing.is_set():
+            return
+        self._closing.set()  # wakes every delayed answer
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            open_connections = list(self._connections)
+        for conn in open_connections:  # idle keep-alive handlers are blocked reading: unblock them
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self._thread.join(timeout=1)
+
+    def __enter__(self) -> FakeMessagesAPI:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- answering (called from handler threads) ---------------------------------------------------------------
+
+    def _track(self, conn: socket.socket, add: bool) -> None:
+        with self._lock:
+            (self._connections.add if add else self._connections.discard)(conn)
+
+    def _record(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> RecordedRequest:
+        try:
+            parsed = json.loads(raw) if raw else {}
+        except ValueError:
+            parsed = {}
+        req = RecordedRequest(path, headers, parsed if isinstance(parsed, dict) else {}, time.monotonic(), method, raw)
+        with self._lock:
+            self._requests.append(req)
+        return req
+
+    def _answer(self, req: RecordedRequest) -> _Answer:
+        if req.method != "POST" or req.path.split("?", 1)[0] != MESSAGES_PATH:
+            return _error(404, f"fake API: no route {req.method} {req.path} (only POST {MESSAGES_PATH})")
+        if not req.headers.get("x-api-key") and not req.headers.get("authorization"):
+            return _error(401, "x-api-key header is required")
+        try:
+            body = json.loads(req.raw)
+            validate(body)
+        except ValueError as exc:
+            return _error(400, f"The request body is not valid JSON: {exc}")
+        except _Invalid as exc:
+            return _error(400, exc.message)
+        with self._lock:
+            fault = self._fail_all
+            if fault is not None and self._fail_all_left is not None:
+                if self._fail_all_left <= 0:
+                    fault = self._fail_all = None
+                else:
+                    self._fail_all_left -= 1
+        if fault is not None:
+            return _fault_answer(fault)
+        try:
+            turn = self._choose(body)
+        except Exception as exc:  # a broken responder must show up in the test, not hang the client
+            with self._lock:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            return _error(500, f"fake API: responder raised {type(exc).__name__}: {exc}")
+        if isinstance(turn, Fault):
+            return _fault_answer(turn)
+        return self._reply_answer(body, turn)
+
+    def _choose(self, body: dict[str, Any]) -> Turn:
+        """The Turn for this request, with each Fault counted against its `times` (→ its `then`)."""
+        with self._lock:
+            handlers = list(self._handlers)
+            default = self._default
+        for predicate, responder in handlers:
+            if predicate(body):
+                return self._settle(responder(body), ("handler", id(responder)), default, body)
+        opening = first_user_text(body)
+        with self._lock:
+            matches = sorted((m for m in self._scripts if m in opening), key=len, reverse=True)
+            turns = self._scripts[matches[0]] if matches else None
+        if turns is None:
+            return self._settle(default(body), ("default", id(default)), default, body)
+        index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        if index >= len(turns):
+            return task_done()
+        return self._settle(turns[index], ("script", matches[0], index), default, body)
+
+    def _settle(self, turn: Turn, key: tuple[Any, ...], default: Responder, body: dict[str, Any]) -> Turn:
+        if isinstance(turn, Reply):
+            return turn
+        if key[0] != "script":
+            key = (*key, id(turn))
+        with self._lock:
+            fired = self._fault_fired.get(key, 0)
+            if fired < turn.times:
+                self._fault_fired[key] = fired + 1
+                return turn
+        if turn.then is not None:
+            return turn.then
+        fallback = default(body)
+        return fallback if isinstance(fallback, Reply) else task_done()
+
+    def _reply_answer(self, body: dict[str, Any], reply: Reply) -> _Answer:
+        content = []
+        for block in reply.blocks:
+            block = dict(block)
+            if block.get("type") == "tool_use" and "id" not in block:
+                block["id"] = f"toolu_{next(self._ids):06d}"
+            content.append(block)
+        usage: dict[str, int] = {**self.cache.usage_for(body), "output_tokens": output_tokens_of(content)}
+        usage.update(reply.usage or {})
+        message = {
+            "id": f"msg_fake_{next(self._ids):06d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": reply.resolved_stop_reason(),
+            "stop_sequence": None,
+            "usage": {**dict.fromkeys(USAGE_KEYS, 0), **usage},
+        }
+        return _Answer(200, json.dumps(message).encode(), delay_s=reply.delay_s, usage=usage)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Wait without holding anything; False when the server closed meanwhile."""
+        return seconds <= 0 or not self._closing.wait(seconds)
+
+
+def _error(status: int, message: str) -> _Answer:
+    return _Answer(status, json.dumps(error_json(status, message)).encode())
+
+
+def _fault_answer(fault: Fault) -> _Answer:
+    return _Answer(fault.status, fault.body_bytes(), fault.content_type, dict(fault.headers), fault.reset,
+                   fault.delay_s)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 128
+    fake: FakeMessagesAPI
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks up the host's FQDN, which can stall without DNS; it is not needed.
+        super(ThreadingHTTPServer, self).server_bind()  # TCPServer.server_bind
+        self.server_name, self.server_port = self.server_address[:2]  # type: ignore[assignment]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.fake._track(self.connection, False)
+        try:
+            super().finish()
+        except OSError:
+            pass
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # tests read the recorded requests instead
+
+    def _serve(self) -> None:
+        fake = self.server.fake
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        req = fake._record(self.command, self.path, headers, raw)
+        answer = fake._answer(req)
+        if not fake._sleep(fake.latency_s + answer.delay_s):
+            self.close_connection = True
+            return
+        self._send(req, answer)
+
+    do_POST = do_GET = do_PUT = do_DELETE = do_PATCH = _serve
+
+    def _send(self, req: RecordedRequest, answer: _Answer) -> None:
+        reason = _REASONS.get(answer.status) or self.responses.get(answer.status, ("Unknown",))[0]
+        head = {
+            "content-type": answer.content_type,
+            "content-length": str(len(answer.body)),
+            "request-id": f"req_fake_{next(self.server.fake._ids):06d}",
+            **{k.lower(): v for k, v in answer.headers.items()},
+        }
+        lines = [f"HTTP/1.1 {answer.status} {reason}", *(f"{k}: {v}" for k, v in head.items()), "", ""]
+        payload = "\r\n".join(lines).encode("latin-1") + answer.body
+        if answer.reset:
+            self._reset_after(payload[: len(payload) - max(1, len(answer.body) // 2)])
+            return
+        try:
+            self.wfile.write(payload)  # one write: headers and body leave together
+            self.wfile.flush()
+        except OSError:  # the client gave up first: nothing delivered, nothing billed
+            self.close_connection = True
+            return
+        req.status = answer.status
+        req.usage = answer.usage
+
+    def _reset_after(self, partial: bytes) -> None:
+        """Send `partial`, then abort the connection with a TCP RST (SO_LINGER 0 and close)."""
+        self.close_connection = True
+        try:
+            self.wfile.write(partial)
+            self.wfile.flush()
+            time.sleep(0.05)  # let the partial response reach the client before the reset
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.server.fake._track(self.connection, False)
+        # The socket really closes only when its file objects are closed too; the base class still flushes
+        # and closes its files afterwards, so leave it harmless stand-ins.
+        self.wfile.close()
+        self.rfile.close()
+        self.connection.close()
+        self.wfile = io.BytesIO()
+        self.rfile = io.BytesIO()
+
+
+def iter_tool_uses(body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every tool_use block the client sent back in its assistant messages (helper for assertions)."""
+    for message in body.get("messages") or []:
+        if message.get("role") == "assistant" and isinstance(message.get("content"), list):
+            yield from (b for b in message["content"] if b.get("type") == "tool_use")

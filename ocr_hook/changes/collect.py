@@ -1,0 +1,155 @@
+"""Turn a Scope into a ChangeSet: which two snapshots to compare, then one diff of all files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from ocr_hook.changes import git
+from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
+from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.errors import FatalError, GitError
+from ocr_hook.scope import Scope
+
+
+class Sides(NamedTuple):
+    base: str  # tree-ish of the old side
+    target: str | None  # commit of the reviewed side; None: the index
+    description: str
+
+
+def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
+                    environ: Mapping[str, str]) -> ChangeSet:
+    """Every changed file of the scope, restricted to `paths` (repo-relative, taken literally)."""
+    sides = resolve_sides(repo_root, scope, environ)
+    files = diff_files(repo_root, sides.base, sides.target, paths)
+    description = sides.description
+    if paths:
+        description += " in " + ", ".join(paths)
+    return ChangeSet(repo_root=repo_root, description=description, base=sides.base, target=sides.target,
+                     files=tuple(files))
+
+
+def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str]) -> Sides:
+    if scope.kind == "staged":
+        return _staged(repo)
+    if scope.kind == "base":
+        ref = scope.base or ""
+        base_sha = git.resolve_commit(repo, ref)
+        head = git.resolve_commit(repo, "HEAD")
+        mb = git.merge_base(repo, base_sha, head)
+        return Sides(mb, head, f"{ref}...HEAD (merge base {mb[:12]}..{head[:12]})")
+    if scope.kind == "range":
+        old = git.resolve_commit(repo, scope.from_ref or "")
+        new = git.resolve_commit(repo, scope.to_ref or "")
+        return Sides(old, new, f"{scope.from_ref}..{scope.to_ref} ({old[:12]}..{new[:12]})")
+    if scope.kind == "commit":
+        sha = git.resolve_commit(repo, scope.commit or "")
+        parent = git.first_parent(repo, sha)
+        if parent is None:
+            return Sides(git.empty_tree(repo), sha, f"commit {sha[:12]} (root commit, against the empty tree)")
+        return Sides(parent, sha, f"commit {sha[:12]} against its first parent {parent[:12]}")
+    if scope.kind == "push":
+        return _push(repo, environ)
+    raise FatalError(f"unknown scope {scope.kind!r}")
+
+
+def _staged(repo: str) -> Sides:
+    git.check_no_unmerged(repo)
+    if git.has_head(repo):
+        head = git.resolve_commit(repo, "HEAD")
+        return Sides(head, None, f"staged changes (index against HEAD {head[:12]})")
+    return Sides(git.empty_tree(repo), None, "staged changes (index against the empty tree: no commits yet)")
+
+
+def _push(repo: str, environ: Mapping[str, str]) -> Sides:
+    from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
+    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+    if to_ref and git.is_zero_sha(to_ref):
+        # A branch deletion pushes no content.
+        head = git.resolve_commit(repo, "HEAD")
+        return Sides(head, head, "push deletes a branch: nothing to review")
+    tip = git.resolve_commit(repo, to_ref or "HEAD")
+    if from_ref and not git.is_zero_sha(from_ref):
+        old = git.resolve_commit(repo, from_ref)
+        # Like pre-commit itself: review what the push adds on top of the remote's tip.
+        mb = git.merge_base_or_none(repo, old, tip) or old
+        return Sides(mb, tip, f"push range {old[:12]}..{tip[:12]} (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)")
+    return _unpushed(repo, tip)
+
+
+def _unpushed(repo: str, tip: str) -> Sides:
+    """pre-commit names no range for a push that contains the root commit (or a new branch): review the
+    commits of `tip` that no remote-tracking ref contains."""
+    out = git.git_text(repo, ["rev-list", "--topo-order", "--reverse", tip, "--not", "--remotes"])
+    commits = out.split()
+    if not commits:
+        return Sides(tip, tip, f"push: every commit up to {tip[:12]} is already on a remote; nothing to review")
+    oldest = commits[0]
+    parent = git.first_parent(repo, oldest)
+    count = f"{len(commits)} commit{'s' if len(commits) != 1 else ''} not on any remote"
+    if parent is not None:
+        return Sides(parent, tip, f"push: {count} ({parent[:12]}..{tip[:12]}; no range from pre-commit)")
+    if oldest in git.shallow_commits(repo):
+        raise GitError(f"cannot tell which commits are being pushed: {oldest[:12]} is the cut of a shallow "
+                       f"clone; {git.SHALLOW_ADVICE}")
+    return Sides(git.empty_tree(repo), tip,
+                 f"push: {count}, from the root commit (against the empty tree) to {tip[:12]}")
+
+
+# --- the diff -------------------------------------------------------------------------------------
+
+
+def diff_args(base: str, target: str | None) -> list[str]:
+    return ["diff", *git.DIFF_OPTIONS, *(["--cached", base] if target is None else [base, target])]
+
+
+def literal_pathspecs(paths: Sequence[str]) -> list[str]:
+    return ["--", *(f":(literal){p}" for p in paths)] if paths else ["--"]
+
+
+def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = ()) -> list[FileChange]:
+    """One raw listing and one patch for all files; per-file patches only if the two disagree."""
+    args = diff_args(base, target)
+    spec = literal_pathspecs(paths)
+    raw = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *spec])
+    if not raw:
+        return []
+    patch = git.git_text(repo, [*args, *git.PATCH_OPTIONS, *spec])
+    try:
+        entries = parse_raw(raw)
+        groups = group_patches(entries, split_patches(patch))
+        if groups is None:
+            groups = [_patches_of(repo, args, e.old_path, e.new_path) for e in entries]
+        return [build_change(e, g) for e, g in zip(entries, groups, strict=True)]
+    except DiffParseError as exc:
+        raise GitError(f"cannot read the diff: {exc}") from None
+
+
+def _patches_of(repo: str, args: list[str], old_path: str, new_path: str) -> list[str]:
+    names = [old_path] if old_path == new_path else [old_path, new_path]
+    return split_patches(git.git_text(repo, [*args, *git.PATCH_OPTIONS, *literal_pathspecs(names)]))
+
+
+def repo_relative_paths(root: str, cwd: str, paths: Sequence[str]) -> tuple[str, ...]:
+    """Command-line PATHS (relative to cwd, or absolute) as repo-relative '/'-separated paths.
+
+    An empty tuple means "everything" (also when one of them is the repository root itself).
+    """
+    roots = (os.path.realpath(root), os.path.abspath(root))
+    real_cwd = os.path.realpath(cwd)
+    out: list[str] = []
+    for raw in paths:
+        joined = os.path.normpath(raw if os.path.isabs(raw) else os.path.join(real_cwd, raw))
+        rel = next((r for r in (os.path.relpath(joined, top) for top in roots) if not _outside(r)), None)
+        if rel is None:
+            raise FatalError(f"path {raw!r} is outside the repository {root}")
+        if rel == os.curdir:
+            return ()
+        out.append(rel.replace(os.sep, "/"))
+    return tuple(dict.fromkeys(out))
+
+
+def _outside(rel: str) -> bool:
+    return rel == os.pardir or rel.startswith(os.pardir + os.sep)

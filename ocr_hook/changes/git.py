@@ -1,0 +1,224 @@
+"""Running git: one argument-vector entry point with fixed safety options, and the few queries we need.
+
+User configuration must not change what we parse, so every call pins the options that alter diff,
+grep and path output. Nothing here writes to the work tree, the index, refs or the stash.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+from ocr_hook.errors import GitError
+
+# Config that would change the bytes we parse, overridden on every call. Command-line options
+# (DIFF_OPTIONS, grep flags) pin the rest; `-c` covers what has no option or differs by git version.
+_PINNED_CONFIG = (
+    "core.quotePath=false",
+    "core.fsmonitor=false",
+    "color.ui=never",
+    "color.diff=never",
+    "color.grep=never",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "diff.suppressBlankEmpty=false",
+    "diff.submodule=short",
+    "grep.column=false",
+    "grep.fullName=true",
+    "submodule.recurse=false",
+)
+
+# Options for every `git diff` whose output we parse (patch or raw).
+DIFF_OPTIONS = (
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
+    "--find-renames",  # the user's diff.renames must not decide whether a rename is one entry or two
+    "--ignore-submodules=none",
+    "--submodule=short",
+)
+
+# Only for the patch call: -U implies --patch, which would mix a patch into the raw listing.
+PATCH_OPTIONS = ("--patch", "--unified=3")
+
+# Variables that would redirect or reshape diff output; the hook's own GIT_DIR/GIT_INDEX_FILE are kept
+# so that `git commit <paths>` (a temporary index) is reviewed exactly as it will be committed.
+_DROPPED_ENV = ("GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER", "PAGER")
+
+ZERO_SHA_CHARS = frozenset("0")
+
+
+class GitResult(NamedTuple):
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+def git_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a git child: the caller's, minus output-changing variables, no optional locks."""
+    env = dict(os.environ if environ is None else environ)
+    for name in _DROPPED_ENV:
+        env.pop(name, None)
+    # Read-only commands may otherwise refresh and rewrite .git/index opportunistically.
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+def git_command(args: Sequence[str]) -> list[str]:
+    """The full argument vector for `git <args>` with the pinned configuration."""
+    cmd = ["git", "--no-pager"]
+    for item in _PINNED_CONFIG:
+        cmd += ["-c", item]
+    cmd += list(args)
+    return cmd
+
+
+def first_line(stderr: str) -> str:
+    """git's complaint as one line: the first fatal/error line, else the last non-empty line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("fatal:", "error:")):
+            return line
+    return lines[-1] if lines else "no message"
+
+
+def run_git(repo: str | None, args: Sequence[str], *, input: bytes | None = None,
+            ok_codes: tuple[int, ...] = (0,)) -> GitResult:
+    """Run git in `repo` (argument vector, never a shell); GitError unless the exit code is in ok_codes."""
+    cmd = git_command(args)
+    try:
+        proc = subprocess.run(cmd, cwd=repo, input=input, capture_output=True, env=git_env(), check=False)
+    except FileNotFoundError:
+        raise GitError("git is not installed or not on PATH") from None
+    except NotADirectoryError:
+        raise GitError(f"not a directory: {repo}") from None
+    stderr = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode not in ok_codes:
+        raise GitError(f"git {_verb(args)} failed: {first_line(stderr)}")
+    return GitResult(proc.returncode, proc.stdout, stderr)
+
+
+def git_text(repo: str | None, args: Sequence[str], ok_codes: tuple[int, ...] = (0,)) -> str:
+    """stdout of a git command, decoded so that any byte sequence round-trips (surrogateescape)."""
+    return decode(run_git(repo, args, ok_codes=ok_codes).stdout)
+
+
+def decode(data: bytes) -> str:
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _verb(args: Sequence[str]) -> str:
+    return next((a for a in args if not a.startswith("-")), "command")
+
+
+# --- queries ---------------------------------------------------------------------------------------
+
+
+def repo_root(cwd: str) -> str:
+    """The top of the work tree containing cwd; GitError when cwd is not inside one."""
+    if not os.path.isdir(cwd):
+        raise GitError(f"not a directory: {cwd}")
+    proc = run_git(cwd, ["rev-parse", "--show-toplevel"], ok_codes=(0, 128))
+    root = decode(proc.stdout).rstrip("\n")
+    if proc.returncode != 0 or not root:
+        reason = first_line(proc.stderr)
+        if "not a git repository" in reason:
+            raise GitError(f"not a git repository: {cwd} (run ocr-hook inside a git work tree)")
+        raise GitError(f"cannot use {cwd} as a git work tree: {reason}")
+    return root
+
+
+def resolve_commit(repo: str, ref: str) -> str:
+    """The full sha of the commit `ref` names; GitError naming the ref when there is none."""
+    if not ref or ref.startswith("-") or any(c in ref for c in "\0\n"):
+        raise GitError(f"unknown ref {ref!r}: not a branch, tag or commit in this repository")
+    proc = run_git(repo, ["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], ok_codes=(0, 1, 128))
+    sha = decode(proc.stdout).strip()
+    if proc.returncode != 0 or not sha:
+        hint = " (in a shallow clone, fetch it first)" if is_shallow(repo) else ""
+        raise GitError(f"unknown ref {ref!r}: not a branch, tag or commit in this repository{hint}")
+    return sha
+
+
+def has_head(repo: str) -> bool:
+    """False before the first commit (HEAD names an unborn branch)."""
+    proc = run_git(repo, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], ok_codes=(0, 1, 128))
+    return proc.returncode == 0
+
+
+def empty_tree(repo: str) -> str:
+    """The empty tree's id in this repository's hash (not written to the object store)."""
+    return run_git(repo, ["hash-object", "-t", "tree", "--stdin"], input=b"").stdout.decode().strip()
+
+
+def is_shallow(repo: str) -> bool:
+    return git_text(repo, ["rev-parse", "--is-shallow-repository"]).strip() == "true"
+
+
+def shallow_commits(repo: str) -> frozenset[str]:
+    """Commits at the cut of a shallow clone: their parents are missing here."""
+    path = git_text(repo, ["rev-parse", "--git-path", "shallow"]).strip()
+    full = path if os.path.isabs(path) else os.path.join(repo, path)
+    try:
+        with open(full, encoding="ascii") as fh:
+            return frozenset(line.strip() for line in fh if line.strip())
+    except OSError:
+        return frozenset()
+
+
+SHALLOW_ADVICE = "fetch the full history: `fetch-depth: 0` in actions/checkout, or `git fetch --deepen=N`"
+
+
+def merge_base(repo: str, a: str, b: str) -> str:
+    """The best common ancestor of two commits; GitError (with the shallow-clone fix) when there is none."""
+    found = merge_base_or_none(repo, a, b)
+    if found is not None:
+        return found
+    if is_shallow(repo):
+        raise GitError(f"no merge base between {a[:12]} and {b[:12]}: this is a shallow clone and the "
+                       f"common history is missing; {SHALLOW_ADVICE}")
+    raise GitError(f"no merge base between {a[:12]} and {b[:12]}: the histories are unrelated")
+
+
+def merge_base_or_none(repo: str, a: str, b: str) -> str | None:
+    proc = run_git(repo, ["merge-base", a, b], ok_codes=(0, 1))
+    sha = decode(proc.stdout).strip()
+    return sha if proc.returncode == 0 and sha else None
+
+
+def first_parent(repo: str, commit: str) -> str | None:
+    """The first parent of a commit; None for a root commit (or a shallow clone's cut)."""
+    proc = run_git(repo, ["rev-parse", "--verify", "--quiet", f"{commit}^1"], ok_codes=(0, 1, 128))
+    sha = decode(proc.stdout).strip()
+    return sha if proc.returncode == 0 and sha else None
+
+
+def unmerged_paths(repo: str) -> list[str]:
+    """Paths with conflict stages in the index (a merge, rebase or cherry-pick stopped on a conflict)."""
+    out = git_text(repo, ["ls-files", "--unmerged", "-z"])
+    paths: list[str] = []
+    for record in out.split("\0"):
+        if "\t" in record:
+            path = record.split("\t", 1)[1]
+            if path not in paths:
+                paths.append(path)
+    return paths
+
+
+def check_no_unmerged(repo: str) -> None:
+    paths = unmerged_paths(repo)
+    if paths:
+        shown = ", ".join(repr(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        raise GitError(f"merge conflict in progress: unmerged paths {shown}; resolve and stage them first")
+
+
+def is_zero_sha(value: str) -> bool:
+    """pre-commit and git hooks name a missing side (new branch, deletion) with all zeros."""
+    return bool(value) and set(value) <= ZERO_SHA_CHARS

@@ -1,0 +1,302 @@
+"""The reviewed snapshot (the index in staged mode, else the target commit), read through git only.
+
+Blobs come from one long-lived `git cat-file --batch` process, addressed by object id from the
+snapshot's own listing, so no path (not even one with a newline) is ever parsed by cat-file and the
+working tree is never read. Several agent threads share one Snapshot: a lock serialises the pipe.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import threading
+from types import TracebackType
+from typing import IO, NamedTuple
+
+from ocr_hook.changes import git
+from ocr_hook.changes.model import ChangeSet
+from ocr_hook.changes.snapshot_api import GrepHit, GrepResult
+from ocr_hook.errors import GitError
+
+_REGULAR_MODES = frozenset({"100644", "100755", "100664"})
+_SYMLINK_MODE = "120000"
+_MAX_GREP_OUTPUT = 8 * 1024 * 1024  # bytes read from one git grep before it is stopped
+_MAX_GREP_HITS = 5_000
+_MAX_HIT_TEXT = 2_000
+_SHORT_MAGIC = re.compile(r"^:[!^/]*:?")
+_LONG_MAGIC = re.compile(r"^:\([^)]*\)")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class SnapshotClosed(RuntimeError):
+    """The snapshot was used after close()."""
+
+
+class _Entry(NamedTuple):
+    mode: str
+    sha: str
+
+
+class GitSnapshot:
+    """Implements snapshot_api.Snapshot for the index (target None) or a commit."""
+
+    def __init__(self, repo_root: str, target: str | None) -> None:
+        self.repo_root = repo_root
+        self.target = target
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._entries: dict[str, _Entry] | None = None
+        self._closed = False
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def read_bytes(self, path: str) -> bytes | None:
+        """The blob at `path`; None unless a regular file or a symlink (whose blob is its target text,
+        returned as is and never followed) is there."""
+        with self._lock:
+            entry = self._listing().get(path)
+            if entry is None or (entry.mode not in _REGULAR_MODES and entry.mode != _SYMLINK_MODE):
+                return None
+            return self._cat(entry.sha)
+
+    def read_text(self, path: str) -> str | None:
+        data = self.read_bytes(path)
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+    def paths(self) -> tuple[str, ...]:
+        """Files and symlinks of the snapshot (submodules are not files here)."""
+        with self._lock:
+            return tuple(p for p, e in self._listing().items() if e.mode != "160000")
+
+    def is_symlink(self, path: str) -> bool:
+        with self._lock:
+            entry = self._listing().get(path)
+            return entry is not None and entry.mode == _SYMLINK_MODE
+
+    def _listing(self) -> dict[str, _Entry]:
+        self._check_open()
+        if self._entries is None:
+            self._entries = _load_listing(self.repo_root, self.target)
+        return self._entries
+
+    def _cat(self, sha: str) -> bytes:
+        proc = self._cat_file()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(sha.encode("ascii") + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().decode("ascii", "replace").split()
+            if len(header) != 3:
+                raise GitError(f"git cat-file could not read object {sha}: {' '.join(header) or 'no answer'}")
+            size = int(header[2])
+            data = proc.stdout.read(size + 1)
+        except (OSError, ValueError) as exc:
+            self._stop_cat_file()
+            raise GitError(f"git cat-file stopped unexpectedly: {exc}") from None
+        if len(data) != size + 1:
+            self._stop_cat_file()
+            raise GitError("git cat-file stopped unexpectedly")
+        return data[:size]
+
+    def _cat_file(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                git.git_command(["cat-file", "--batch"]), cwd=self.repo_root, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git.git_env(),
+            )
+        return self._proc
+
+    def _stop_cat_file(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SnapshotClosed("the snapshot was closed; the review of this change set has ended")
+
+    # --- searching -------------------------------------------------------------------------------
+
+    def grep(
+        self,
+        pattern: str,
+        pathspecs: tuple[str, ...] = (),
+        ignore_case: bool = True,
+        perl_regexp: bool = False,
+        max_per_file: int = 100,
+        timeout_s: float = 10.0,
+    ) -> GrepResult:
+        """`git grep` over the snapshot's tracked files; problems come back as GrepResult.error."""
+        if self._closed:
+            return GrepResult((), (), "the reviewed snapshot is closed; the review has ended")
+        if not pattern:
+            return GrepResult((), (), "the search text is empty; give a word or a regular expression")
+        for spec in pathspecs:
+            problem = pathspec_problem(spec)
+            if problem:
+                return GrepResult((), (), problem)
+        args = ["grep", "-n", "-I", "--null", "--no-color", "--full-name"]
+        args += ["-i"] if ignore_case else []
+        args += ["--perl-regexp"] if perl_regexp else ["--basic-regexp"]
+        args += ["-e", pattern]
+        args += ["--cached"] if self.target is None else [self.target]
+        args += ["--", *pathspecs]
+        output, returncode, stderr, timed_out = _run_capped(self.repo_root, args, timeout_s)
+        if timed_out:
+            return GrepResult((), (), f"the search took longer than {timeout_s:g} s and was stopped; "
+                                      "use a more specific search text or narrower file patterns")
+        if returncode not in (0, 1, None):
+            message = git.first_line(stderr).removeprefix("fatal: ").removeprefix("error: ")
+            return GrepResult((), (), f"git grep rejected the search: {message}")
+        prefix = b"" if self.target is None else self.target.encode("ascii") + b":"
+        hits, truncated = _parse_grep(output, prefix, max_per_file)
+        return GrepResult(tuple(hits), tuple(truncated), None)
+
+    # --- lifetime --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the cat-file process; later reads raise SnapshotClosed, later greps return an error."""
+        with self._lock:
+            self._closed = True
+            self._stop_cat_file()
+            self._entries = None
+
+    def __enter__(self) -> GitSnapshot:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def open_snapshot(repo_root: str, change_set: ChangeSet) -> GitSnapshot:
+    """The reviewed side of `change_set`: the index when change_set.target is None, else that commit."""
+    return GitSnapshot(repo_root, change_set.target)
+
+
+def _load_listing(repo: str, target: str | None) -> dict[str, _Entry]:
+    entries: dict[str, _Entry] = {}
+    if target is None:
+        out = git.git_text(repo, ["ls-files", "--stage", "-z"])
+        for record in out.split("\0"):
+            meta, tab, path = record.partition("\t")
+            if not tab:
+                continue
+            mode, sha, stage = meta.split(" ")
+            if stage == "0":
+                entries[path] = _Entry(mode, sha)
+    else:
+        out = git.git_text(repo, ["ls-tree", "-r", "-z", "--full-tree", target])
+        for record in out.split("\0"):
+            meta, tab, path = record.partition("\t")
+            if not tab:
+                continue
+            mode, _kind, sha = meta.split(" ")
+            entries[path] = _Entry(mode, sha)
+    return entries
+
+
+def pathspec_problem(spec: str) -> str | None:
+    """Why a pathspec could reach outside the repository (worded for the model); None when it is fine."""
+    if "\0" in spec:
+        return f"file pattern {spec!r} contains a NUL character"
+    if spec.startswith(":("):
+        match = _LONG_MAGIC.match(spec)
+        if match is None:
+            return f"file pattern {spec!r} has an unclosed ':(' magic; write it like ':(exclude)vendor/'"
+        body = spec[match.end():]
+    elif spec.startswith(":"):
+        body = spec[_SHORT_MAGIC.match(spec).end():]  # type: ignore[union-attr]  # always matches ":"
+    else:
+        body = spec
+    if body.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(body):
+        return (f"file pattern {spec!r} is an absolute path; use paths relative to the repository root, "
+                "like 'src/' or '*.py'")
+    if ".." in re.split(r"[/\\]", body):
+        return (f"file pattern {spec!r} goes outside the repository with '..'; use paths relative to the "
+                "repository root, like 'src/' or '*.py'")
+    return None
+
+
+def _run_capped(repo: str, args: list[str], timeout_s: float) -> tuple[bytes, int | None, str, bool]:
+    """Run git with a wall-clock limit and an output cap; (stdout, returncode or None if we stopped
+    it for size, stderr, timed_out)."""
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(git.git_command(args), cwd=repo, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=err, env=git.git_env())
+        timed_out = threading.Event()
+
+        def expire() -> None:
+            timed_out.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout_s, expire)
+        timer.daemon = True
+        timer.start()
+        chunks: list[bytes] = []
+        size = 0
+        capped = False
+        try:
+            stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
+            while True:
+                chunk = stdout.read1(65536)  # type: ignore[attr-defined]
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= _MAX_GREP_OUTPUT:
+                    capped = True
+                    proc.kill()
+                    break
+        finally:
+            timer.cancel()
+            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    returncode = None if capped else proc.returncode
+    return b"".join(chunks), returncode, stderr, timed_out.is_set()
+
+
+def _parse_grep(data: bytes, prefix: bytes, max_per_file: int) -> tuple[list[GrepHit], list[str]]:
+    """Records are `path NUL line NUL text LF`; a path may itself contain LF, never NUL."""
+    hits: list[GrepHit] = []
+    truncated: list[str] = []
+    per_file: dict[bytes, int] = {}
+    pos = 0
+    while pos < len(data) and len(hits) < _MAX_GREP_HITS:
+        z1 = data.find(b"\0", pos)
+        z2 = data.find(b"\0", z1 + 1) if z1 >= 0 else -1
+        end = data.find(b"\n", z2 + 1) if z2 >= 0 else -1
+        if end < 0:
+            break  # a record cut by the output cap
+        raw_path, raw_line, raw_text = data[pos:z1], data[z1 + 1 : z2], data[z2 + 1 : end]
+        pos = end + 1
+        if prefix and raw_path.startswith(prefix):
+            raw_path = raw_path[len(prefix):]
+        seen = per_file.get(raw_path, 0)
+        per_file[raw_path] = seen + 1
+        path = git.decode(raw_path)
+        if seen >= max_per_file:
+            if seen == max_per_file:
+                truncated.append(path)
+            continue
+        text = git.decode(raw_text.removesuffix(b"\r"))[:_MAX_HIT_TEXT]
+        try:
+            line_no = int(raw_line)
+        except ValueError:
+            continue
+        hits.append(GrepHit(path, line_no, text))
+    return hits, truncated

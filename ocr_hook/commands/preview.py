@@ -1,0 +1,171 @@
+"""`ocr-hook preview`: what would be reviewed, what is skipped and why, and what it could cost.
+
+Calls no model and needs no key: only git, the settings and the file selection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ocr_hook.changes import collect_changes, open_snapshot, select_files
+from ocr_hook.changes.collect import repo_relative_paths
+from ocr_hook.changes.git import repo_root
+from ocr_hook.changes.model import ChangeSet
+from ocr_hook.changes.selection import Selected
+from ocr_hook.changes.snapshot_api import Snapshot
+from ocr_hook.scope import Scope
+from ocr_hook.settings import Settings, load
+from ocr_hook.tokens import estimate_tokens
+
+# Estimate of one file's review, deliberately on the high side:
+#   input  = (SYSTEM_ALLOWANCE + tokens(patch) + tokens(whole new file)) * TURN_FACTOR
+#   output = OUTPUT_ALLOWANCE
+# SYSTEM_ALLOWANCE covers the system prompt, tool definitions and instructions. Every model turn
+# re-sends the whole conversation, and a file typically takes a plan request, a few main-loop turns
+# and a review-filter request, so the first request's size is counted TURN_FACTOR times. Cache
+# discounts are ignored, so real bills are usually lower.
+SYSTEM_ALLOWANCE = 3_000
+TURN_FACTOR = 5
+OUTPUT_ALLOWANCE = 2_000
+_PER_MILLION = 1_000_000
+
+
+class Estimate(NamedTuple):
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None  # None when the model has no price in the settings
+    max_cost_usd: float
+
+
+def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
+        environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    cwd = os.getcwd()
+    root = repo_root(cwd)
+    settings = load(Path(root), config_file, flags={}, environ=environ)
+    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ)
+    snapshot = open_snapshot(root, change_set)
+    try:
+        selected = select_files(change_set, snapshot, settings)
+        estimate = estimate_cost(selected, snapshot, settings)
+    finally:
+        snapshot.close()
+    out = render_json(change_set, selected, estimate, settings) if fmt == "json" else \
+        render_text(change_set, selected, estimate, settings)
+    _write(out)
+    return 0
+
+
+def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings) -> Estimate:
+    reviewed = [s.change for s in selected if s.action == "review"]
+    input_tokens = 0
+    for change in reviewed:
+        text = snapshot.read_text(change.path) or ""
+        input_tokens += (SYSTEM_ALLOWANCE + estimate_tokens(change.patch) + estimate_tokens(text)) * TURN_FACTOR
+    output_tokens = OUTPUT_ALLOWANCE * len(reviewed)
+    price = settings.price_for(settings.model)
+    if price is None:
+        return Estimate(input_tokens, output_tokens, None, settings.max_cost if reviewed else 0.0)
+    cost = (input_tokens * price.input + output_tokens * price.output) / _PER_MILLION
+    return Estimate(input_tokens, output_tokens, cost, min(settings.max_cost, cost))
+
+
+# --- output -----------------------------------------------------------------------------------------
+
+
+def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
+                settings: Settings) -> str:
+    files = [
+        {
+            "path": s.change.path,
+            "status": s.change.status.value,
+            "action": s.action,
+            "reason": s.reason,
+            "old_path": s.change.old_path,
+            "added": s.change.added,
+            "removed": s.change.removed,
+            "incomplete": s.incomplete,
+        }
+        for s in selected
+    ]
+    doc: dict[str, Any] = {
+        "scope": change_set.description,
+        "files": files,
+        "estimate": {
+            "input_tokens": estimate.input_tokens,
+            "max_cost_usd": round(estimate.max_cost_usd, 4),
+            "output_tokens": estimate.output_tokens,
+            "model": settings.model,
+            "cost_usd": None if estimate.cost_usd is None else round(estimate.cost_usd, 4),
+            "max_cost_setting_usd": settings.max_cost,
+        },
+        "complete": not any(s.incomplete for s in selected),
+    }
+    # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
+                settings: Settings) -> str:
+    reviews = sum(1 for s in selected if s.action == "review")
+    lines = [f"ocr-hook preview: {change_set.description}"]
+    if not selected:
+        lines.append("No changed files: nothing to review.")
+        return "\n".join(lines) + "\n"
+    lines.append(f"{len(selected)} changed file{'s' if len(selected) != 1 else ''}: {reviews} to review, "
+                 f"{len(selected) - reviews} skipped")
+    names = [_display_name(s) for s in selected]
+    width = min(60, max(len(n) for n in names))
+    for s, name in zip(selected, names, strict=True):
+        counts = f"+{s.change.added} -{s.change.removed}"
+        row = f"  {s.action:<6}  {s.change.status.value:<12}  {name:<{width}}  {counts:>13}"
+        if s.reason:
+            row += f"  {s.reason}" + ("  [incomplete]" if s.incomplete else "")
+        lines.append(row.rstrip())
+    lines.append(_estimate_line(estimate, settings, reviews))
+    if estimate.input_tokens + estimate.output_tokens > settings.max_tokens:
+        lines.append(f"Warning: the estimate exceeds max_tokens ({settings.max_tokens:,}); the review may end "
+                     "incomplete.")
+    limited = sum(1 for s in selected if s.incomplete)
+    if limited:
+        lines.append(f"Warning: {limited} file{'s' if limited != 1 else ''} skipped for limits: the review would be "
+                     "INCOMPLETE (exit 3 unless --on-error warn).")
+    return "\n".join(lines) + "\n"
+
+
+def _display_name(s: Selected) -> str:
+    if s.change.old_path:
+        return f"{shown(s.change.old_path)} -> {shown(s.change.path)}"
+    return shown(s.change.path)
+
+
+def _estimate_line(estimate: Estimate, settings: Settings, reviews: int) -> str:
+    if reviews == 0:
+        return "Estimate: nothing would be sent to the model ($0.00)."
+    head = (f"Estimate: about {estimate.input_tokens:,} input and {estimate.output_tokens:,} output tokens "
+            f"for {reviews} file{'s' if reviews != 1 else ''}")
+    if estimate.cost_usd is None:
+        return (f"{head}; no price for model {settings.model!r} in the settings, so the run may spend up to "
+                f"max_cost ${settings.max_cost:.2f}.")
+    return (f"{head}; at most ${estimate.max_cost_usd:.2f} ({settings.model} at list price ${estimate.cost_usd:.2f}, "
+            f"max_cost ${settings.max_cost:.2f}).")
+
+
+def shown(path: str) -> str:
+    """A path safe to print on one terminal line: undecodable bytes and control characters escaped."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def _write(text: str) -> None:
+    stream = sys.stdout
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+    stream.write(text)
+    stream.flush()

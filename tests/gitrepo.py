@@ -1,0 +1,124 @@
+"""Real scratch git repositories for tests (shared by every test module; keep it small and stable).
+
+Importing this module isolates git for the whole test process: no user or system config, fixed
+identity and dates, and none of the variables a surrounding git hook may have set (running the suite
+from a pre-commit hook must not touch the outer repository's index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_HOOK_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+              "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_PREFIX", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+              "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS",
+              "GIT_QUARANTINE_PATH", "GIT_REFLOG_ACTION", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR")
+
+GIT_ENV = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.com",
+    "GIT_COMMITTER_NAME": "Test Committer",
+    "GIT_COMMITTER_EMAIL": "committer@example.com",
+    "GIT_AUTHOR_DATE": "2024-01-01T12:00:00+00:00",
+    "GIT_COMMITTER_DATE": "2024-01-01T12:00:00+00:00",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def isolate_environment() -> None:
+    """Apply GIT_ENV to os.environ and drop hook and ocr-hook variables (runs once, at import)."""
+    for name in list(os.environ):
+        if name in _HOOK_VARS or name.startswith(("PRE_COMMIT_", "OCR_HOOK_")):
+            del os.environ[name]
+    os.environ.update(GIT_ENV)
+
+
+isolate_environment()
+
+
+def git(repo: Path, *args: str, input: bytes | None = None, check: bool = True) -> str:
+    """Run git in `repo`; stdout as text (surrogateescape). Raises CalledProcessError on failure."""
+    proc = subprocess.run(["git", *args], cwd=repo, input=input, capture_output=True)
+    if check and proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, ["git", *args], proc.stdout, proc.stderr)
+    return proc.stdout.decode("utf-8", "surrogateescape")
+
+
+def make_repo(path: Path, branch: str = "main") -> Path:
+    """`git init` in `path` (created if missing; existing files stay untracked). Returns the path."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    git(path, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+    return path
+
+
+def write(repo: Path, path: str, content: bytes | str) -> Path:
+    """Write a file under the work tree (parents created); str content is UTF-8."""
+    target = repo / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content.encode() if isinstance(content, str) else content)
+    return target
+
+
+def stage(repo: Path, *paths: str) -> None:
+    git(repo, "add", "--", *paths)
+
+
+def commit_all(repo: Path, message: str = "commit") -> str:
+    """Stage everything (including deletions) and commit; returns the new commit's sha."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "--no-verify", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def repo_state(repo: Path) -> dict[str, object]:
+    """Everything the hook must never change: work tree (every file, untracked too), index, refs, HEAD,
+    stash and config. Compare the result before and after a run."""
+    git_dir = Path(git(repo, "rev-parse", "--absolute-git-dir").strip())
+    worktree: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(repo):
+        if ".git" in dirnames:
+            dirnames.remove(".git")
+        for name in filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, repo)
+            if os.path.islink(full):
+                worktree[rel] = "link:" + os.readlink(full)
+            else:
+                with open(full, "rb") as fh:
+                    worktree[rel] = hashlib.sha256(fh.read()).hexdigest()
+
+    def file_hash(p: Path) -> str | None:
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+
+    return {
+        "worktree": worktree,
+        "index_entries": git(repo, "ls-files", "--stage", "-z"),
+        "index_file": file_hash(git_dir / "index"),
+        "staged_diff": hashlib.sha256(
+            git(repo, "diff", "--cached", "--binary", "--no-ext-diff", "--no-color").encode(
+                "utf-8", "surrogateescape")).hexdigest(),
+        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "head_file": (git_dir / "HEAD").read_text(),
+        "head": git(repo, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip(),
+        "stash": git(repo, "stash", "list"),
+        "config": file_hash(git_dir / "config"),
+    }
+
+
+def run_cli(repo: Path, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`python -m ocr_hook ARGS` in `repo` as a user would run it; text output (errors replaced)."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "ocr_hook", *args], cwd=repo, env=full_env,
+                          capture_output=True, text=True, errors="replace", timeout=timeout)

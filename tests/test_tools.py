@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from ocr_hook.agent import tools
 from ocr_hook.agent.tool_api import ToolContext, ToolResult
 from ocr_hook.agent.tools import FILE_NOT_FOUND, run_context_tool
 from ocr_hook.changes.model import ChangeSet, FileChange, FileStatus
-from ocr_hook.changes.snapshot_api import GrepHit, GrepResult
+from ocr_hook.changes.snapshot import open_snapshot
 
 SECRET = "TOP-SECRET-CONTENT-4242"
 GIT_CONFIG_MARKER = "gitconfigmarker9876"
@@ -33,68 +34,22 @@ def git(root: Path, *args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True).stdout
 
 
-class IndexSnapshot:
-    """Test stand-in for the project snapshot: the index of a scratch repo, read with real git."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self._entries: dict[str, tuple[str, str]] = {}
-        for record in git(root, "ls-files", "-s", "-z").split(b"\0"):
-            if record:
-                meta, path = record.decode("utf-8", "surrogateescape").split("\t", 1)
-                mode, sha, _stage = meta.split()
-                self._entries[path] = (mode, sha)
-
-    def read_bytes(self, path: str) -> bytes | None:
-        mode, sha = self._entries.get(path, ("", ""))
-        if mode not in ("100644", "100755"):
-            return None
-        return git(self.root, "cat-file", "blob", sha)
-
-    def read_text(self, path: str) -> str | None:
-        data = self.read_bytes(path)
-        return None if data is None else data.decode("utf-8", "surrogateescape")
-
-    def paths(self) -> tuple[str, ...]:
-        return tuple(self._entries)
-
-    def grep(self, pattern: str, pathspecs: tuple[str, ...] = (), ignore_case: bool = True,
-             perl_regexp: bool = False, max_per_file: int = 100, timeout_s: float = 10.0) -> GrepResult:
-        args = ["git", "grep", "--cached", "-n", "-z", "-I", "--no-color", f"--max-count={max_per_file}"]
-        args += ["-i"] if ignore_case else []
-        args += ["-P"] if perl_regexp else []
-        done = subprocess.run([*args, "-e", pattern, "--", *pathspecs], cwd=self.root, env=GIT_ENV,
-                              capture_output=True, timeout=timeout_s)
-        if done.returncode not in (0, 1):
-            return GrepResult((), (), done.stderr.decode("utf-8", "replace").strip())
-        hits = []
-        for line in done.stdout.decode("utf-8", "surrogateescape").splitlines():
-            path, number, text = line.split("\0", 2)
-            hits.append(GrepHit(path, int(number), text))
-        counts: dict[str, int] = {}
-        for hit in hits:
-            counts[hit.path] = counts.get(hit.path, 0) + 1
-        return GrepResult(tuple(hits), tuple(p for p, n in counts.items() if n >= max_per_file), None)
-
-    def close(self) -> None:
-        pass
-
-
-def staged_change_set(root: Path) -> ChangeSet:
-    """The staged change as FileChanges carrying git's own patch text (hunks are not needed here)."""
-    names = git(root, "-c", "core.quotePath=false", "diff", "--cached", "--no-renames", "--name-status", "-z")
+def change_set_of(root: Path, target: str | None) -> ChangeSet:
+    """The staged change against HEAD, or the root commit `target`, with git's own patch text per file; the
+    tools need path, status, link flag and patch, not parsed hunks."""
+    empty_tree = git(root, "hash-object", "-t", "tree", os.devnull).decode().strip()
+    sides = ["--cached", "HEAD"] if target is None else [empty_tree, target]  # the test commit is the root
+    names = git(root, "-c", "core.quotePath=false", "diff", *sides, "--no-renames", "--name-status", "-z")
     fields = [f for f in names.decode().split("\0") if f]
-    modes = {path: mode for path, (mode, _) in IndexSnapshot(root)._entries.items()}
     status_of = {"A": FileStatus.ADDED, "M": FileStatus.MODIFIED, "D": FileStatus.DELETED}
     files = []
     for letter, path in zip(fields[::2], fields[1::2], strict=True):
-        patch = git(root, "-c", "core.quotePath=false", "diff", "--cached", "--no-color", "--no-ext-diff",
-                    "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--", path).decode(errors="replace")
-        added = sum(1 for ln in patch.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
-        removed = sum(1 for ln in patch.splitlines() if ln.startswith("-") and not ln.startswith("---"))
-        files.append(FileChange(path=path, old_path=None, status=status_of[letter], hunks=(), added=added,
-                                removed=removed, patch=patch, is_symlink=modes.get(path) == "120000"))
-    return ChangeSet(repo_root=str(root), description="staged changes", base="HEAD", target=None,
+        patch = git(root, "-c", "core.quotePath=false", "diff", *sides, "--no-renames", "--no-color",
+                    "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--", path)
+        text = patch.decode("utf-8", "replace")
+        files.append(FileChange(path=path, old_path=None, status=status_of[letter], hunks=(), added=0, removed=0,
+                                patch=text, is_symlink="new file mode 120000" in text))
+    return ChangeSet(repo_root=str(root), description="test change", base="HEAD", target=target,
                      files=tuple(files))
 
 
@@ -108,7 +63,7 @@ def write(root: Path, name: str, content: str | bytes) -> None:
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolContext]:
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("tools")
     outside = base / "outside"
     outside.mkdir()
@@ -145,13 +100,31 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ToolContext]:
     os.symlink("../outside/secret.txt", root / "link_rel")
     git(root, "add", "-A")
     git(root, "rm", "-q", "--cached", "old_module.py")
+
+    write(root, "docs/current", b"")  # replaced by a link inside the repository below
+    (root / "docs/current").unlink()
+    os.symlink("Guide.md", root / "docs/current")
+    git(root, "add", "docs/current")
     # Never part of the snapshot: an ignored file and an unstaged edit in the work tree.
     write(root, "ignored.log", f"{SECRET} ignored\n")
     write(root, "src/app/main.py", f"UNSTAGED {SECRET}\n")
 
-    snapshot = IndexSnapshot(root)
-    yield ToolContext(snapshot=snapshot, change_set=staged_change_set(root), current_path="src/app/main.py")
-    snapshot.close()
+    return root
+
+
+@pytest.fixture(scope="module")
+def ctx(repo: Path) -> Iterator[ToolContext]:
+    """The staged change under review."""
+    yield from context_for(repo, None)
+
+
+def context_for(root: Path, target: str | None) -> Iterator[ToolContext]:
+    change_set = change_set_of(root, target)
+    snapshot = open_snapshot(str(root), change_set)
+    try:
+        yield ToolContext(snapshot=snapshot, change_set=change_set, current_path="src/app/main.py")
+    finally:
+        snapshot.close()
 
 
 def call(ctx: ToolContext, name: str, **tool_input: Any) -> ToolResult:
@@ -272,8 +245,17 @@ def test_absolute_paths_get_the_relative_form_suggested(ctx: ToolContext):
 @pytest.mark.parametrize("path", ["link_abs", "link_rel"])
 def test_symlinks_are_reported_never_followed(ctx: ToolContext, path: str):
     result = call(ctx, "file_read", file_path=path)
-    assert "symbolic link" in result.text
+    assert result.is_error
+    assert f"`{path}` is a symbolic link to `" in result.text
+    assert "points outside the repository" in result.text
     assert SECRET not in result.text
+
+
+def test_a_link_inside_the_repository_names_the_path_to_read(ctx: ToolContext):
+    result = call(ctx, "file_read", file_path="docs/current")
+    assert result.is_error
+    assert result.text == ("`docs/current` is a symbolic link to `Guide.md`. Links are never followed; to read "
+                           'the file it points to, call file_read with {"file_path": "docs/Guide.md"}.')
 
 
 def test_symlink_diff_shows_the_link_target_not_the_content(ctx: ToolContext):
@@ -337,7 +319,7 @@ def test_file_read_diff_when_no_path_is_in_the_change(ctx: ToolContext):
     result = call(ctx, "file_read_diff", path_array=["vendor/lib.py", "nope.py"])
     assert result.text.startswith("None of the requested paths is part of this change: vendor/lib.py, nope.py.")
     assert "The files changed in this change are: big.txt, crlf.txt," in result.text  # what did change
-    assert "(and 93 more)" in result.text
+    assert f"(and {len(ctx.change_set.files) - 40} more)" in result.text
 
 
 def test_file_read_diff_caps_its_output(ctx: ToolContext):
@@ -451,3 +433,25 @@ def test_code_search_no_hits_and_bad_regexp(ctx: ToolContext):
 def test_loop_tools_are_not_run_here(ctx: ToolContext):
     with pytest.raises(ValueError, match="agent loop"):
         run_context_tool("task_done", {"state": "DONE"}, ctx)
+
+
+def test_commit_mode_reads_the_target_commit_not_the_index(repo: Path):
+    head = git(repo, "rev-parse", "HEAD").decode().strip()
+    for commit_ctx in context_for(repo, head):
+        assert call(commit_ctx, "file_read", file_path="src/app/main.py", end_line=1).text == "1|line 1 of main"
+        assert call(commit_ctx, "file_read", file_path="old_module.py").text.startswith("1|def gone():")
+        assert call(commit_ctx, "file_find", query_name="util.py").text == FILE_NOT_FOUND  # only staged
+        hits = call(commit_ctx, "code_search", search_text="of main").text.split("\n")
+        assert hits[0] == "src/app/main.py:1:line 1 of main" and len(hits) == 10
+
+
+def test_a_renamed_file_is_found_by_its_old_path(ctx: ToolContext):
+    util = next(f for f in ctx.change_set.files if f.path == "src/app/util.py")
+    renamed = dataclasses.replace(util, old_path="src/app/helpers.py", status=FileStatus.RENAMED)
+    others = tuple(f for f in ctx.change_set.files if f.path != "src/app/util.py")
+    moved = dataclasses.replace(ctx, change_set=dataclasses.replace(ctx.change_set, files=(*others, renamed)))
+    read = call(moved, "file_read", file_path="src/app/helpers.py")
+    assert read.is_error
+    assert read.text == ('`src/app/helpers.py` was renamed to `src/app/util.py` by this change: call file_read '
+                         'with {"file_path": "src/app/util.py"}.')
+    assert "+def helper(flag):" in call(moved, "file_read_diff", path_array=["src/app/helpers.py"]).text

@@ -68,8 +68,9 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if end < start:
         raise _Refused(f"end_line ({end}) is before start_line ({start}); {_READ_EXAMPLE}")
 
-    change = _change_for(path, ctx)
-    data = None if change is not None and change.is_symlink else ctx.snapshot.read_bytes(path)
+    if _is_symlink(path, ctx):
+        return _symlink(path, ctx)
+    data = ctx.snapshot.read_bytes(path)
     if data is None:
         return _unreadable(path, ctx)
     if b"\0" in data[:_BINARY_PROBE]:
@@ -134,6 +135,31 @@ def _split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def _is_symlink(path: str, ctx: ToolContext) -> bool:
+    change = _change_for(path, ctx)
+    if change is not None and change.path == path and change.is_symlink:
+        return True
+    # Not part of the Snapshot protocol (yet); the git snapshot answers it from the file modes.
+    probe = getattr(ctx.snapshot, "is_symlink", None)
+    return bool(probe(path)) if callable(probe) else False
+
+
+def _symlink(path: str, ctx: ToolContext) -> ToolResult:
+    """A link is reported with its target text, never followed: the target may lie outside the repo."""
+    blob = ctx.snapshot.read_bytes(path)
+    target = blob.decode("utf-8", errors="replace").strip() if blob is not None else ""
+    head = f"`{path}` is a symbolic link" + (f" to `{target}`" if target else "")
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target)) if target else ""
+    if not target or target.startswith("/") or resolved == ".." or resolved.startswith("../"):
+        where = "which points outside the repository" if target else "whose target is unknown"
+        return ToolResult(f"{head}, {where}. Links are never followed, so there is no content to show.", True)
+    return ToolResult(
+        f"{head}. Links are never followed; to read the file it points to, call file_read with "
+        f'{{"file_path": "{resolved}"}}.',
+        is_error=True,
+    )
+
+
 def _unreadable(path: str, ctx: ToolContext) -> ToolResult:
     """Why the snapshot has no regular file at `path`, and what to do instead."""
     change = _change_for(path, ctx)
@@ -143,8 +169,14 @@ def _unreadable(path: str, ctx: ToolContext) -> ToolResult:
             f'Its removed lines are in its diff: file_read_diff with {{"path_array": ["{path}"]}}.',
             is_error=True,
         )
+    if change is not None and change.path != path:
+        return ToolResult(
+            f'`{path}` was renamed to `{change.path}` by this change: call file_read with '
+            f'{{"file_path": "{change.path}"}}.',
+            is_error=True,
+        )
     all_paths = ctx.snapshot.paths()
-    if (change is not None and change.is_symlink) or path in all_paths:
+    if path in all_paths:
         return ToolResult(
             f"`{path}` is a symbolic link or a submodule in the reviewed snapshot, not a regular file, "
             "so it has no content to show (links are never followed). Read the file it points to "

@@ -1,0 +1,114 @@
+"""What every report writer shares: the context it is given and the text hygiene it applies.
+
+Model text is hostile input: it can carry terminal escape sequences, GitHub workflow commands or
+markup. Writers for people (text, github) pass it through `sanitize_text` and `neutralize_commands`;
+writers for machines (json, sarif, gitlab) keep it intact but serialise it with `dumps_json`, which
+leaves only ASCII and no `<`, `>` or `&`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from ocr_hook.findings import Finding
+from ocr_hook.outcome import FileCoverage, ReviewResult
+
+TOOL_NAME = "ocr-hook"
+
+
+class ReportContext(NamedTuple):
+    """Everything a writer needs besides the result; the caller decides colour and paths."""
+
+    repo_root: str = ""
+    tool_version: str = ""
+    fail_on: str = "high"
+    on_error: str = "fail"
+    exit_code: int = 0
+    sarif_category: str = "ocr-hook"
+    color: bool = False
+    file_texts: Mapping[str, str] = MappingProxyType({})  # path → reviewed snapshot text
+    step_summary_path: str | None = None  # $GITHUB_STEP_SUMMARY
+
+
+# ESC sequences first (CSI, OSC/DCS/PM/APC strings, two-character escapes), then every remaining
+# C0/C1 control except tab and newline, then bidirectional overrides that can reorder what is shown.
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b[\]P^_X][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
+    r"|\x1b[ -/]*[0-~]"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x9c|\x1b\\)?"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def sanitize_text(text: str) -> str:
+    """Text safe to show on a terminal: line breaks normalised, escapes and controls removed."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+
+
+def neutralize_commands(text: str) -> str:
+    """Stop any line from being read as a GitHub Actions workflow command.
+
+    The runner treats a line whose first non-blank characters are `::` as a command and `##[`
+    anywhere in a line as a legacy one; a zero-width space between the two characters keeps the
+    text readable and makes it inert.
+    """
+    text = text.replace("##[", "#\u200b#[")
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if stripped.startswith("::"):
+            lines[i] = line[: len(line) - len(stripped)] + ":\u200b" + stripped[1:]
+    return "\n".join(lines)
+
+
+def safe_for_log(text: str) -> str:
+    """sanitize_text and neutralize_commands together: for anything printed to a CI log."""
+    return neutralize_commands(sanitize_text(text))
+
+
+def dumps_json(data: Any, indent: int | None = 2) -> str:
+    """JSON that is safe anywhere it is pasted: ASCII only, no raw `<`, `>` or `&`."""
+    text = json.dumps(data, indent=indent, ensure_ascii=True)
+    # These characters only occur inside JSON strings, where \\uXXXX means the same thing.
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
+def finding_order(f: Finding) -> tuple[Any, ...]:
+    """Reading order: by file, then line, worst first, then a stable tie-break."""
+    return (f.path, f.start_line, -f.severity.rank, f.category.value, f.fingerprint, f.message)
+
+
+def severity_order(f: Finding) -> tuple[Any, ...]:
+    """Importance order: unsuppressed before suppressed, worst first, then reading order."""
+    return (f.suppressed is not None, -f.severity.rank, *finding_order(f))
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=finding_order)
+
+
+def coverage_groups(result: ReviewResult) -> dict[str, list[FileCoverage]]:
+    """Files by outcome: reviewed (fresh or from cache), skipped, failed; each sorted by path."""
+    groups: dict[str, list[FileCoverage]] = {"reviewed": [], "skipped": [], "failed": []}
+    for f in sorted(result.files, key=lambda c: c.path):
+        if f.state in ("reviewed", "cached"):
+            groups["reviewed"].append(f)
+        elif f.state == "skipped":
+            groups["skipped"].append(f)
+        else:  # "failed", and any state we do not know is not a success either
+            groups["failed"].append(f)
+    return groups
+
+
+def line_range(f: Finding) -> tuple[int, int]:
+    """1-based start and end lines fit for every format; an unanchored finding points at line 1."""
+    if not f.anchored or f.start_line < 1:
+        return 1, 1
+    return f.start_line, max(f.start_line, f.end_line)

@@ -1,0 +1,95 @@
+"""GitLab Code Quality report: a JSON array of CodeClimate-style issues.
+
+GitLab stops reading at the first invalid entry and pairs issues across pipelines by fingerprint,
+so every entry is complete and every fingerprint unique. Severity mapping (GitLab knows info, minor,
+major, critical, blocker): critical → critical, high → major, medium → minor, low → info.
+Suppressed findings are left out (GitLab has no notion of them). An incomplete review adds one
+`major` entry per file that was not reviewed, so the merge request never looks clean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from ocr_hook import gate
+from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.outcome import ReviewResult
+from ocr_hook.reports.base import TOOL_NAME, dumps_json, line_range, sorted_findings
+
+if TYPE_CHECKING:
+    from ocr_hook.reports.base import ReportContext
+
+SEVERITY = {Severity.CRITICAL: "critical", Severity.HIGH: "major", Severity.MEDIUM: "minor", Severity.LOW: "info"}
+CODECLIMATE_CATEGORY = {
+    Category.BUG: "Bug Risk",
+    Category.SECURITY: "Security",
+    Category.PERFORMANCE: "Performance",
+    Category.MAINTAINABILITY: "Complexity",
+    Category.TEST: "Bug Risk",
+    Category.STYLE: "Style",
+    Category.DOCUMENTATION: "Clarity",
+    Category.OTHER: "Clarity",
+}
+INCOMPLETE_CHECK = f"{TOOL_NAME}/review-incomplete"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def unique_fingerprint(fingerprint: str, taken: set[str]) -> str:
+    """`fingerprint`, or when it is taken a deterministic variant of it that is not."""
+    candidate, n = fingerprint, 1
+    while candidate in taken:
+        n += 1
+        candidate = _digest(fingerprint, str(n))
+    taken.add(candidate)
+    return candidate
+
+
+def _finding_entry(f: Finding, fingerprint: str) -> dict[str, Any]:
+    start, end = line_range(f)
+    description = f.message.strip() or "(no message)"
+    if not f.anchored:
+        description += " (about the whole file: the quoted code was not found)"
+    body = description
+    if f.suggestion:
+        body += "\n\nSuggested code:\n\n```\n" + f.suggestion + "\n```"
+    category = "security" if f.category is Category.SECURITY else f.category.value
+    return {
+        "type": "issue",
+        "check_name": f"{TOOL_NAME}/{category}",
+        "description": description,
+        "content": {"body": body},
+        "categories": [CODECLIMATE_CATEGORY[f.category]],
+        "severity": SEVERITY[f.severity],
+        "fingerprint": fingerprint,
+        "engine_name": TOOL_NAME,
+        "location": {"path": f.path, "lines": {"begin": start, "end": end}},
+    }
+
+
+def entries(result: ReviewResult) -> list[dict[str, Any]]:
+    taken: set[str] = set()
+    out = []
+    for f in sorted_findings(result.findings):
+        if f.suppressed is None:
+            out.append(_finding_entry(f, unique_fingerprint(f.fingerprint, taken)))
+    for cov in sorted(gate.unreviewed_files(result), key=lambda c: c.path):
+        reason = cov.reason or cov.state
+        out.append({
+            "type": "issue",
+            "check_name": INCOMPLETE_CHECK,
+            "description": f"ocr-hook did not review this file, so the review is incomplete: {reason}",
+            "categories": ["Bug Risk"],
+            "severity": "major",
+            "fingerprint": unique_fingerprint(_digest(INCOMPLETE_CHECK, cov.path), taken),
+            "engine_name": TOOL_NAME,
+            "location": {"path": cov.path, "lines": {"begin": 1, "end": 1}},
+        })
+    return out
+
+
+def render(result: ReviewResult, ctx: ReportContext) -> str:
+    return dumps_json(entries(result))

@@ -1,0 +1,141 @@
+"""Human-readable report: findings grouped by file, a summary line and the gate's verdict."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from ocr_hook import gate
+from ocr_hook.findings import Finding, Severity
+from ocr_hook.outcome import ReviewResult
+from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
+
+if TYPE_CHECKING:
+    from ocr_hook.reports.base import ReportContext
+
+_RESET = "\x1b[0m"
+_BADGE_STYLE = {
+    Severity.CRITICAL: "\x1b[1;37;41m",
+    Severity.HIGH: "\x1b[1;31m",
+    Severity.MEDIUM: "\x1b[33m",
+    Severity.LOW: "\x1b[36m",
+}
+_STYLE = {"path": "\x1b[1m", "add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b[36m", "dim": "\x1b[2m",
+          "bad": "\x1b[1;31m", "good": "\x1b[1;32m", "warn": "\x1b[1;33m"}
+_INDENT = "    "
+
+
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"{style}{text}{_RESET}" if color and text else text
+
+
+def _indent(text: str, prefix: str = _INDENT) -> list[str]:
+    return [prefix + line if line else prefix.rstrip() for line in text.split("\n")]
+
+
+def _existing_lines(finding: Finding, file_text: str | None) -> list[str]:
+    """The code the suggestion replaces: the anchored lines of the file, else the quoted code."""
+    if file_text is not None and finding.anchored and finding.start_line >= 1:
+        lines = file_text.splitlines()
+        chosen = lines[finding.start_line - 1 : max(finding.start_line, finding.end_line)]
+        if chosen:
+            return chosen
+    return finding.existing_code.splitlines()
+
+
+def suggestion_diff(finding: Finding, file_text: str | None) -> list[str]:
+    """A small unified diff from the existing code to the suggestion (no ---/+++ header)."""
+    if finding.suggestion is None:
+        return []
+    old = _existing_lines(finding, file_text)
+    new = finding.suggestion.splitlines()
+    lines = list(difflib.unified_diff(old, new, lineterm="", n=2))
+    return lines[2:]  # the ---/+++ header says nothing the finding header does not
+
+
+def _diff_line(line: str, color: bool) -> str:
+    style = {"+": _STYLE["add"], "-": _STYLE["del"], "@": _STYLE["hunk"]}.get(line[:1], "")
+    return _paint(line, style, color) if style else line
+
+
+def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
+    path = safe_for_log(finding.path)
+    if finding.anchored and finding.start_line >= 1:
+        where = f"{path}:{finding.start_line}"
+        if finding.end_line > finding.start_line:
+            where += f"-{finding.end_line}"
+    else:
+        where = f"{path} (whole file: the quoted code was not found)"
+    badge = _paint(f"[{finding.severity.value.upper()}]", _BADGE_STYLE[finding.severity], ctx.color)
+    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}"]
+    out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
+    if finding.anchor_note:
+        out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
+    diff = suggestion_diff(finding, ctx.file_texts.get(finding.path))
+    if diff:
+        out.append(_INDENT + "suggestion:")
+        out += [_INDENT + "  " + _diff_line(safe_for_log(line), ctx.color) for line in diff]
+    return out
+
+
+def summary_line(result: ReviewResult) -> str:
+    """Files, findings by severity, requests, tokens, cost and time, on one line."""
+    groups = coverage_groups(result)
+    cached = sum(1 for f in groups["reviewed"] if f.state == "cached")
+    files = f"{len(groups['reviewed'])} file{'s' if len(groups['reviewed']) != 1 else ''} reviewed"
+    if cached:
+        files += f" ({cached} from cache)"
+    files += f", {len(groups['skipped'])} skipped, {len(groups['failed'])} failed"
+    active = [f for f in result.findings if f.suppressed is None]
+    counts = Counter(f.severity for f in active)
+    if active:
+        findings = f"{len(active)} finding{'s' if len(active) != 1 else ''} (" + ", ".join(
+            f"{counts[s]} {s.value}" for s in Severity if counts[s]) + ")"
+    else:
+        findings = "no findings"
+    suppressed = len(result.findings) - len(active)
+    if suppressed:
+        findings += f", {suppressed} suppressed"
+    u = result.usage
+    tokens = f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
+    if u.cache_read_input_tokens or u.cache_creation_input_tokens:
+        tokens += f" (cache: {u.cache_read_input_tokens:,} read, {u.cache_creation_input_tokens:,} written)"
+    return " · ".join([
+        files, findings, f"{u.requests} request{'s' if u.requests != 1 else ''}", tokens,
+        f"${u.cost_usd:.4f}", f"{result.elapsed_s:.1f}s",
+    ])
+
+
+def render(result: ReviewResult, ctx: ReportContext) -> str:
+    color = ctx.color
+    lines: list[str] = []
+    shown = [f for f in sorted_findings(result.findings) if f.suppressed is None]
+    current: str | None = None
+    for finding in shown:
+        if finding.path != current:
+            if current is not None:
+                lines.append("")
+            current = finding.path
+            lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
+        lines += _finding_block(finding, ctx)
+    groups = coverage_groups(result)
+    for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
+        if entries:
+            lines += ["", f"{title}:"]
+            for f in entries:
+                mark = " [review incomplete]" if f.incomplete or f.state == "failed" else ""
+                lines.append(f"  {safe_for_log(f.path)} — {safe_for_log(f.reason or f.state)}{mark}")
+    if result.dropped:
+        dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
+        lines += ["", f"Comments dropped: {dropped}"]
+    if result.notes:
+        lines += ["", "Notes:"] + [f"  - {safe_for_log(n)}" for n in result.notes]
+    lines += ["", summary_line(result)]
+    verdict = safe_for_log(gate.verdict_line(result, ctx.fail_on, ctx.on_error))
+    if gate.exit_code(result, ctx.fail_on, ctx.on_error) != gate.EXIT_CLEAN:
+        style = _STYLE["bad"]
+    else:
+        style = _STYLE["good"] if result.complete else _STYLE["warn"]
+    lines.append(_paint(verdict, style, color))
+    return "\n".join(lines).lstrip("\n") + "\n"

@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from report_samples import FILE_TEXTS, HOSTILE, ctx, finding, result, reviewed, rich_result
+from validators import validate_sarif
+
+from ocr_hook.line_hash import line_hash
+from ocr_hook.outcome import FileCoverage
+from ocr_hook.reports import RENDERERS, write_report
+from ocr_hook.reports.sarif import MAX_RESULTS, OUR_FINGERPRINT, sarif_log
+
+
+def _write_and_validate(tmp_path: Path, res, **ctx_kwargs) -> dict:
+    path = tmp_path / "out.sarif"
+    write_report("sarif", res, ctx(**ctx_kwargs), path)
+    return validate_sarif(path)
+
+
+def _results_by_message(doc: dict) -> dict[str, dict]:
+    return {r["message"]["text"].split("\n")[0]: r for r in doc["runs"][0]["results"]}
+
+
+def test_rich_result_is_valid_and_complete(tmp_path: Path) -> None:
+    doc = _write_and_validate(tmp_path, rich_result(), exit_code=1, sarif_category="ocr-hook-pr")
+    assert doc["version"] == "2.1.0" and len(doc["runs"]) == 1
+    run = doc["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "ocr-hook" and driver["version"] == "0.1.0" and driver["informationUri"]
+    assert run["automationDetails"] == {"id": "ocr-hook-pr/"}
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == "file:///tmp/repo/"
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert "ocr-hook/bug" in rule_ids and "ocr-hook/security/critical" in rule_ids
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"] and rule["help"]["text"]
+        assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
+
+    results = _results_by_message(doc)
+    assert len(results) == 6
+    for r in results.values():
+        assert driver["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
+        assert r["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] == "%SRCROOT%"
+
+    injection = results["Command injection via cmd"]
+    assert injection["level"] == "error" and injection["ruleId"] == "ocr-hook/security/critical"
+    assert injection["properties"]["security-severity"] == "9.5"
+    rule = driver["rules"][injection["ruleIndex"]]
+    assert rule["properties"]["security-severity"] == "9.5" and "security" in rule["properties"]["tags"]
+    float(injection["properties"]["security-severity"])  # GitHub rejects a non-numeric value
+    assert injection["locations"][0]["physicalLocation"]["region"] == {"startLine": 4, "endLine": 4}
+    assert injection["partialFingerprints"]["primaryLocationLineHash"] == line_hash(FILE_TEXTS["src/app.py"], 4)
+    assert len(injection["partialFingerprints"][OUR_FINGERPRINT]) == 32
+    assert "subprocess.run" in injection["message"]["text"]
+
+    assert results["Subtracts instead of adds"]["level"] == "error"
+    assert "security-severity" not in results["Subtracts instead of adds"]["properties"]
+    assert results["No docstring"]["level"] == "warning"
+    assert results["No docstring"]["locations"][0]["physicalLocation"]["region"] == {"startLine": 1, "endLine": 2}
+
+    whole_file = results["Whole-file remark"]
+    assert whole_file["level"] == "note" and whole_file["properties"]["anchored"] is False
+    assert whole_file["locations"][0]["physicalLocation"]["region"]["startLine"] == 1
+
+    vague = results["Vague text"]
+    assert vague["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "docs/read%20me.md"
+    assert vague["suppressions"][0]["kind"] == "external"
+    assert results["Hard-coded command"]["suppressions"][0]["kind"] == "inSource"
+    assert "suppressions" not in injection
+
+    invocation = run["invocations"][0]
+    assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 1
+    notes = {n["message"]["text"]: n for n in invocation["toolExecutionNotifications"]}
+    failed = next(n for t, n in notes.items() if t.startswith("src/net.py"))
+    assert failed["level"] == "error"
+    assert failed["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "src/net.py"
+    huge = next(n for t, n in notes.items() if t.startswith("gen/huge.py"))
+    assert huge["level"] == "warning" and "incomplete" in huge["message"]["text"]
+    assert next(n for t, n in notes.items() if t.startswith("assets/logo.png"))["level"] == "note"
+
+
+def test_clean_complete_review_is_successful(tmp_path: Path) -> None:
+    doc = _write_and_validate(tmp_path, result([], reviewed("src/app.py")))
+    run = doc["runs"][0]
+    assert run["results"] == []
+    assert run["invocations"][0]["executionSuccessful"] is True
+    assert run["invocations"][0]["toolExecutionNotifications"] == []
+
+
+def test_incomplete_review_without_findings_is_not_successful(tmp_path: Path) -> None:
+    files = [FileCoverage("src/app.py", "skipped", "budget exhausted", incomplete=True)]
+    doc = _write_and_validate(tmp_path, result([], files))
+    invocation = doc["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["level"] == "warning"
+
+
+def test_hostile_text_stays_valid_and_intact(tmp_path: Path) -> None:
+    res = result([finding(message=HOSTILE, suggestion=HOSTILE, path="src/we ird,:%name.py", start=1)])
+    doc = _write_and_validate(tmp_path, res)
+    text = (tmp_path / "out.sarif").read_text(encoding="utf-8")
+    assert "<" not in text and "\x1b" not in text and text.isascii()
+    r = doc["runs"][0]["results"][0]
+    assert r["message"]["text"].startswith(HOSTILE)  # data is kept exactly; only the encoding is safe
+    uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    assert uri == "src/we%20ird%2C%3A%25name.py"
+
+
+def test_file_without_text_has_no_line_hash_but_is_valid(tmp_path: Path) -> None:
+    doc = _write_and_validate(tmp_path, result([finding(path="deleted.py", start=3)]), file_texts={})
+    fingerprints = doc["runs"][0]["results"][0]["partialFingerprints"]
+    assert "primaryLocationLineHash" not in fingerprints and OUR_FINGERPRINT in fingerprints
+
+
+def test_no_repo_root_no_version(tmp_path: Path) -> None:
+    doc = _write_and_validate(tmp_path, result([finding()]), repo_root="", tool_version="")
+    assert "originalUriBaseIds" not in doc["runs"][0]
+
+
+@pytest.mark.parametrize("severity", ["critical", "high", "medium", "low"])
+def test_security_severity_per_severity(severity: str) -> None:
+    doc = sarif_log(result([finding(category="security", severity=severity)]), ctx())
+    r = doc["runs"][0]["results"][0]
+    expected = {"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0"}[severity]
+    assert r["properties"]["security-severity"] == expected
+    assert doc["runs"][0]["tool"]["driver"]["rules"][r["ruleIndex"]]["properties"]["security-severity"] == expected
+
+
+def test_results_capped_by_severity(tmp_path: Path) -> None:
+    lows = [finding(path=f"f{i}.py", start=1, severity="low", message=f"low {i}") for i in range(MAX_RESULTS)]
+    highs = [finding(path=f"h{i}.py", start=1, severity="high", message=f"high {i}") for i in range(3)]
+    doc = _write_and_validate(tmp_path, result(lows + highs), file_texts={})
+    run = doc["runs"][0]
+    assert len(run["results"]) == MAX_RESULTS
+    kept = {r["message"]["text"] for r in run["results"]}
+    assert {"high 0", "high 1", "high 2"} <= kept
+    cut = [n for n in run["invocations"][0]["toolExecutionNotifications"] if "left out" in n["message"]["text"]]
+    assert len(cut) == 1 and cut[0]["message"]["text"].startswith("3 more findings")
+
+
+def test_output_is_deterministic() -> None:
+    one = RENDERERS["sarif"](rich_result(), ctx())
+    two = RENDERERS["sarif"](rich_result(), ctx())
+    assert one == two
+    json.loads(one)

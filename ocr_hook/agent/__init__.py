@@ -1,0 +1,64 @@
+"""The shared review agent: per file, an optional plan phase and a main loop with six tools.
+
+It knows nothing about pre-commit, CI or output formats; any entry point (CLI, CI, an MCP server)
+builds a ReviewJob and calls `review_files`. Importing this package is cheap: the SDK, the tool
+registry and the loop load only when there is something to send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.changes.snapshot_api import Snapshot
+from ocr_hook.outcome import ReviewResult
+from ocr_hook.settings import Settings
+
+if TYPE_CHECKING:
+    from ocr_hook.budget import Budget
+    from ocr_hook.result_cache import ResultCache
+
+__all__ = ["ReviewJob", "check_credentials", "review_files", "review_files_async"]
+
+
+def _no_event(path: str, kind: str, detail: str) -> None:
+    pass
+
+
+@dataclass
+class ReviewJob:
+    change_set: ChangeSet
+    snapshot: Snapshot
+    files: Sequence[FileChange]  # selected for review, in priority order
+    settings: Settings
+    budget: Budget
+    cache: ResultCache | None
+    # kinds: reviewing, done, cached, skipped, failed
+    on_event: Callable[[str, str, str], None] = _no_event
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+
+
+def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
+    """Raise ConfigError naming the variable to set when the provider's credentials are missing."""
+    from ocr_hook.agent.client import check_credentials as check
+
+    check(settings, environ)
+
+
+async def review_files_async(job: ReviewJob) -> ReviewResult:
+    """`review_files` for callers that already run an event loop."""
+    from ocr_hook.agent.run import review_files_async as run
+
+    return await run(job)
+
+
+def review_files(job: ReviewJob) -> ReviewResult:
+    """Review the job's files: cached ones from the result cache, the rest with the model, in parallel.
+
+    Findings are anchored, re-located, review-filtered and deduplicated; filter_mode and suppressions
+    are the caller's business. Every job file gets a FileCoverage entry."""
+    return asyncio.run(review_files_async(job))

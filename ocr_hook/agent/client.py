@@ -1,0 +1,163 @@
+"""The Messages API, as the agent uses it: a lazily built SDK client behind the run's budget and deadline.
+
+`anthropic` is imported only in `open_api`, i.e. only once there is something to send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ocr_hook.errors import ConfigError
+from ocr_hook.settings import Settings
+from ocr_hook.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from ocr_hook.budget import Budget
+
+# The SDK's own retry policy (408/409/429/5xx with retry-after) stays in charge; the run's deadline
+# bounds it from outside because the SDK honours any retry-after without a cap.
+MAX_RETRIES = 2
+# Per attempt; the run deadline usually cuts in first.
+REQUEST_TIMEOUT_S = 300.0
+_REASON_CHARS = 240
+
+
+class BudgetStop(Exception):
+    """No request was sent (or it was cut off) because the cost, token or time budget ran out."""
+
+
+class RequestFailed(Exception):
+    """The request produced no usable response; str(exc) is a one-line reason without secrets."""
+
+
+def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
+    """Fail early, naming the variable to set, instead of the SDK's TypeError on the first request."""
+    if settings.provider == "bedrock":
+        if not (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")):
+            raise ConfigError("provider bedrock needs an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION)")
+        if not environ.get("AWS_BEARER_TOKEN_BEDROCK") and importlib.util.find_spec("boto3") is None:
+            raise ConfigError("provider bedrock needs credentials: set AWS_BEARER_TOKEN_BEDROCK, "
+                              "or install boto3 and configure AWS credentials")
+        return
+    if settings.provider == "vertex":
+        if not environ.get("CLOUD_ML_REGION"):
+            raise ConfigError("provider vertex needs a region: set CLOUD_ML_REGION")
+        if not environ.get("ANTHROPIC_VERTEX_PROJECT_ID"):
+            raise ConfigError("provider vertex needs a project: set ANTHROPIC_VERTEX_PROJECT_ID")
+        if importlib.util.find_spec("google.auth") is None:
+            raise ConfigError("provider vertex needs Google credentials: install google-auth "
+                              "(pip install 'anthropic[vertex]') and run `gcloud auth application-default login`")
+        return
+    if environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN") or environ.get("ANTHROPIC_PROFILE"):
+        return
+    raise ConfigError("no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment")
+
+
+def _make_sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:
+    if settings.provider == "bedrock":
+        from anthropic import AsyncAnthropicBedrock
+
+        return AsyncAnthropicBedrock(max_retries=MAX_RETRIES)
+    if settings.provider == "vertex":
+        from anthropic import AsyncAnthropicVertex
+
+        return AsyncAnthropicVertex(max_retries=MAX_RETRIES)
+    from anthropic import AsyncAnthropic
+
+    # Credentials and endpoint come from the caller's environment mapping when it has them; with
+    # None the SDK falls back to its own handling of os.environ (profiles, ANTHROPIC_BASE_URL, …).
+    api_key = environ.get("ANTHROPIC_API_KEY") or None
+    auth_token = None if api_key else (environ.get("ANTHROPIC_AUTH_TOKEN") or None)
+    return AsyncAnthropic(api_key=api_key, auth_token=auth_token,
+                          base_url=environ.get("ANTHROPIC_BASE_URL") or None, max_retries=MAX_RETRIES)
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= _REASON_CHARS else line[: _REASON_CHARS - 1] + "…"
+
+
+def describe_error(exc: BaseException, secrets: Sequence[str] = ()) -> str:
+    """A one-line reason for an SDK exception, never a traceback and never a credential."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APIStatusError):
+        message = ""
+        body = exc.body
+        if isinstance(body, Mapping):
+            error = body.get("error")
+            if isinstance(error, Mapping):
+                message = str(error.get("message") or error.get("type") or "")
+        reason = f"API error {exc.status_code}" + (f": {message}" if message else "")
+    elif isinstance(exc, anthropic.APITimeoutError):
+        reason = "the API request timed out"
+    elif isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__
+        reason = "could not reach the API" + (f": {cause}" if cause else "")
+    elif isinstance(exc, anthropic.APIResponseValidationError):
+        reason = "the API sent a response that could not be read"
+    else:
+        reason = f"request failed: {type(exc).__name__}: {exc}"
+    for secret in secrets:
+        if secret:
+            reason = reason.replace(secret, "***")
+    return _one_line(reason)
+
+
+class Api:
+    """Sends Messages API requests within the budget; one instance per run, shared by all files."""
+
+    def __init__(self, client: Any, budget: Budget, secrets: Sequence[str] = ()) -> None:
+        self._client = client
+        self._budget = budget
+        self._secrets = tuple(secrets)
+        self.requests = 0
+
+    async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
+                     system: list[dict[str, Any]] | str | None = None,
+                     tools: list[dict[str, Any]] | None = None) -> Any:
+        """One request: reserve its worst case, send it under the deadline, settle what it cost."""
+        import anthropic
+
+        payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+        if system:
+            payload["system"] = system
+        if tools:
+            payload["tools"] = tools
+        estimate = estimate_tokens(json.dumps(payload, ensure_ascii=False, default=str))
+        reservation = self._budget.reserve(model, estimate, max_tokens)
+        if reservation is None:
+            raise BudgetStop(self._budget.exhausted_reason or "the budget cannot cover another request")
+        remaining = self._budget.remaining_seconds()
+        if remaining <= 0:
+            self._budget.release(reservation)
+            raise BudgetStop(self._budget.exhausted_reason or "the time limit was reached")
+        self.requests += 1
+        try:
+            async with asyncio.timeout(remaining):
+                response = await self._client.messages.create(
+                    **payload, timeout=max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+        except TimeoutError:
+            self._budget.release(reservation)
+            raise BudgetStop(self._budget.exhausted_reason or "the time limit was reached") from None
+        except (anthropic.AnthropicError, TypeError, ValueError) as exc:
+            self._budget.release(reservation)
+            raise RequestFailed(describe_error(exc, self._secrets)) from None
+        except BaseException:
+            self._budget.release(reservation)
+            raise
+        self._budget.settle(reservation, response.usage)
+        return response
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
+    secrets = [environ.get(name, "") for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                   "AWS_BEARER_TOKEN_BEDROCK")]
+    return Api(_make_sdk_client(settings, environ), budget, [s for s in secrets if s])

@@ -1,0 +1,278 @@
+"""One file's review conversation: the optional plan phase, then the main loop with the six tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ocr_hook.agent import prompts, registry, tools
+from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
+from ocr_hook.agent.comments import CommentBox
+from ocr_hook.agent.conversation import (
+    COMPACT_AT,
+    CONTEXT_WINDOW_TOKENS,
+    Conversation,
+    SecretMasker,
+    assistant_blocks,
+    system_param,
+    text_block,
+    tool_result_block,
+    tools_param,
+)
+from ocr_hook.agent.tool_api import ToolContext, ToolResult
+from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.changes.snapshot_api import Snapshot
+from ocr_hook.findings import Comment
+from ocr_hook.settings import Settings
+
+if TYPE_CHECKING:
+    from ocr_hook.budget import Budget
+
+# The plan phase is a short look around, never most of a file's rounds.
+PLAN_MAX_ROUNDS = 5
+PLAN_MIN_TOTAL_ROUNDS = 4  # below this many rounds per file there is no room for planning
+MAX_CHECKLIST_CHARS = 3_000
+MAX_REPEATS = 3
+MAX_NUDGES = 3
+MAX_TOOL_RESULT_CHARS = 80_000
+
+
+@dataclass(frozen=True)
+class FileTask:
+    change: FileChange
+    change_set: ChangeSet
+    snapshot: Snapshot
+    settings: Settings
+    budget: Budget
+    other_paths: tuple[str, ...]
+
+
+@dataclass
+class LoopOutcome:
+    path: str
+    state: str = "reviewed"  # reviewed | failed | skipped
+    reason: str = ""
+    comments: list[Comment] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    requests: int = 0
+    # What ended a file early: "budget" (cost, tokens, time), "api" (an API error), "model" (the
+    # model failed, refused or looped), "" when the review completed.
+    stopped_by: str = ""
+
+    @property
+    def incomplete(self) -> bool:
+        return self.state != "reviewed"
+
+
+class _End(Exception):
+    """Ends a file's loop with a verdict."""
+
+    def __init__(self, stopped_by: str, reason: str) -> None:
+        super().__init__(reason)
+        self.stopped_by = stopped_by
+        self.reason = reason
+
+
+def plan_rounds(change: FileChange, settings: Settings) -> int:
+    """How many rounds the plan phase may take for this file (0: no plan phase)."""
+    if change.changed_lines < settings.plan_threshold or settings.max_rounds < PLAN_MIN_TOTAL_ROUNDS:
+        return 0
+    return min(PLAN_MAX_ROUNDS, settings.max_rounds // PLAN_MIN_TOTAL_ROUNDS)
+
+
+def _call_key(name: str, tool_input: Any) -> str:
+    return name + "\0" + json.dumps(tool_input, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class FileReview:
+    """The state of one file's review across its phases."""
+
+    def __init__(self, task: FileTask, api: Api, mask: SecretMasker) -> None:
+        self.task = task
+        self.api = api
+        self.mask = mask
+        self.path = task.change.path
+        self.settings = task.settings
+        self.box = CommentBox(self.path)
+        self.system = system_param(prompts.system_prompt())
+        self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path=self.path)
+        self.requests = 0
+        self.repeats = 0
+        self.compactions = 0
+        self._answered: dict[str, int] = {}
+
+    async def run(self) -> LoopOutcome:
+        outcome = LoopOutcome(self.path)
+        try:
+            rounds = self.settings.max_rounds
+            checklist = None
+            planned = plan_rounds(self.task.change, self.settings)
+            if planned:
+                checklist, used = await self._plan(planned)
+                rounds -= used
+            await self._main(rounds, checklist)
+        except BudgetStop as stop:
+            if self.requests == 0:
+                outcome.state, outcome.stopped_by = "skipped", "budget"
+                outcome.reason = f"not reviewed: {stop}"
+            else:
+                outcome.state, outcome.stopped_by = "failed", "budget"
+                outcome.reason = f"review cut short: {stop}"
+        except RequestFailed as failure:
+            outcome.state, outcome.stopped_by, outcome.reason = "failed", "api", str(failure)
+        except _End as end:
+            outcome.state, outcome.stopped_by, outcome.reason = "failed", end.stopped_by, end.reason
+        outcome.comments = list(self.box.comments)
+        outcome.notes = self.box.notes()
+        if self.compactions:
+            outcome.notes.append(f"{self.path}: older tool output was elided {self.compactions} time(s) "
+                                 "to stay within the context window")
+        outcome.requests = self.requests
+        return outcome
+
+    # --- requests ------------------------------------------------------------------------------
+
+    async def _send(self, conv: Conversation, phase: str, model: str) -> Any:
+        tools_api = tools_param(registry.tools_for_phase(phase))
+        if conv.estimate_tokens(self.system, tools_api) > COMPACT_AT * CONTEXT_WINDOW_TOKENS:
+            if conv.compact():
+                self.compactions += 1
+        response = await self.api.create(model=model, max_tokens=self.settings.max_output_tokens,
+                                         system=self.system, tools=tools_api, messages=conv.for_request())
+        self.requests += 1
+        if response.stop_reason == "refusal":
+            raise _End("model", "the model declined to review this file (refusal)")
+        return response
+
+    # --- plan phase ------------------------------------------------------------------------------
+
+    async def _plan(self, rounds: int) -> tuple[str | None, int]:
+        """Read-only look around; returns the checklist (if the model wrote one) and rounds used."""
+        change = self.task.change
+        conv = Conversation()
+        conv.add_user([text_block(prompts.plan_message(
+            self.path, str(change.status), change.changed_lines, self.mask(change.patch),
+            self.task.other_paths, rounds))])
+        model = self.settings.model_for("plan")
+        for round_no in range(1, rounds + 1):
+            if round_no == rounds:
+                conv.append_to_last_user([text_block(prompts.plan_last_round())])
+            response = await self._send(conv, "plan", model)
+            calls = [b for b in response.content if b.type == "tool_use"]
+            if not calls or response.stop_reason == "model_context_window_exceeded":
+                text = "\n".join(b.text for b in response.content if b.type == "text").strip()
+                return (text[:MAX_CHECKLIST_CHARS] or None), round_no
+            conv.add_assistant(assistant_blocks(response.content))
+            results, _ = await self._answer(calls, "plan", round_no)
+            conv.add_user(results)
+        return None, rounds
+
+    # --- main phase ------------------------------------------------------------------------------
+
+    async def _main(self, rounds: int, checklist: str | None = None) -> None:
+        change = self.task.change
+        conv = Conversation()
+        conv.add_user([text_block(prompts.main_message(
+            self.path, str(change.status), change.changed_lines, self.mask(change.patch),
+            self.task.other_paths, rounds, self.mask(checklist) if checklist else None))])
+        model = self.settings.model_for("main")
+        nudges = cut_offs = overflows = 0
+        for round_no in range(1, rounds + 1):
+            final = round_no == rounds
+            if final:
+                conv.append_to_last_user([text_block(prompts.final_round(self.path))])
+            response = await self._send(conv, "final" if final else "main", model)
+            stop = response.stop_reason
+            if stop == "model_context_window_exceeded":
+                overflows += 1
+                if overflows > 1 or not conv.compact(keep_recent=2):
+                    raise _End("model", "the conversation outgrew the model's context window")
+                self.compactions += 1
+                continue  # the cut reply is dropped; the round is asked again on the shorter history
+            conv.add_assistant(assistant_blocks(response.content))
+            calls = [b for b in response.content if b.type == "tool_use"]
+            cut = stop == "max_tokens"
+            if cut:
+                cut_offs += 1
+                if cut_offs > 1:
+                    raise _End("model", "the model's replies kept hitting the output limit "
+                                        f"(max_output_tokens {self.settings.max_output_tokens})")
+            if not calls:
+                nudges += 1
+                if nudges > MAX_NUDGES:
+                    raise _End("model", "the model stopped calling tools and never called task_done")
+                conv.add_user([text_block(prompts.cut_off() if cut else prompts.nudge(self.path))])
+                continue
+            results, done = await self._answer(calls, "final" if final else "main", round_no)
+            if done == "DONE":
+                return
+            if done is not None:
+                raise _End("model", "the model could not review this file (task_done FAILED)")
+            if self.repeats >= MAX_REPEATS:
+                raise _End("model", f"the model repeated identical tool calls {self.repeats} times")
+            conv.add_user(results)
+            if cut:
+                conv.append_to_last_user([text_block(prompts.cut_off())])
+        raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
+
+    # --- tool calls ------------------------------------------------------------------------------
+
+    async def _answer(self, calls: Sequence[Any], phase: str, round_no: int) -> tuple[list[dict[str, Any]], str | None]:
+        """Answer every call of one turn, in order, in one list of tool_result blocks.
+
+        Context tools run concurrently in threads; code_comment and task_done are handled here.
+        Returns the blocks and the task_done state if the model called it."""
+        done: str | None = None
+        pending: list[ToolResult | asyncio.Task[ToolResult]] = []
+        for call in calls:
+            name, tool_input = call.name, call.input
+            key = _call_key(name, tool_input)
+            if name != "task_done" and key in self._answered:
+                self.repeats += 1
+                pending.append(ToolResult(
+                    f"You already called {name} with exactly this input (round {self._answered[key]}); "
+                    "its answer is in that earlier tool result. Use it, or call with different input."))
+                continue
+            self._answered[key] = round_no
+            error = registry.validate_input(name, tool_input, phase)
+            if error is not None:
+                pending.append(ToolResult(error, is_error=True))
+            elif name == "task_done":
+                done = done or str(tool_input["state"])
+                pending.append(ToolResult("Review of this file finished."))
+            elif name == "code_comment":
+                pending.append(ToolResult(self.box.take(tool_input)))
+            else:
+                pending.append(asyncio.create_task(asyncio.to_thread(self._run_tool, name, dict(tool_input))))
+        tasks = [p for p in pending if isinstance(p, asyncio.Task)]
+        if tasks:
+            try:
+                async with asyncio.timeout(self.task.budget.remaining_seconds()):
+                    await asyncio.gather(*tasks)
+            except TimeoutError:
+                for t in tasks:
+                    t.cancel()
+                raise BudgetStop(self.task.budget.exhausted_reason or "the time limit was reached") from None
+        blocks = []
+        for call, item in zip(calls, pending, strict=True):
+            if isinstance(item, asyncio.Task):
+                result = item.result()
+                text = self.mask(result.text)
+                if len(text) > MAX_TOOL_RESULT_CHARS:
+                    text = text[:MAX_TOOL_RESULT_CHARS] + "\n[output cut here: ask for less, e.g. a narrower range]"
+                result = ToolResult(text, result.is_error)
+            else:
+                result = item
+            blocks.append(tool_result_block(call.id, result.text or "(empty)", result.is_error))
+        return blocks, done
+
+    def _run_tool(self, name: str, tool_input: dict[str, Any]) -> ToolResult:
+        """Runs in a worker thread; masking happens back on the event loop."""
+        try:
+            return tools.run_context_tool(name, tool_input, self.ctx)
+        except Exception as exc:  # a tool bug must cost one call, not the file
+            return ToolResult(f"The tool {name} failed on our side ({type(exc).__name__}); "
+                              "try different input or continue without it.", is_error=True)

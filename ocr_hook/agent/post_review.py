@@ -1,0 +1,249 @@
+"""After a file's loop: anchor its comments, re-locate the unanchored ones, filter, deduplicate.
+
+Every step that asks the model is optional in effect: when it fails, times out, is refused or
+answers nonsense, the comments stay as they were. Nothing the model says about positions is
+trusted; whatever code it points to is anchored by the same exact matcher as the original quote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ocr_hook.agent import prompts
+from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
+from ocr_hook.agent.conversation import text_block
+from ocr_hook.anchoring import Anchor, FileIndex, anchor_prepared, prepare
+from ocr_hook.changes.model import FileChange
+
+try:  # TEMPORARY shim until H3's ocr_hook/dedupe.py lands
+    from ocr_hook.dedupe import dedupe
+except ImportError:  # pragma: no cover
+    def dedupe(findings: Sequence[Finding]) -> list[Finding]:
+        return list(findings)
+from ocr_hook.findings import Comment, Finding, fingerprint
+from ocr_hook.secrets_mask import mask_secrets
+from ocr_hook.settings import Settings
+
+DELETED_NOTE = "the quoted code was deleted by this change; the finding is shown where it was"
+# Re-location shows the model numbered lines; a whole file up to this size, else windows around hunks.
+RELOCATE_MAX_LINES = 1_500
+RELOCATE_WINDOW = 80
+FILTER_MAX_TOKENS = 1_024
+
+
+@dataclass
+class PostReview:
+    findings: list[Finding]
+    dropped: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    # False when a model step was skipped or failed: the findings are valid but not what a full
+    # run would give, so they must not go into the result cache.
+    complete: bool = True
+
+
+@dataclass
+class _Placed:
+    comment: Comment
+    anchor: Anchor | None
+    code: str  # the code the finding is about: the quote, or what re-location found
+    relocated: bool = False
+
+
+def parse_json_answer(text: str) -> Any | None:
+    """The first JSON object or array in a model's answer (prose and code fences around it allowed)."""
+    decoder = json.JSONDecoder()
+    for i, char in enumerate(text):
+        if char in "{[":
+            try:
+                value, _ = decoder.raw_decode(text, i)
+            except ValueError:
+                continue
+            return value
+    return None
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def numbered_excerpt(text: str, change: FileChange) -> str:
+    """The file's lines as `N|text`: all of it when short, else windows around the hunks."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) <= RELOCATE_MAX_LINES:
+        keep = [(1, len(lines))]
+    else:
+        keep = []
+        for hunk in change.hunks:
+            first = max(1, hunk.new_start - RELOCATE_WINDOW)
+            last = min(len(lines), hunk.new_start + hunk.new_len + RELOCATE_WINDOW)
+            if keep and first <= keep[-1][1] + 1:
+                keep[-1] = (keep[-1][0], max(keep[-1][1], last))
+            else:
+                keep.append((first, last))
+    out: list[str] = []
+    shown = 0
+    for first, last in keep:
+        if out:
+            out.append("…")
+        for number in range(first, last + 1):
+            if shown >= RELOCATE_MAX_LINES:
+                out.append("…")
+                return "\n".join(out)
+            out.append(f"{number}|{lines[number - 1].removesuffix(chr(13))}")
+            shown += 1
+    return "\n".join(out)
+
+
+class _Anchorer:
+    """Anchors against the reviewed text, then against its masked form (the model saw masked secrets)."""
+
+    def __init__(self, change: FileChange, new_text: str) -> None:
+        self.index: FileIndex = prepare(new_text, change.hunks)
+        masked, count = mask_secrets(new_text)
+        self.masked_index: FileIndex | None = prepare(masked, ()) if count else None
+
+    def __call__(self, code: str) -> Anchor | None:
+        if not code.strip():
+            return None
+        found = anchor_prepared(code, self.index)
+        if found is None and self.masked_index is not None:
+            found = anchor_prepared(code, self.masked_index)
+        return found
+
+
+def _describe_comments(items: Sequence[_Placed], with_lines: bool) -> str:
+    parts = []
+    for number, item in enumerate(items, 1):
+        c = item.comment
+        where = ""
+        if with_lines:
+            a = item.anchor
+            where = f", lines {a.start_line}-{a.end_line}" if a else ", position unknown"
+        part = (f"Comment {number} ({c.severity}, {c.category}{where}):\n{c.content}\n"
+                f"Quoted code:\n{prompts.fence(item.code)}")
+        if with_lines and c.suggestion_code:
+            part += f"\nSuggested replacement:\n{prompts.fence(c.suggestion_code)}"
+        parts.append(part)
+    return "\n\n".join(parts)
+
+
+async def _ask(api: Api, model: str, system_name: str, user_text: str, max_tokens: int) -> str:
+    response = await api.create(model=model, max_tokens=max_tokens, system=prompts.template(system_name).strip(),
+                                messages=[{"role": "user", "content": [text_block(user_text)]}])
+    if response.stop_reason == "refusal":
+        raise RequestFailed("the model declined")
+    return "\n".join(b.text for b in response.content if b.type == "text")
+
+
+async def _relocate(items: list[_Placed], change: FileChange, new_text: str, anchorer: _Anchorer,
+                    api: Api, settings: Settings, mask: Callable[[str], str], result: PostReview) -> None:
+    lost = [item for item in items if item.anchor is None]
+    if not lost:
+        return
+    user_text = prompts.render("relocate.md", path=change.path, comments=mask(_describe_comments(lost, False)),
+                               excerpt=prompts.fence(mask(numbered_excerpt(new_text, change))))
+    try:
+        answer = await _ask(api, settings.model_for("relocate"), "relocate_system.md", user_text,
+                            settings.max_output_tokens)
+    except (BudgetStop, RequestFailed) as exc:
+        result.complete = False
+        result.notes.append(f"{change.path}: re-location of {len(lost)} comment(s) skipped ({exc})")
+        return
+    data = parse_json_answer(answer)
+    entries = data.get("locations") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        result.notes.append(f"{change.path}: the re-location answer could not be read; "
+                            f"{len(lost)} comment(s) stay unanchored")
+        return
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        number = _number(entry.get("comment", entry.get("index", entry.get("id"))))
+        code = entry.get("code", entry.get("existing_code"))
+        if number is None or not 1 <= number <= len(lost) or not isinstance(code, str):
+            continue
+        item = lost[number - 1]
+        if item.anchor is not None:
+            continue
+        found = anchorer(code)
+        if found is not None:
+            item.anchor, item.code, item.relocated = found, code, True
+
+
+async def _review_filter(findings: list[Finding], items: list[_Placed], change: FileChange,
+                         api: Api, settings: Settings, mask: Callable[[str], str],
+                         result: PostReview) -> list[Finding]:
+    user_text = prompts.render("filter.md", path=change.path, comments=mask(_describe_comments(items, True)),
+                               diff=prompts.fence(mask(change.patch), "diff"))
+    try:
+        answer = await _ask(api, settings.model_for("filter"), "filter_system.md", user_text,
+                            min(FILTER_MAX_TOKENS, settings.max_output_tokens))
+    except (BudgetStop, RequestFailed) as exc:
+        result.complete = False
+        result.notes.append(f"{change.path}: review filter skipped, all comments kept ({exc})")
+        return findings
+    data = parse_json_answer(answer)
+    wrong = data.get("wrong") if isinstance(data, dict) else None
+    if not isinstance(wrong, list):
+        result.complete = False
+        result.notes.append(f"{change.path}: the review filter's answer could not be read; all comments kept")
+        return findings
+    drop = {n for n in (_number(w) for w in wrong) if n is not None and 1 <= n <= len(findings)}
+    if drop:
+        result.dropped["review_filter"] = len(drop)
+    return [f for number, f in enumerate(findings, 1) if number not in drop]
+
+
+def _finding(item: _Placed) -> Finding:
+    c, a = item.comment, item.anchor
+    code = item.code
+    stage = "relocated" if item.relocated else (a.stage if a else "none")
+    return Finding(
+        path=c.path,
+        start_line=a.start_line if a else 0,
+        end_line=a.end_line if a else 0,
+        severity=c.severity,
+        category=c.category,
+        message=c.content,
+        suggestion=c.suggestion_code,
+        anchored=a is not None,
+        fingerprint=fingerprint(c.path, c.category, code, c.content),
+        existing_code=code,
+        anchor_note=DELETED_NOTE if a is not None and a.side == "old" else None,
+        extra={"anchor_stage": stage},
+    )
+
+
+async def finish_file(comments: Sequence[Comment], change: FileChange, new_text: str | None, *,
+                      api: Api | None, settings: Settings, mask: Callable[[str], str]) -> PostReview:
+    """Findings for one file's comments. With `api` None no model step runs (e.g. after an API error)."""
+    result = PostReview(findings=[])
+    if not comments:
+        return result
+    text = new_text or ""
+    anchorer = _Anchorer(change, text)
+    items = [_Placed(c, anchorer(c.existing_code), c.existing_code) for c in comments]
+    if api is None:
+        if any(item.anchor is None for item in items):
+            result.complete = False
+    else:
+        await _relocate(items, change, text, anchorer, api, settings, mask, result)
+    findings = [_finding(item) for item in items]
+    if settings.review_filter and api is not None:
+        findings = await _review_filter(findings, items, change, api, settings, mask, result)
+    unique = dedupe(findings)
+    if len(unique) < len(findings):
+        result.dropped["duplicates"] = len(findings) - len(unique)
+    result.findings = unique
+    return result

@@ -1,0 +1,93 @@
+"""The prompt texts (config/prompts/*.md) and how per-file values are filled into them."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from functools import cache
+from string import Template
+
+from ocr_hook import config_files
+
+PROMPT_FILES = (
+    "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
+    "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
+)
+# The list of other changed files is context; a huge change set should not crowd out the diff.
+MAX_LISTED_FILES = 200
+
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def template(name: str) -> str:
+    return config_files.read_text(f"prompts/{name}")
+
+
+def render(name: str, **values: object) -> str:
+    """Fill `$name` fields; the values may contain any text (braces, dollars) safely."""
+    return Template(template(name)).substitute({k: str(v) for k, v in values.items()})
+
+
+def fence(text: str, info: str = "") -> str:
+    """A Markdown code fence longer than any backtick run inside `text`, so data cannot close it early."""
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=2)
+    marks = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{marks}{info}\n{body}{marks}"
+
+
+@cache
+def digest() -> str:
+    """Hash of every prompt text: part of the result-cache key, so a reworded prompt re-reviews."""
+    h = hashlib.sha256()
+    for name in PROMPT_FILES:
+        h.update(name.encode())
+        h.update(b"\0")
+        h.update(template(name).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def system_prompt() -> str:
+    """Identical for every file and phase of a run, so the API can cache it once."""
+    return template("system.md").strip()
+
+
+def other_files_list(paths: Sequence[str]) -> str:
+    if not paths:
+        return "(none: this is the only changed file)"
+    shown = [f"- {p}" for p in paths[:MAX_LISTED_FILES]]
+    if len(paths) > MAX_LISTED_FILES:
+        shown.append(f"- … and {len(paths) - MAX_LISTED_FILES} more")
+    return "\n".join(shown)
+
+
+def plan_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
+                 rounds: int) -> str:
+    return render("plan.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
+                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"))
+
+
+def main_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
+                 rounds: int, checklist: str | None) -> str:
+    checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
+    return render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
+                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"),
+                  checklist=checklist_text)
+
+
+def nudge(path: str) -> str:
+    return render("nudge.md", path=path).strip()
+
+
+def final_round(path: str) -> str:
+    return render("final_round.md", path=path).strip()
+
+
+def cut_off() -> str:
+    return template("cut_off.md").strip()
+
+
+def plan_last_round() -> str:
+    return template("plan_last_round.md").strip()

@@ -1,0 +1,193 @@
+"""A whole review run: result-cache lookups, then the files in parallel, then one ReviewResult."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from functools import cache
+from typing import TYPE_CHECKING
+
+from ocr_hook import __version__
+from ocr_hook.agent import prompts
+from ocr_hook.changes.model import FileChange
+from ocr_hook.findings import Finding
+from ocr_hook.outcome import FileCoverage, ReviewResult
+from ocr_hook.settings import Settings
+
+if TYPE_CHECKING:
+    from ocr_hook.agent import ReviewJob
+    from ocr_hook.agent.client import Api
+    from ocr_hook.agent.conversation import SecretMasker
+
+
+@cache
+def tools_digest() -> str:
+    """Hash of the tool definitions as shipped data (their code is covered by the package version).
+
+    Hashing the text, not the parsed registry, keeps a fully cached run from loading jsonschema."""
+    from ocr_hook import config_files
+
+    return hashlib.sha256(config_files.read_text("tools.yaml").encode("utf-8")).hexdigest()
+
+
+def result_key(change: FileChange, content: str | None, settings: Settings) -> str:
+    """Everything that decides a file's findings; any change means a fresh review."""
+    from ocr_hook.result_cache import cache_key
+
+    models = {task: settings.model_for(task) for task in ("main", "plan", "filter", "relocate")}
+    relevant = {
+        "provider": settings.provider, "max_rounds": settings.max_rounds,
+        "plan_threshold": settings.plan_threshold, "temperature": settings.temperature,
+        "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
+    }
+    return cache_key({
+        "path": change.path,
+        "patch": change.patch,
+        "content": content if content is not None else "\0(absent)",
+        "models": json.dumps(models, sort_keys=True),
+        "prompts": prompts.digest(),
+        "tools": tools_digest(),
+        "settings": json.dumps(relevant, sort_keys=True),
+        "version": __version__,
+    })
+
+
+@dataclass
+class _FileResult:
+    coverage: FileCoverage
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
+                      mask: SecretMasker, other_paths: tuple[str, ...]) -> _FileResult:
+    from ocr_hook.agent.loop import FileReview, FileTask
+    from ocr_hook.agent.post_review import finish_file
+
+    path = change.path
+    job.on_event(path, "reviewing", "")
+    task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
+                    budget=job.budget, other_paths=other_paths)
+    outcome = await FileReview(task, api, mask).run()
+    if outcome.state == "skipped":
+        job.on_event(path, "skipped", outcome.reason)
+        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True), notes=outcome.notes)
+    content = await asyncio.to_thread(job.snapshot.read_text, path)
+    # After an API error the next request would most likely fail too: anchor locally and stop there.
+    post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
+                             api=None if outcome.stopped_by == "api" else api)
+    notes = outcome.notes + post.notes
+    if outcome.state == "failed":
+        job.on_event(path, "failed", outcome.reason)
+        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(post.findings), incomplete=True)
+    else:
+        job.on_event(path, "done", f"{len(post.findings)} comment(s)")
+        coverage = FileCoverage(path, "reviewed", comments=len(post.findings))
+        if job.cache is not None and key is not None and post.complete:
+            job.cache.put(key, post.findings)
+    return _FileResult(coverage, post.findings, notes, post.dropped)
+
+
+def _check_prices(job: ReviewJob) -> None:
+    """A model without a price would make the cost cap meaningless: a ConfigError before any request."""
+    tasks = ["main", "relocate"]
+    if any(plan_due(change, job.settings) for change in job.files):
+        tasks.append("plan")
+    if job.settings.review_filter:
+        tasks.append("filter")
+    for task in tasks:
+        job.budget.price(job.settings.model_for(task))
+
+
+def plan_due(change: FileChange, settings: Settings) -> bool:
+    from ocr_hook.agent.loop import plan_rounds
+
+    return plan_rounds(change, settings) > 0
+
+
+async def review_files_async(job: ReviewJob) -> ReviewResult:
+    started = time.monotonic()
+    results: dict[str, _FileResult] = {}
+    to_review: deque[tuple[FileChange, str | None]] = deque()
+    for change in job.files:
+        key = None
+        if job.cache is not None:
+            content = job.snapshot.read_text(change.path)
+            key = result_key(change, content, job.settings)
+            hit = job.cache.get(key)
+            if hit is not None:
+                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit)), hit)
+                job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
+                continue
+        to_review.append((change, key))
+
+    masked_count = 0
+    if to_review:
+        from ocr_hook.agent.client import check_credentials, open_api
+        from ocr_hook.agent.conversation import SecretMasker
+        from ocr_hook.secrets_mask import mask_secrets
+
+        check_credentials(job.settings, job.environ)
+        _check_prices(job)
+        mask = SecretMasker(mask_secrets)
+        all_paths = [f.path for f in job.change_set.files]
+        api = open_api(job.settings, job.environ, job.budget)
+
+        async def worker() -> None:
+            # A shared queue, not one task per file: files start strictly in the given priority order.
+            while to_review:
+                change, key = to_review.popleft()
+                if job.budget.exhausted_reason is not None or job.budget.remaining_seconds() <= 0:
+                    reason = f"not reviewed: {job.budget.exhausted_reason or 'the time limit was reached'}"
+                    job.on_event(change.path, "skipped", reason)
+                    results[change.path] = _FileResult(FileCoverage(change.path, "skipped", reason, incomplete=True))
+                    continue
+                others = tuple(p for p in all_paths if p != change.path)
+                try:
+                    results[change.path] = await _review_one(job, change, key, api, mask, others)
+                except Exception as exc:  # one file's bug must not sink the others' results
+                    reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
+                    job.on_event(change.path, "failed", reason)
+                    results[change.path] = _FileResult(FileCoverage(change.path, "failed", reason, incomplete=True))
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(max(1, min(job.settings.concurrency, len(to_review)))):
+                    group.create_task(worker())
+        finally:
+            await api.aclose()
+        masked_count = mask.count
+
+    return _assemble(job, results, masked_count, time.monotonic() - started)
+
+
+def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elapsed: float) -> ReviewResult:
+    findings: list[Finding] = []
+    files: list[FileCoverage] = []
+    notes: list[str] = []
+    dropped: dict[str, int] = {}
+    for change in job.files:
+        item = results.get(change.path)
+        if item is None:  # only when the run was cancelled part-way
+            item = _FileResult(FileCoverage(change.path, "skipped", "not reviewed: the run was stopped",
+                                            incomplete=True))
+        files.append(item.coverage)
+        findings.extend(item.findings)
+        notes.extend(item.notes)
+        for name, count in item.dropped.items():
+            dropped[name] = dropped.get(name, 0) + count
+    if masked:
+        notes.append(f"{masked} likely secret(s) were masked before text was sent to the model")
+    stopped = job.budget.exhausted_reason
+    left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
+    if stopped and left:
+        notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
+    if job.cache is not None and getattr(job.cache, "last_error", None):
+        notes.append(str(job.cache.last_error))
+    return ReviewResult(findings=findings, files=files, usage=job.budget.usage, scope=job.change_set.description,
+                        notes=notes, dropped=dropped, elapsed_s=elapsed)

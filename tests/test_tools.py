@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +15,13 @@ from ocr_hook.agent import tools
 from ocr_hook.agent.tool_api import ToolContext, ToolResult
 from ocr_hook.agent.tools import FILE_NOT_FOUND, run_context_tool
 from ocr_hook.changes.model import ChangeSet, FileChange, FileStatus
+from ocr_hook.changes.selection import is_sensitive
 from ocr_hook.changes.snapshot import open_snapshot
+from ocr_hook.settings import load as load_settings
 
 SECRET = "TOP-SECRET-CONTENT-4242"
 GIT_CONFIG_MARKER = "gitconfigmarker9876"
+SENSITIVE = "sensitivevalue777"
 GIT_ENV = {
     **os.environ,
     "GIT_CONFIG_GLOBAL": os.devnull,
@@ -78,6 +81,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "old_module.py", "def gone():\n    return 'removed'\n")
     write(root, ".gitignore", "ignored.log\n")
     write(root, "vendor/lib.py", "needle = 1\n")
+    write(root, "config/.env", "OLD=1\n")
     os.symlink(outside / "secret.txt", root / "link_abs")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "base")
@@ -92,6 +96,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, "odd.txt", "form\x0cfeed stays on line 1\nline two\n")
     write(root, "data.bin", b"\x00\x01\x02binary")
     write(root, "latin1.txt", "caf\xe9 cr\xe8me\n".encode("latin-1"))
+    write(root, "config/.env", f"API_TOKEN={SENSITIVE}\n")
     write(root, "hits.txt", "".join("hit here\n" for _ in range(150)))
     write(root, "huge_diff.txt", "".join(f"{n:06d} a long enough line to make this diff large\n"
                                          for n in range(3000)))
@@ -318,7 +323,7 @@ def test_file_read_diff_of_a_deleted_file_shows_its_removed_lines(ctx: ToolConte
 def test_file_read_diff_when_no_path_is_in_the_change(ctx: ToolContext):
     result = call(ctx, "file_read_diff", path_array=["vendor/lib.py", "nope.py"])
     assert result.text.startswith("None of the requested paths is part of this change: vendor/lib.py, nope.py.")
-    assert "The files changed in this change are: big.txt, crlf.txt," in result.text  # what did change
+    assert "The files changed in this change are: big.txt, config/.env, crlf.txt," in result.text  # what did change
     assert f"(and {len(ctx.change_set.files) - 40} more)" in result.text
 
 
@@ -455,3 +460,36 @@ def test_a_renamed_file_is_found_by_its_old_path(ctx: ToolContext):
     assert read.text == ('`src/app/helpers.py` was renamed to `src/app/util.py` by this change: call file_read '
                          'with {"file_path": "src/app/util.py"}.')
     assert "+def helper(flag):" in call(moved, "file_read_diff", path_array=["src/app/helpers.py"]).text
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextWithSensitiveFiles(ToolContext):
+    """ToolContext plus the predicate the agent loop is asked to pass (not in tool_api yet)."""
+
+    is_hidden: Callable[[str], bool] = lambda path: False
+
+
+@pytest.fixture(scope="module")
+def guarded(ctx: ToolContext) -> ToolContext:
+    settings = load_settings(None, environ={})
+    return ContextWithSensitiveFiles(ctx.snapshot, ctx.change_set, ctx.current_path,
+                                     is_hidden=lambda path: is_sensitive(path, settings))
+
+
+def test_sensitive_files_are_never_read(guarded: ToolContext):
+    read = call(guarded, "file_read", file_path="config/.env")
+    assert read.is_error
+    assert read.text == "`config/.env` is a sensitive file (it may hold secrets); its content is never sent for review."
+    diff = call(guarded, "file_read_diff", path_array=["config/.env"])
+    assert diff.is_error and SENSITIVE not in diff.text and "config/.env" in diff.text
+    both = call(guarded, "file_read_diff", path_array=["config/.env", "src/app/util.py"])
+    assert "+def helper(flag):" in both.text and SENSITIVE not in both.text
+    assert both.text.endswith("[Not shown: config/.env: sensitive files, never sent for review.]")
+
+
+def test_sensitive_files_are_left_out_of_search_results(guarded: ToolContext):
+    result = call(guarded, "code_search", search_text="API_TOKEN")
+    assert SENSITIVE not in result.text
+    assert result.text.startswith('No matches for "API_TOKEN"')
+    assert result.text.endswith("[1 matches in sensitive files are not shown.]")
+    assert call(guarded, "file_find", query_name=".env").text == "config/.env"  # a name is not a secret

@@ -68,6 +68,8 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if end < start:
         raise _Refused(f"end_line ({end}) is before start_line ({start}); {_READ_EXAMPLE}")
 
+    if _is_hidden(path, ctx):
+        return ToolResult(f"`{path}` {_WITHHELD}", is_error=True)
     if _is_symlink(path, ctx):
         return _symlink(path, ctx)
     data = ctx.snapshot.read_bytes(path)
@@ -133,6 +135,17 @@ def _split_lines(text: str) -> list[str]:
     if lines[-1] == "":
         lines.pop()
     return [line.removesuffix("\r") for line in lines]
+
+
+_WITHHELD = "is a sensitive file (it may hold secrets); its content is never sent for review."
+
+
+def _is_hidden(path: str, ctx: ToolContext) -> bool:
+    """Sensitive files (keys, .env, credentials) never leave the machine, not even as context.
+
+    ToolContext does not carry the predicate yet; the agent loop can supply one as `is_hidden`."""
+    probe = getattr(ctx, "is_hidden", None)
+    return bool(probe(path)) if callable(probe) else False
 
 
 def _is_symlink(path: str, ctx: ToolContext) -> bool:
@@ -209,14 +222,23 @@ def file_read_diff(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResul
     if not isinstance(requested, list) or not all(isinstance(p, str) for p in requested):
         raise _Refused('path_array must be a list of paths, like {"path_array": ["src/api/handler.py"]}')
     chosen: dict[str, FileChange] = {}
+    withheld: list[str] = []
     for raw in requested:
         try:
             path = confine_path(raw, ctx)
         except _Refused:
             continue  # cannot be part of the change set; left out like any other stranger
         change = _change_for(path, ctx)
-        if change is not None:
+        if change is None:
+            continue
+        if _is_hidden(change.path, ctx) or (change.old_path is not None and _is_hidden(change.old_path, ctx)):
+            if change.path not in withheld:
+                withheld.append(change.path)
+        else:
             chosen.setdefault(change.path, change)
+    note = f"[Not shown: {', '.join(withheld)}: sensitive files, never sent for review.]" if withheld else ""
+    if not chosen and note:
+        return ToolResult(note, is_error=True)
     if not chosen:
         changed = [f.path for f in ctx.change_set.files]
         listing = ", ".join(changed[:_MAX_LISTED_PATHS])
@@ -248,6 +270,8 @@ def file_read_diff(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResul
             f"[Not shown, to keep this answer under {MAX_DIFF_CHARS} characters: {', '.join(left_out)}. "
             "Ask for them in a separate call.]\n"
         )
+    if note:
+        parts.append(note)
     return ToolResult("".join(parts).rstrip("\n"))
 
 
@@ -325,34 +349,38 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if found.error:
         hint = "" if perl else " Without use_perl_regexp the text is a basic regular expression."
         return ToolResult(f"code_search could not run: {found.error}.{hint}", is_error=True)
+    hits = [hit for hit in found.hits if not _is_hidden(hit.path, ctx)]
+    hidden_hits = len(found.hits) - len(hits)
+    hidden_note = f"[{hidden_hits} matches in sensitive files are not shown.]" if hidden_hits else ""
     where = f" in {', '.join(pathspecs)}" if pathspecs else ""
-    if not found.hits:
+    if not hits:
         mode = "case-sensitive" if case_sensitive else "case-insensitive"
         syntax = "Perl regular expression" if perl else "basic regular expression"
         return ToolResult(
             f"No matches for {json.dumps(pattern, ensure_ascii=False)}{where} in the reviewed snapshot "
-            f"({mode}, {syntax})."
+            f"({mode}, {syntax}).{' ' + hidden_note if hidden_note else ''}"
         )
 
     out: list[str] = []
     size = 0
-    for hit in found.hits:
+    for hit in hits:
         text = hit.text if len(hit.text) <= MAX_HIT_CHARS else f"{hit.text[:MAX_HIT_CHARS]}…"
         row = f"{hit.path}:{hit.line_no}:{text}"
         if len(out) >= MAX_SEARCH_LINES or size + len(row) + 1 > MAX_SEARCH_CHARS:
             break
         out.append(row)
         size += len(row) + 1
-    if len(out) < len(found.hits):
+    if len(out) < len(hits):
         out.append(
-            f"[Output cut after {len(out)} of {len(found.hits)} matches (limit: {MAX_SEARCH_LINES} lines or "
+            f"[Output cut after {len(out)} of {len(hits)} matches (limit: {MAX_SEARCH_LINES} lines or "
             f"{MAX_SEARCH_CHARS} characters). Narrow the search with file_patterns or a more specific "
             "search_text.]"
         )
-    if found.truncated_files:
-        out.append(
-            f"[Only the first {MAX_HITS_PER_FILE} matches are shown for: {', '.join(found.truncated_files)}.]"
-        )
+    truncated = [path for path in found.truncated_files if not _is_hidden(path, ctx)]
+    if truncated:
+        out.append(f"[Only the first {MAX_HITS_PER_FILE} matches are shown for: {', '.join(truncated)}.]")
+    if hidden_note:
+        out.append(hidden_note)
     return ToolResult("\n".join(out))
 
 

@@ -4,65 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gitrepo import commit_all, git, head, make_repo, write
 
 from ocr_hook.agent import tools
 from ocr_hook.agent.tool_api import ToolContext, ToolResult
 from ocr_hook.agent.tools import FILE_NOT_FOUND, run_context_tool
-from ocr_hook.changes.model import ChangeSet, FileChange, FileStatus
-from ocr_hook.changes.selection import is_sensitive
-from ocr_hook.changes.snapshot import open_snapshot
+from ocr_hook.changes import collect_changes, is_sensitive, open_snapshot
+from ocr_hook.scope import Scope
 from ocr_hook.settings import load as load_settings
 
 SECRET = "TOP-SECRET-CONTENT-4242"
 GIT_CONFIG_MARKER = "gitconfigmarker9876"
 SENSITIVE = "sensitivevalue777"
-GIT_ENV = {
-    **os.environ,
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-}
-
-
-def git(root: Path, *args: str) -> bytes:
-    return subprocess.run(["git", *args], cwd=root, env=GIT_ENV, check=True, capture_output=True).stdout
-
-
-def change_set_of(root: Path, target: str | None) -> ChangeSet:
-    """The staged change against HEAD, or the root commit `target`, with git's own patch text per file; the
-    tools need path, status, link flag and patch, not parsed hunks."""
-    empty_tree = git(root, "hash-object", "-t", "tree", os.devnull).decode().strip()
-    sides = ["--cached", "HEAD"] if target is None else [empty_tree, target]  # the test commit is the root
-    names = git(root, "-c", "core.quotePath=false", "diff", *sides, "--no-renames", "--name-status", "-z")
-    fields = [f for f in names.decode().split("\0") if f]
-    status_of = {"A": FileStatus.ADDED, "M": FileStatus.MODIFIED, "D": FileStatus.DELETED}
-    files = []
-    for letter, path in zip(fields[::2], fields[1::2], strict=True):
-        patch = git(root, "-c", "core.quotePath=false", "diff", *sides, "--no-renames", "--no-color",
-                    "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--", path)
-        text = patch.decode("utf-8", "replace")
-        files.append(FileChange(path=path, old_path=None, status=status_of[letter], hunks=(), added=0, removed=0,
-                                patch=text, is_symlink="new file mode 120000" in text))
-    return ChangeSet(repo_root=str(root), description="test change", base="HEAD", target=target,
-                     files=tuple(files))
-
-
-def write(root: Path, name: str, content: str | bytes) -> None:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content, encoding="utf-8", newline="")
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +29,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     outside = base / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text(f"{SECRET}\n")
-    root = base / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
+    root = make_repo(base / "repo")
     git(root, "config", "ocrtest.marker", GIT_CONFIG_MARKER)
 
     # The committed side.
@@ -82,9 +38,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(root, ".gitignore", "ignored.log\n")
     write(root, "vendor/lib.py", "needle = 1\n")
     write(root, "config/.env", "OLD=1\n")
+    write(root, "src/app/helpers.py", "".join(f"def moved_{n}():\n    return {n}\n" for n in range(10)))
     os.symlink(outside / "secret.txt", root / "link_abs")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "base")
+    commit_all(root, "base")
 
     # The staged change under review.
     write(root, "src/app/main.py", "".join(f"line {n} of main (staged)\n" for n in range(1, 13)))
@@ -105,9 +61,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.symlink("../outside/secret.txt", root / "link_rel")
     git(root, "add", "-A")
     git(root, "rm", "-q", "--cached", "old_module.py")
+    git(root, "mv", "src/app/helpers.py", "src/app/tools_renamed.py")
 
-    write(root, "docs/current", b"")  # replaced by a link inside the repository below
-    (root / "docs/current").unlink()
     os.symlink("Guide.md", root / "docs/current")
     git(root, "add", "docs/current")
     # Never part of the snapshot: an ignored file and an unstaged edit in the work tree.
@@ -120,11 +75,11 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def ctx(repo: Path) -> Iterator[ToolContext]:
     """The staged change under review."""
-    yield from context_for(repo, None)
+    yield from context_for(repo, Scope("staged"))
 
 
-def context_for(root: Path, target: str | None) -> Iterator[ToolContext]:
-    change_set = change_set_of(root, target)
+def context_for(root: Path, scope: Scope) -> Iterator[ToolContext]:
+    change_set = collect_changes(str(root), scope, (), os.environ)
     snapshot = open_snapshot(str(root), change_set)
     try:
         yield ToolContext(snapshot=snapshot, change_set=change_set, current_path="src/app/main.py")
@@ -441,8 +396,7 @@ def test_loop_tools_are_not_run_here(ctx: ToolContext):
 
 
 def test_commit_mode_reads_the_target_commit_not_the_index(repo: Path):
-    head = git(repo, "rev-parse", "HEAD").decode().strip()
-    for commit_ctx in context_for(repo, head):
+    for commit_ctx in context_for(repo, Scope("commit", commit=head(repo))):
         assert call(commit_ctx, "file_read", file_path="src/app/main.py", end_line=1).text == "1|line 1 of main"
         assert call(commit_ctx, "file_read", file_path="old_module.py").text.startswith("1|def gone():")
         assert call(commit_ctx, "file_find", query_name="util.py").text == FILE_NOT_FOUND  # only staged
@@ -451,15 +405,12 @@ def test_commit_mode_reads_the_target_commit_not_the_index(repo: Path):
 
 
 def test_a_renamed_file_is_found_by_its_old_path(ctx: ToolContext):
-    util = next(f for f in ctx.change_set.files if f.path == "src/app/util.py")
-    renamed = dataclasses.replace(util, old_path="src/app/helpers.py", status=FileStatus.RENAMED)
-    others = tuple(f for f in ctx.change_set.files if f.path != "src/app/util.py")
-    moved = dataclasses.replace(ctx, change_set=dataclasses.replace(ctx.change_set, files=(*others, renamed)))
-    read = call(moved, "file_read", file_path="src/app/helpers.py")
+    read = call(ctx, "file_read", file_path="src/app/helpers.py")
     assert read.is_error
-    assert read.text == ('`src/app/helpers.py` was renamed to `src/app/util.py` by this change: call file_read '
-                         'with {"file_path": "src/app/util.py"}.')
-    assert "+def helper(flag):" in call(moved, "file_read_diff", path_array=["src/app/helpers.py"]).text
+    assert read.text == ('`src/app/helpers.py` was renamed to `src/app/tools_renamed.py` by this change: call '
+                         'file_read with {"file_path": "src/app/tools_renamed.py"}.')
+    diff = call(ctx, "file_read_diff", path_array=["src/app/helpers.py"]).text
+    assert "rename from src/app/helpers.py" in diff and "rename to src/app/tools_renamed.py" in diff
 
 
 @dataclasses.dataclass(frozen=True)

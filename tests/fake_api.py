@@ -676,14 +676,14 @@ class _Handler(BaseHTTPRequestHandler):
         if answer.reset:
             self._reset_after(payload[: len(payload) - max(1, len(answer.body) // 2)])
             return
+        # Recorded before the write: once the client has the answer, a test may read the record.
+        req.status, req.usage = answer.status, answer.usage
         try:
             self.wfile.write(payload)  # one write: headers and body leave together
             self.wfile.flush()
         except OSError:  # the client gave up first: nothing delivered, nothing billed
+            req.status, req.usage = 0, None
             self.close_connection = True
-            return
-        req.status = answer.status
-        req.usage = answer.usage
 
     def _reset_after(self, partial: bytes) -> None:
         """Send `partial`, then abort the connection with a TCP RST (SO_LINGER 0 and close)."""

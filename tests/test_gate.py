@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from report_samples import finding, result, reviewed
 
 from ocr_hook import gate
 from ocr_hook.outcome import FileCoverage
-from report_samples import finding, result, reviewed
 
 INCOMPLETE_FILES = [*reviewed("a.py"), FileCoverage("big.py", "skipped", "file too large", incomplete=True)]
 FAILED_FILES = [*reviewed("a.py"), FileCoverage("b.py", "failed", "API error: 500")]

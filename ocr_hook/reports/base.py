@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from ocr_hook import gate
 from ocr_hook.findings import Finding
 from ocr_hook.outcome import FileCoverage, ReviewResult
 
@@ -27,7 +28,7 @@ class ReportContext(NamedTuple):
     tool_version: str = ""
     fail_on: str = "high"
     on_error: str = "fail"
-    exit_code: int = 0
+    exit_code: int | None = None  # None: what the gate says for fail_on and on_error
     sarif_category: str = "ocr-hook"
     color: bool = False
     file_texts: Mapping[str, str] = MappingProxyType({})  # path → reviewed snapshot text
@@ -78,6 +79,13 @@ def dumps_json(data: Any, indent: int | None = 2) -> str:
     text = json.dumps(data, indent=indent, ensure_ascii=True)
     # These characters only occur inside JSON strings, where \\uXXXX means the same thing.
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
+
+
+def exit_code_for(result: ReviewResult, ctx: ReportContext) -> int:
+    """The exit code a report states: the caller's, else the gate's."""
+    if ctx.exit_code is not None:
+        return ctx.exit_code
+    return gate.exit_code(result, ctx.fail_on, ctx.on_error)
 
 
 def finding_order(f: Finding) -> tuple[Any, ...]:

@@ -51,7 +51,9 @@ def annotation(level: str, message: str, *, file: str | None = None, line: int |
     if title is not None:
         props.append(f"title={escape_property(title)}")
     head = f"::{level} " + ",".join(props) if props else f"::{level}"
-    return f"{head}::{escape_data(message)}"
+    # The runner reads a line as a `::` command before it looks for legacy `##[` ones, but do not
+    # rely on that order.
+    return f"{head}::{escape_data(message)}".replace("##[", "#\u200b#[")
 
 
 def _clip(text: str, limit: int) -> str:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ocr_hook import gate
 from ocr_hook.findings import Finding
 from ocr_hook.outcome import ReviewResult
-from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, sorted_findings
+from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, sorted_findings
 
 if TYPE_CHECKING:
     from ocr_hook.reports.base import ReportContext
@@ -38,7 +38,7 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": TOOL_NAME, "version": ctx.tool_version},
         "status": "complete" if result.complete else "incomplete",
-        "exit_code": ctx.exit_code,
+        "exit_code": exit_code_for(result, ctx),
         "verdict": gate.verdict_line(result, ctx.fail_on, ctx.on_error),
         "fail_on": ctx.fail_on,
         "scope": result.scope,

@@ -16,7 +16,7 @@ from urllib.parse import quote
 from ocr_hook.findings import Category, Finding, Severity
 from ocr_hook.line_hash import line_hashes
 from ocr_hook.outcome import ReviewResult
-from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, line_range, severity_order
+from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, line_range, severity_order
 
 if TYPE_CHECKING:
     from ocr_hook.reports.base import ReportContext
@@ -239,7 +239,7 @@ def sarif_log(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
         "automationDetails": {"id": f"{ctx.sarif_category}/"},
         "invocations": [{
             "executionSuccessful": result.complete,
-            "exitCode": ctx.exit_code,
+            "exitCode": exit_code_for(result, ctx),
             "toolExecutionNotifications": notifications,
             "properties": {
                 "status": "complete" if result.complete else "incomplete",

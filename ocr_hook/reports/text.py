@@ -50,8 +50,11 @@ def suggestion_diff(finding: Finding, file_text: str | None) -> list[str]:
         return []
     old = _existing_lines(finding, file_text)
     new = finding.suggestion.splitlines()
-    lines = list(difflib.unified_diff(old, new, lineterm="", n=2))
-    return lines[2:]  # the ---/+++ header says nothing the finding header does not
+    lines = list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]
+    # The finding header already says where; hunk headers would count from the snippet, not the
+    # file, so they become a plain gap marker (and the first one goes).
+    lines = ["…" if line.startswith("@@") else line for line in lines]
+    return lines[1:] if lines[:1] == ["…"] else lines
 
 
 def _diff_line(line: str, color: bool) -> str:

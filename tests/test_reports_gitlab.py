@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from report_samples import HOSTILE, ctx, finding, result, rich_result
+from validators import validate_gitlab
+
+from ocr_hook.outcome import FileCoverage
+from ocr_hook.reports import RENDERERS, write_report
+from ocr_hook.reports.gitlab import unique_fingerprint
+
+render = RENDERERS["gitlab"]
+
+
+def test_rich_result_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "gl-code-quality.json"
+    write_report("gitlab", rich_result(), ctx(), path)
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    validate_gitlab(entries)
+    by_description = {e["description"]: e for e in entries}
+    injection = by_description["Command injection via cmd"]
+    assert injection["severity"] == "critical" and injection["check_name"] == "ocr-hook/security"
+    assert injection["location"] == {"path": "src/app.py", "lines": {"begin": 4, "end": 4}}
+    assert "subprocess.run" in injection["content"]["body"]
+    assert by_description["Subtracts instead of adds"]["severity"] == "major"
+    assert by_description["No docstring"]["severity"] == "minor"
+    assert by_description["No docstring"]["location"]["lines"] == {"begin": 1, "end": 2}
+    whole = next(e for e in entries if e["description"].startswith("Whole-file remark"))
+    assert whole["severity"] == "info" and whole["location"]["lines"]["begin"] == 1
+    # suppressed findings are left out; each unreviewed file is an entry of its own
+    assert "Vague text" not in by_description and "Hard-coded command" not in by_description
+    incomplete = [e for e in entries if e["check_name"] == "ocr-hook/review-incomplete"]
+    assert sorted(e["location"]["path"] for e in incomplete) == ["gen/huge.py", "src/net.py"]
+
+
+def test_duplicate_fingerprints_become_unique_deterministically() -> None:
+    same = [finding(start=line, existing="os.system(cmd)", message="Same code quoted") for line in (4, 4, 4)]
+    assert len({f.fingerprint for f in same}) == 1
+    first = json.loads(render(result(same), ctx()))
+    second = json.loads(render(result(same), ctx()))
+    validate_gitlab(first)
+    assert [e["fingerprint"] for e in first] == [e["fingerprint"] for e in second]
+    assert first[0]["fingerprint"] == same[0].fingerprint
+
+
+def test_unique_fingerprint_skips_taken_variants() -> None:
+    taken: set[str] = set()
+    a = unique_fingerprint("abc", taken)
+    b = unique_fingerprint("abc", taken)
+    c = unique_fingerprint("abc", taken)
+    assert a == "abc" and len({a, b, c}) == 3 and taken == {a, b, c}
+
+
+def test_clean_review_is_an_empty_array() -> None:
+    entries = json.loads(render(result([], [FileCoverage("a.py", "reviewed")]), ctx()))
+    assert entries == []
+    validate_gitlab(entries)
+
+
+def test_hostile_text_stays_valid() -> None:
+    out = render(result([finding(message=HOSTILE, suggestion=HOSTILE, path="we,ird:.py")]), ctx())
+    assert out.isascii() and "<" not in out and "\x1b" not in out
+    entries = json.loads(out)
+    validate_gitlab(entries)
+    assert entries[0]["description"] == HOSTILE.strip()

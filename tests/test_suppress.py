@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from report_samples import finding, result
+
+from ocr_hook import gate
+from ocr_hook.errors import ConfigError
+from ocr_hook.suppress import apply_suppressions, baseline_text, load_baseline, write_baseline
+
+TEXT = "\n".join([
+    "def a():",                      # 1
+    "    # ocr-hook: ignore",        # 2
+    "    risky()",                   # 3
+    "    other()  // OCR-HOOK:ignore",  # 4
+    "    third()",                   # 5
+    "",                              # 6
+    "    fourth()",                  # 7
+]) + "\n"
+
+
+def test_baseline_round_trip_sorted_unique_without_lines(tmp_path: Path) -> None:
+    findings = [finding(message="b", start=3), finding(message="a", start=9), finding(message="b", start=3)]
+    path = tmp_path / ".ocr-hook-baseline.json"
+    write_baseline(path, findings)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data == {"version": 1, "fingerprints": sorted({f.fingerprint for f in findings})}
+    assert load_baseline(path) == frozenset(f.fingerprint for f in findings)
+    moved = [dataclasses.replace(f, start_line=f.start_line + 40, end_line=f.end_line + 40) for f in findings]
+    assert baseline_text(moved) == path.read_text(encoding="utf-8")  # line numbers play no part
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{", "invalid JSON at line 1"),
+        ('{"fingerprints": []}', "expected"),
+        ('{"version": 2, "fingerprints": []}', "expected"),
+        ('{"version": 1, "fingerprints": "abc"}', "must be a list of non-empty strings"),
+        ('{"version": 1, "fingerprints": [1]}', "must be a list of non-empty strings"),
+        ("[]", "expected"),
+    ],
+)
+def test_bad_baseline_is_a_one_line_config_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message) as info:
+        load_baseline(path)
+    assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_missing_baseline(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="baseline file not found"):
+        load_baseline(tmp_path / "nope.json")
+
+
+def test_inline_marker_on_the_line_or_above() -> None:
+    findings = [
+        finding(path="m.py", start=3, message="above"),       # marker on line 2
+        finding(path="m.py", start=4, message="same line"),   # marker on line 4 (any comment syntax, any case)
+        finding(path="m.py", start=5, message="below marker"),  # line 4 has one: the line above counts
+        finding(path="m.py", start=7, message="not marked"),
+        finding(path="m.py", message="unanchored", anchored=False),
+        finding(path="other.py", start=3, message="no text"),
+    ]
+    out = apply_suppressions(findings, frozenset(), {"m.py": TEXT})
+    assert [f.suppressed for f in out] == ["inline", "inline", "inline", None, None, None]
+
+
+def test_baseline_wins_and_earlier_reasons_stay() -> None:
+    marked = finding(path="m.py", start=3, message="x")
+    already = finding(path="m.py", start=7, message="y", suppressed="inline")
+    out = apply_suppressions([marked, already], frozenset({marked.fingerprint, already.fingerprint}), {"m.py": TEXT})
+    assert [f.suppressed for f in out] == ["baseline", "inline"]
+
+
+def test_gate_never_blocks_on_suppressed_findings(tmp_path: Path) -> None:
+    blocking = finding(severity="critical", message="known issue")
+    path = tmp_path / "baseline.json"
+    write_baseline(path, [blocking])
+    res = result([blocking])
+    assert gate.exit_code(res, "high", "fail") == 1
+    res.findings = apply_suppressions(res.findings, load_baseline(path), {})
+    assert gate.exit_code(res, "high", "fail") == 0

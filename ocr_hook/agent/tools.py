@@ -61,7 +61,7 @@ def run_context_tool(name: str, tool_input: dict[str, Any], ctx: ToolContext) ->
 
 
 def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-    path = confine_path(tool_input.get("file_path"), ctx)
+    path = _confine_path(tool_input.get("file_path"), ctx)
     start = _line_number(tool_input.get("start_line", 1), "start_line")
     end_arg = tool_input.get("end_line")
     end = start + MAX_READ_LINES - 1 if end_arg is None else _line_number(end_arg, "end_line")
@@ -225,7 +225,7 @@ def file_read_diff(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResul
     withheld: list[str] = []
     for raw in requested:
         try:
-            path = confine_path(raw, ctx)
+            path = _confine_path(raw, ctx)
         except _Refused:
             continue  # cannot be part of the change set; left out like any other stranger
         change = _change_for(path, ctx)
@@ -334,7 +334,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     raw_specs = tool_input.get("file_patterns") or []
     if not isinstance(raw_specs, list) or not all(isinstance(s, str) for s in raw_specs):
         raise _Refused('file_patterns must be a list of git pathspecs, like ["*.py", ":(exclude)tests/"]')
-    pathspecs = tuple(check_pathspec(spec) for spec in raw_specs)
+    pathspecs = tuple(_check_pathspec(spec) for spec in raw_specs)
     case_sensitive = bool(tool_input.get("case_sensitive", False))
     perl = bool(tool_input.get("use_perl_regexp", False))
 
@@ -384,7 +384,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult("\n".join(out))
 
 
-def check_pathspec(raw: str) -> str:
+def _check_pathspec(raw: str) -> str:
     """A file_patterns entry that stays inside the repository; _Refused otherwise."""
     spec = raw.strip()
     if not spec:
@@ -425,7 +425,7 @@ def check_pathspec(raw: str) -> str:
 # --- shared ------------------------------------------------------------------------------------
 
 
-def confine_path(raw: object, ctx: ToolContext) -> str:
+def _confine_path(raw: object, ctx: ToolContext) -> str:
     """The repository-relative form of a path from the model; _Refused if it could leave the snapshot."""
     if not isinstance(raw, str):
         raise _Refused(f'a path must be a text like "src/app/main.py", received {json.dumps(raw)}')

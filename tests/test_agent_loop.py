@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from agent_support import (
 from fake_api import FakeMessagesAPI, Fault, Reply, task_done, text, tool_use
 
 from ocr_hook.agent import check_credentials, review_files
+from ocr_hook.agent.conversation import CONTEXT_WINDOW_TOKENS, ELIDED
 from ocr_hook.agent.prompts import system_prompt
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings import Category, Severity
@@ -261,3 +265,199 @@ def test_missing_key_is_a_config_error_before_any_request(three_files: Path, fak
         with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
             review_files(job)
     assert fake_api.requests == []
+
+
+# --- stop reasons and long conversations --------------------------------------------------------------------
+
+
+def test_refusal_fails_the_file(three_files: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    fake_api.script(main_opening("app/notes.py"), [Reply([text("I won't review this.")], stop_reason="refusal")])
+    with review_job(three_files, sdk_env) as job:
+        result = review_files(job)
+    coverage = next(f for f in result.files if f.path == "app/notes.py")
+    assert coverage.state == "failed" and "declined" in coverage.reason
+    assert len(fake_api.requests_for(main_opening("app/notes.py"))) == 1
+
+
+def test_output_limit_continues_once_then_fails(three_files: Path, fake_api: FakeMessagesAPI,
+                                                sdk_env: dict[str, str]) -> None:
+    cut = Reply([text("Let me write a very long")], stop_reason="max_tokens")
+    fake_api.script(main_opening("app/notes.py"), [cut, task_done()])
+    fake_api.script(main_opening("app/util.py"), [cut, cut, task_done()])
+    with review_job(three_files, sdk_env) as job:
+        result = review_files(job)
+    states = {f.path: (f.state, f.reason) for f in result.files}
+    notes = fake_api.requests_for(main_opening("app/notes.py"))
+    assert "cut off at the output limit" in last_user_blocks(notes[1])[0]["text"]
+    assert states["app/notes.py"] == ("reviewed", "")
+    assert states["app/util.py"][0] == "failed" and "output limit" in states["app/util.py"][1]
+    assert len(fake_api.requests_for(main_opening("app/util.py"))) == 2
+
+
+def test_context_overflow_compacts_then_fails_if_it_recurs(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                           sdk_env: dict[str, str]) -> None:
+    long_file = "".join(f"value_{n} = {n}  # some filler text to make the line long enough\n" for n in range(400))
+    root = staged_repo(tmp_path / "repo", {"data.py": long_file}, {"data.py": long_file + "extra = 1\n",
+                                                                    "other.py": "x = 2\n"})
+    reads = [Reply([tool_use("file_read", {"file_path": "data.py", "start_line": 1 + 100 * n,
+                                           "end_line": 100 + 100 * n})]) for n in range(3)]
+    overflow = Reply([text("…")], stop_reason="model_context_window_exceeded")
+    seen: list[int] = []
+
+    def once_then_done(body: dict[str, Any]) -> Reply:
+        seen.append(len(body["messages"]))
+        return overflow if len(seen) == 1 else task_done()
+
+    fake_api.handle(lambda b: main_opening("data.py") in first_text(b) and assistant_count(b) == 3, once_then_done)
+    fake_api.script(main_opening("data.py"), reads)
+    fake_api.script(main_opening("other.py"), [overflow])
+    with review_job(root, sdk_env) as job:
+        result = review_files(job)
+    states = {f.path: (f.state, f.reason) for f in result.files}
+    assert states["data.py"] == ("reviewed", "")
+    data = fake_api.requests_for(main_opening("data.py"))
+    assert len(data) == 5 and seen == [7, 7]  # the cut reply was dropped and the round asked again
+    retry = data[4].body["messages"]
+    contents = [b["content"] for m in retry if m["role"] == "user" for b in m["content"] if b["type"] == "tool_result"]
+    assert contents[0] == ELIDED and contents[-1].startswith("201|")
+    assert data[3].body["messages"][2]["content"][0]["content"].startswith("1|")
+    assert states["other.py"][0] == "failed" and "context window" in states["other.py"][1]
+
+
+def test_large_conversations_are_compacted_before_sending(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                          sdk_env: dict[str, str]) -> None:
+    line = "x" * 110
+    big = "".join(f"row_{n:05d} = '{line}'\n" for n in range(4000))
+    root = staged_repo(tmp_path / "repo", {"big.py": big}, {"big.py": big + "tail = 1\n"})
+    reads = [Reply([tool_use("file_read", {"file_path": "big.py", "start_line": 1 + 450 * n,
+                                           "end_line": 450 + 450 * n})]) for n in range(8)]
+    fake_api.script(main_opening("big.py"), [*reads, task_done()])
+    with review_job(root, sdk_env, max_file_lines=10_000, max_file_bytes=2_000_000) as job:
+        result = review_files(job)
+    requests = fake_api.requests_for(main_opening("big.py"))
+    assert [f.state for f in result.files] == ["reviewed"]
+    sizes = [len(r.raw) for r in requests]
+    # Compaction kept every request below the threshold (60% of 200k tokens at 3 bytes a token).
+    assert max(sizes) < 0.6 * CONTEXT_WINDOW_TOKENS * 3 + 60_000
+    assert any(ELIDED in r.raw.decode() for r in requests)
+    assert any("elided" in note for note in result.notes)
+
+
+def first_text(body: dict[str, Any]) -> str:
+    return body["messages"][0]["content"][0]["text"]
+
+
+def assistant_count(body: dict[str, Any]) -> int:
+    return sum(1 for m in body["messages"] if m["role"] == "assistant")
+
+
+# --- result cache -----------------------------------------------------------------------------------------
+
+CACHED_RUN = r"""
+import dataclasses, json, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from agent_support import review_job
+from ocr_hook.agent import review_files
+import os
+with review_job(Path(sys.argv[2]), dict(os.environ), cache_dir=Path(sys.argv[3]), cache=True) as job:
+    if sys.argv[4] == "none":
+        job = dataclasses.replace(job, files=[])
+    result = review_files(job)
+print(json.dumps({"anthropic": "anthropic" in sys.modules, "states": [f.state for f in result.files],
+                  "findings": [f.fingerprint for f in result.findings]}))
+"""
+
+
+def test_result_cache_hit_sends_nothing_and_never_loads_the_sdk(three_files: Path, fake_api: FakeMessagesAPI,
+                                                                sdk_env: dict[str, str], tmp_path: Path) -> None:
+    fake_api.handle(is_filter, keep_all)
+    fake_api.script(main_opening("app/util.py"), [
+        Reply([tool_use("code_comment", {"comments": [{
+            "content": "Shell injection.", "existing_code": "os.system(cmd)",
+            "severity": "critical", "category": "security"}]})]),
+        task_done(),
+    ])
+    cache_dir = tmp_path / "cache"
+    events: list[tuple[str, str, str]] = []
+    with review_job(three_files, sdk_env, cache_dir=cache_dir, cache=True) as job:
+        first = review_files(job)
+    sent = len(fake_api.requests)
+    assert sent >= 4 and {f.state for f in first.files} == {"reviewed"}
+
+    with review_job(three_files, sdk_env, cache_dir=cache_dir, cache=True, events=events) as job:
+        again = review_files(job)
+    assert len(fake_api.requests) == sent
+    assert {f.state for f in again.files} == {"cached"}
+    assert again.findings == first.findings and len(again.findings) == 1
+    assert ("app/util.py", "cached", "1 comment(s)") in events
+
+    tests_dir = str(Path(__file__).parent)
+    for files in ("all", "none"):
+        proc = subprocess.run([sys.executable, "-c", CACHED_RUN, tests_dir, str(three_files), str(cache_dir), files],
+                              env=sdk_env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert report["anthropic"] is False
+        assert report["states"] == ([] if files == "none" else ["cached"] * 3)
+    assert len(fake_api.requests) == sent
+
+    # A changed setting that decides findings is a different key: reviewed again.
+    with review_job(three_files, sdk_env, cache_dir=cache_dir, cache=True, max_rounds=7) as job:
+        changed = review_files(job)
+    assert {f.state for f in changed.files} == {"reviewed"} and len(fake_api.requests) > sent
+
+
+# --- budget and deadline -----------------------------------------------------------------------------------
+
+HEAVY = {"input_tokens": 48_000, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def test_token_cap_cuts_the_running_file_and_skips_the_rest(three_files: Path, fake_api: FakeMessagesAPI,
+                                                            sdk_env: dict[str, str]) -> None:
+    with review_job(three_files, sdk_env, max_tokens=100_000, max_output_tokens=1_000, concurrency=1,
+                    review_filter=False) as job:
+        first, *rest = [f.path for f in job.files]
+        quote = {"app/calc.py": "def mean(values):", "app/util.py": "os.system(cmd)",
+                 "app/notes.py": "print('hello ' + name)"}[first]
+        fake_api.script(main_opening(first), [
+            Reply([tool_use("file_find", {"query_name": "calc"})], usage=HEAVY),
+            Reply([tool_use("code_comment", {"comments": [{"content": "Kept although the file was cut short.",
+                                                           "existing_code": quote, "severity": "high",
+                                                           "category": "bug"}]})], usage=HEAVY),
+            task_done(),
+        ])
+        result = review_files(job)
+    assert len(fake_api.requests) == 2
+    assert fake_api.billed()["input_tokens"] + fake_api.billed()["output_tokens"] <= 100_000
+    states = {f.path: f for f in result.files}
+    assert states[first].state == "failed" and states[first].incomplete
+    assert states[first].reason == "review cut short: token cap of 100000 reached"
+    for path in rest:
+        assert states[path].state == "skipped" and states[path].incomplete
+        assert states[path].reason == "not reviewed: token cap of 100000 reached"
+    assert [f.message for f in result.findings] == ["Kept although the file was cut short."]
+    assert result.findings[0].anchored
+    assert not result.complete
+    assert any("budget ran out" in note for note in result.notes)
+
+
+def test_cost_cap_too_small_for_any_request_sends_nothing(three_files: Path, fake_api: FakeMessagesAPI,
+                                                          sdk_env: dict[str, str]) -> None:
+    with review_job(three_files, sdk_env, max_cost=0.00001) as job:
+        result = review_files(job)
+    assert fake_api.requests == []
+    assert all(f.state == "skipped" and f.incomplete and "cost cap" in f.reason for f in result.files)
+
+
+def test_deadline_cuts_retry_after_sleeps(three_files: Path, fake_api: FakeMessagesAPI,
+                                         sdk_env: dict[str, str]) -> None:
+    fake_api.fail_all(Fault(status=429, headers={"retry-after": "60"}))
+    started = time.monotonic()
+    with review_job(three_files, sdk_env, timeout=2.0) as job:
+        result = review_files(job)
+    elapsed = time.monotonic() - started
+    assert elapsed < 6  # not 60 s: the run's own deadline cut the SDK's retry sleep
+    assert len(fake_api.requests) == 3  # one attempt per file, cut while waiting to retry
+    assert not result.complete
+    assert all(f.incomplete and "time limit" in f.reason for f in result.files)

@@ -205,6 +205,17 @@ async def _review_filter(findings: list[Finding], items: list[_Placed], change: 
     return [f for number, f in enumerate(findings, 1) if number not in drop]
 
 
+def _quote_file_lines(items: Sequence[_Placed], text: str) -> None:
+    """Anchored on the new side, a finding is about the file's own lines, not the model's rendering of
+    them (markers, `N|` prefixes, re-indentation), so fingerprints stay stable from run to run."""
+    lines = text.split("\n")
+    for item in items:
+        a = item.anchor
+        if a is not None and a.side == "new" and 1 <= a.start_line <= a.end_line <= len(lines):
+            quoted = "\n".join(line.removesuffix("\r") for line in lines[a.start_line - 1 : a.end_line])
+            item.code = mask_secrets(quoted)[0]  # reports and the result cache never hold a secret
+
+
 def _finding(item: _Placed) -> Finding:
     c, a = item.comment, item.anchor
     code = item.code
@@ -239,6 +250,7 @@ async def finish_file(comments: Sequence[Comment], change: FileChange, new_text:
             result.complete = False
     else:
         await _relocate(items, change, text, anchorer, api, settings, mask, result)
+    _quote_file_lines(items, text)
     findings = [_finding(item) for item in items]
     if settings.review_filter and api is not None:
         findings = await _review_filter(findings, items, change, api, settings, mask, result)

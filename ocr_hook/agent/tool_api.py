@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ocr_hook.changes.model import ChangeSet
@@ -33,6 +34,8 @@ class ToolContext:
     snapshot: Snapshot
     change_set: ChangeSet
     current_path: str
+    # Paths whose content must never be sent (sensitive files): the tools refuse them.
+    is_hidden: Callable[[str], bool] = field(default=lambda path: False)
 
 
 class ToolResult(NamedTuple):

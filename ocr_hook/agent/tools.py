@@ -141,20 +141,15 @@ _WITHHELD = "is a sensitive file (it may hold secrets); its content is never sen
 
 
 def _is_hidden(path: str, ctx: ToolContext) -> bool:
-    """Sensitive files (keys, .env, credentials) never leave the machine, not even as context.
-
-    ToolContext does not carry the predicate yet; the agent loop can supply one as `is_hidden`."""
-    probe = getattr(ctx, "is_hidden", None)
-    return bool(probe(path)) if callable(probe) else False
+    """Sensitive files (keys, .env, credentials) never leave the machine, not even as context."""
+    return ctx.is_hidden(path)
 
 
 def _is_symlink(path: str, ctx: ToolContext) -> bool:
     change = _change_for(path, ctx)
     if change is not None and change.path == path and change.is_symlink:
         return True
-    # Not part of the Snapshot protocol (yet); the git snapshot answers it from the file modes.
-    probe = getattr(ctx.snapshot, "is_symlink", None)
-    return bool(probe(path)) if callable(probe) else False
+    return ctx.snapshot.is_symlink(path)
 
 
 def _symlink(path: str, ctx: ToolContext) -> ToolResult:

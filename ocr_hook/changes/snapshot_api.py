@@ -28,6 +28,9 @@ class Snapshot(Protocol):
     def read_text(self, path: str) -> str | None:
         """`read_bytes` decoded as UTF-8 with surrogateescape; None when absent."""
 
+    def is_symlink(self, path: str) -> bool:
+        """True when `path` is a symbolic link in the snapshot (its blob is the link's target text)."""
+
     def paths(self) -> tuple[str, ...]:
         """Every file path in the snapshot (repo-relative, '/'-separated)."""
 

@@ -101,10 +101,12 @@ def split_patches(text: str) -> list[str]:
     while pos >= 0:
         starts.append(pos + 1)
         pos = text.find("\n" + _HEADER, pos + 1)
-    if starts and starts[0] != 0 and text[: starts[0]].strip():
+    if not starts:
+        if text.strip():
+            raise DiffParseError("patch text has no diff --git header")
+        return []
+    if starts[0] != 0:
         raise DiffParseError("patch text does not start with a diff --git header")
-    if not starts and text.strip():
-        raise DiffParseError("patch text has no diff --git header")
     return [text[a:b] for a, b in zip(starts, [*starts[1:], len(text)], strict=True)]
 
 

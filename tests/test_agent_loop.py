@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from agent_support import (
     main_opening,
     plan_opening,
     review_job,
+    settings_for,
     staged_repo,
     tool_names,
 )
@@ -410,7 +412,7 @@ def test_result_cache_hit_sends_nothing_and_never_loads_the_sdk(three_files: Pat
 
 # --- budget and deadline -----------------------------------------------------------------------------------
 
-HEAVY = {"input_tokens": 48_000, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+HEAVY = {"input_tokens": 49_500, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
 def test_token_cap_cuts_the_running_file_and_skips_the_rest(three_files: Path, fake_api: FakeMessagesAPI,
@@ -461,3 +463,76 @@ def test_deadline_cuts_retry_after_sleeps(three_files: Path, fake_api: FakeMessa
     assert len(fake_api.requests) == 3  # one attempt per file, cut while waiting to retry
     assert not result.complete
     assert all(f.incomplete and "time limit" in f.reason for f in result.files)
+
+
+def test_budget_stop_allows_one_smaller_closing_round(three_files: Path, fake_api: FakeMessagesAPI,
+                                                      sdk_env: dict[str, str]) -> None:
+    heavy = {**HEAVY, "input_tokens": 40_000}
+    with review_job(three_files, sdk_env, max_tokens=100_000, max_output_tokens=20_000, concurrency=1,
+                    review_filter=False) as job:
+        first = job.files[0].path
+        quote = {"app/calc.py": "def mean(values):", "app/util.py": "os.system(cmd)",
+                 "app/notes.py": "print('hello ' + name)"}[first]
+        fake_api.script(main_opening(first), [
+            Reply([tool_use("file_find", {"query_name": "calc"})], usage=heavy),
+            Reply([tool_use("file_find", {"query_name": "util"})], usage=heavy),
+            Reply([tool_use("code_comment", {"comments": [{"content": "Sent in the closing round.",
+                                                           "existing_code": quote, "severity": "medium",
+                                                           "category": "bug"}]}),
+                   tool_use("task_done", {"state": "DONE"})]),
+        ])
+        result = review_files(job)
+    requests = fake_api.requests_for(main_opening(first))
+    assert len(requests) == 3
+    closing = requests[2].body
+    assert closing["max_tokens"] == 2_048 and tool_names(requests[2]) == FINAL_TOOLS
+    assert "last round" in closing["messages"][-1]["content"][-1]["text"]
+    coverage = next(f for f in result.files if f.path == first)
+    assert coverage.state == "failed" and coverage.reason == "review cut short: token cap of 100000 reached"
+    assert [f.message for f in result.findings] == ["Sent in the closing round."]
+    assert any("closing round added 1 comment(s)" in note for note in result.notes)
+
+
+def test_comment_cap_and_oversized_quotes(three_files: Path, fake_api: FakeMessagesAPI,
+                                          sdk_env: dict[str, str]) -> None:
+    huge = "    print('hello ' + name)\n" + "x = 1\n" * 200_000  # about 1.2 MB
+    many = [{"content": f"Comment {n}.", "existing_code": "def greet(name):", "severity": "low",
+             "category": "style"} for n in range(55)]
+    fake_api.script(main_opening("app/notes.py"), [
+        # Billed like a normal reply: the fake would otherwise charge the megabyte as output tokens.
+        Reply([tool_use("code_comment", {"comments": [{"content": "Huge quote.", "existing_code": huge,
+                                                        "severity": "low", "category": "style"}]})],
+              usage={"output_tokens": 100}),
+        Reply([tool_use("code_comment", {"comments": many})]),
+        task_done(),
+    ])
+    with review_job(three_files, sdk_env, review_filter=False) as job:
+        result = review_files(job)
+    notes = fake_api.requests_for(main_opening("app/notes.py"))
+    assert "shortened" in last_user_blocks(notes[1])[0]["content"]
+    assert "limit of 50 comments per file is reached" in last_user_blocks(notes[2])[0]["content"]
+    assert len(notes[2].raw) < 200_000  # the megabyte never travels back to the API in our own text
+    mine = [f for f in result.findings if f.path == "app/notes.py"]
+    huge_finding = next(f for f in mine if f.message == "Huge quote.")
+    # Cut to its first 80 lines, the quote no longer matches the file: kept, unanchored, never misplaced.
+    assert len(huge_finding.existing_code.splitlines()) == 80 and not huge_finding.anchored
+    assert len([f for f in mine if f.message.startswith("Comment ")]) <= 49
+    assert any("6 comment(s) over the limit of 50" in n for n in result.notes)
+    assert any("shortened" in n for n in result.notes)
+
+
+def test_credentials_named_per_provider(tmp_path: Path) -> None:
+    settings = settings_for(staged_repo(tmp_path / "r", {"a.py": "a = 1\n"}, {"a.py": "a = 2\n"}))
+    check_credentials(settings, {"ANTHROPIC_API_KEY": "k"})
+    check_credentials(settings, {"ANTHROPIC_AUTH_TOKEN": "t"})
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        check_credentials(settings, {"ANTHROPIC_API_KEY": ""})
+    bedrock = dataclasses.replace(settings, provider="bedrock")
+    with pytest.raises(ConfigError, match="AWS_REGION"):
+        check_credentials(bedrock, {"ANTHROPIC_API_KEY": "k"})
+    check_credentials(bedrock, {"AWS_REGION": "us-east-1", "AWS_BEARER_TOKEN_BEDROCK": "b"})
+    vertex = dataclasses.replace(settings, provider="vertex")
+    with pytest.raises(ConfigError, match="CLOUD_ML_REGION"):
+        check_credentials(vertex, {})
+    with pytest.raises(ConfigError, match="ANTHROPIC_VERTEX_PROJECT_ID"):
+        check_credentials(vertex, {"CLOUD_ML_REGION": "us-east5"})

@@ -15,6 +15,7 @@ EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 CONTEXT_WINDOW_TOKENS = 200_000
 COMPACT_AT = 0.6
 ELIDED = "[older tool output removed to save space; call the tool again if you still need it]"
+MAX_ECHOED_STRING = 20_000
 # Tool results shorter than this are kept when compacting: they cost little and often matter.
 _KEEP_SHORT_CHARS = 300
 
@@ -52,12 +53,24 @@ def assistant_blocks(content: Sequence[Any]) -> list[dict[str, Any]]:
                 blocks.append(text_block(block.text))
         elif kind == "tool_use":
             # Input that is not an object cannot be sent back; the tool result explains the error.
-            tool_input = block.input if isinstance(block.input, dict) else {}
+            tool_input = _bounded_input(block.input) if isinstance(block.input, dict) else {}
             blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input})
         elif kind in ("thinking", "redacted_thinking"):
             # Thinking that precedes tool use must go back unchanged, signature included.
             blocks.append(block.model_dump(exclude_none=True))
     return blocks
+
+
+def _bounded_input(value: Any) -> Any:
+    """The model's tool input as echoed in the history, with absurdly long strings cut: a megabyte
+    quote must not be paid for again on every later turn."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_ECHOED_STRING else value[:MAX_ECHOED_STRING] + " …[cut]"
+    if isinstance(value, dict):
+        return {k: _bounded_input(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bounded_input(v) for v in value]
+    return value
 
 
 def _with_breakpoint(message: dict[str, Any]) -> dict[str, Any]:

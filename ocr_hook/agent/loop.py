@@ -38,6 +38,8 @@ MAX_CHECKLIST_CHARS = 3_000
 MAX_REPEATS = 3
 MAX_NUDGES = 3
 MAX_TOOL_RESULT_CHARS = 80_000
+# Output allowance of the one closing round a file gets when the budget refuses its next round.
+CLOSING_MAX_TOKENS = 2_048
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ class FileReview:
         self.repeats = 0
         self.compactions = 0
         self._answered: dict[str, int] = {}
+        self.closing_note: str | None = None
 
     async def run(self) -> LoopOutcome:
         outcome = LoopOutcome(self.path)
@@ -127,6 +130,8 @@ class FileReview:
             outcome.state, outcome.stopped_by, outcome.reason = "failed", end.stopped_by, end.reason
         outcome.comments = list(self.box.comments)
         outcome.notes = self.box.notes()
+        if self.closing_note:
+            outcome.notes.append(self.closing_note)
         if self.compactions:
             outcome.notes.append(f"{self.path}: older tool output was elided {self.compactions} time(s) "
                                  "to stay within the context window")
@@ -135,12 +140,12 @@ class FileReview:
 
     # --- requests ------------------------------------------------------------------------------
 
-    async def _send(self, conv: Conversation, phase: str, model: str) -> Any:
+    async def _send(self, conv: Conversation, phase: str, model: str, max_tokens: int | None = None) -> Any:
         tools_api = tools_param(registry.tools_for_phase(phase))
         if conv.estimate_tokens(self.system, tools_api) > COMPACT_AT * CONTEXT_WINDOW_TOKENS:
             if conv.compact():
                 self.compactions += 1
-        response = await self.api.create(model=model, max_tokens=self.settings.max_output_tokens,
+        response = await self.api.create(model=model, max_tokens=max_tokens or self.settings.max_output_tokens,
                                          system=self.system, tools=tools_api, messages=conv.for_request())
         self.requests += 1
         if response.stop_reason == "refusal":
@@ -184,7 +189,13 @@ class FileReview:
             final = round_no == rounds
             if final:
                 conv.append_to_last_user([text_block(prompts.final_round(self.path))])
-            response = await self._send(conv, "final" if final else "main", model)
+            try:
+                response = await self._send(conv, "final" if final else "main", model)
+            except BudgetStop:
+                if final:
+                    raise
+                await self._closing_round(conv, model)
+                raise
             stop = response.stop_reason
             if stop == "model_context_window_exceeded":
                 overflows += 1
@@ -217,6 +228,22 @@ class FileReview:
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
         raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
+
+    async def _closing_round(self, conv: Conversation, model: str) -> None:
+        """The budget refused the next round: one smaller last round, if it fits, so that the model can
+        send the comments it has in mind. The file stays incomplete either way."""
+        conv.append_to_last_user([text_block(prompts.final_round(self.path))])
+        closing_tokens = min(CLOSING_MAX_TOKENS, self.settings.max_output_tokens)
+        try:
+            response = await self._send(conv, "final", model, max_tokens=closing_tokens)
+        except (BudgetStop, RequestFailed, _End):
+            return
+        before = len(self.box.comments)
+        for call in (b for b in response.content if b.type == "tool_use"):
+            if call.name == "code_comment" and registry.validate_input(call.name, call.input, "final") is None:
+                self.box.take(call.input)
+        self.closing_note = (f"{self.path}: the budget ran out mid-review; one closing round added "
+                             f"{len(self.box.comments) - before} comment(s)")
 
     # --- tool calls ------------------------------------------------------------------------------
 

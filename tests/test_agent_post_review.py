@@ -132,3 +132,17 @@ def test_parse_json_answer_is_lenient() -> None:
     assert parse_json_answer('Sure! ```json\n{"wrong": [2]}\n```') == {"wrong": [2]}
     assert parse_json_answer("no json here {not json}") is None
     assert parse_json_answer('[1, 2] and {"a": 1}') == [1, 2]
+
+
+def test_duplicates_on_the_same_lines_collapse_to_the_most_severe(store: Path, fake_api: FakeMessagesAPI,
+                                                                  sdk_env: dict[str, str]) -> None:
+    twice = [comment("LEAK: handle never closed.", "fh = open(path)", "low"),
+             comment("LEAK: open() without close.", "+    fh = open(path)", "high")]
+    fake_api.script(main_opening(PATH), [Reply([tool_use("code_comment", {"comments": twice[:1]})]),
+                                         Reply([tool_use("code_comment", {"comments": twice[1:]})]),
+                                         task_done()])
+    with review_job(store, sdk_env, review_filter=False) as job:
+        result = review_files(job)
+    [finding] = result.findings
+    assert (finding.message, str(finding.severity), finding.start_line) == ("LEAK: open() without close.", "high", 7)
+    assert result.dropped == {"duplicates": 1}

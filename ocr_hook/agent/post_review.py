@@ -17,12 +17,7 @@ from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import text_block
 from ocr_hook.anchoring import Anchor, FileIndex, anchor_prepared, prepare
 from ocr_hook.changes.model import FileChange
-
-try:  # TEMPORARY shim until H3's ocr_hook/dedupe.py lands
-    from ocr_hook.dedupe import dedupe
-except ImportError:  # pragma: no cover
-    def dedupe(findings: Sequence[Finding]) -> list[Finding]:
-        return list(findings)
+from ocr_hook.dedupe import dedupe
 from ocr_hook.findings import Comment, Finding, fingerprint
 from ocr_hook.secrets_mask import mask_secrets
 from ocr_hook.settings import Settings

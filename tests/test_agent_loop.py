@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import subprocess
@@ -27,7 +28,7 @@ from agent_support import (
 )
 from fake_api import FakeMessagesAPI, Fault, Reply, task_done, text, tool_use
 
-from ocr_hook.agent import check_credentials, review_files
+from ocr_hook.agent import ReviewJob, check_credentials, review_files, review_files_async
 from ocr_hook.agent.conversation import CONTEXT_WINDOW_TOKENS, ELIDED
 from ocr_hook.agent.prompts import system_prompt
 from ocr_hook.errors import ConfigError
@@ -536,3 +537,35 @@ def test_credentials_named_per_provider(tmp_path: Path) -> None:
         check_credentials(vertex, {})
     with pytest.raises(ConfigError, match="ANTHROPIC_VERTEX_PROJECT_ID"):
         check_credentials(vertex, {"CLOUD_ML_REGION": "us-east5"})
+
+
+def test_task_done_while_planning_ends_the_plan(three_files: Path, fake_api: FakeMessagesAPI,
+                                                sdk_env: dict[str, str]) -> None:
+    fake_api.script(plan_opening("app/calc.py"), [task_done()])
+    with review_job(three_files, sdk_env, plan_threshold=20) as job:
+        result = review_files(job)
+    assert len(fake_api.requests_for(plan_opening("app/calc.py"))) == 1
+    main = fake_api.requests_for(main_opening("app/calc.py"))
+    assert len(main) == 1 and "checklist" not in main[0].first_user_text
+    assert "at most 29" in main[0].first_user_text  # the plan's round counts against max_rounds
+    assert next(f for f in result.files if f.path == "app/calc.py").state == "reviewed"
+
+
+def test_interrupting_the_run_cancels_every_request(three_files: Path, fake_api: FakeMessagesAPI,
+                                                    sdk_env: dict[str, str]) -> None:
+    fake_api.default(lambda body: Reply([tool_use("task_done", {"state": "DONE"})], delay_s=30))
+
+    async def interrupt(job: ReviewJob) -> None:
+        run = asyncio.create_task(review_files_async(job))
+        while len(fake_api.requests) < 3:
+            await asyncio.sleep(0.02)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    started = time.monotonic()
+    with review_job(three_files, sdk_env) as job:
+        asyncio.run(interrupt(job))
+        assert job.budget.reserved_usd == 0  # every reservation was given back
+    assert time.monotonic() - started < 10
+    assert all(r.usage is None for r in fake_api.requests)  # nothing answered, nothing billed

@@ -167,7 +167,9 @@ class FileReview:
                 conv.append_to_last_user([text_block(prompts.plan_last_round())])
             response = await self._send(conv, "plan", model)
             calls = [b for b in response.content if b.type == "tool_use"]
-            if not calls or response.stop_reason == "model_context_window_exceeded":
+            # A model that reaches for task_done while planning has nothing more to look up.
+            if (not calls or response.stop_reason == "model_context_window_exceeded"
+                    or any(c.name == "task_done" for c in calls)):
                 text = "\n".join(b.text for b in response.content if b.type == "text").strip()
                 return (text[:MAX_CHECKLIST_CHARS] or None), round_no
             conv.add_assistant(assistant_blocks(response.content))

@@ -569,3 +569,20 @@ def test_interrupting_the_run_cancels_every_request(three_files: Path, fake_api:
         assert job.budget.reserved_usd == 0  # every reservation was given back
     assert time.monotonic() - started < 10
     assert all(r.usage is None for r in fake_api.requests)  # nothing answered, nothing billed
+
+
+def test_bedrock_provider_goes_through_the_sdks_bedrock_client(three_files: Path, fake_api: FakeMessagesAPI,
+                                                               sdk_env: dict[str, str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {"AWS_REGION": "us-east-1", "AWS_BEARER_TOKEN_BEDROCK": "bedrock-test-token",
+           "ANTHROPIC_BEDROCK_BASE_URL": fake_api.url}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with review_job(three_files, {**sdk_env, **env}, provider="bedrock", review_filter=False) as job:
+        result = review_files(job)
+    paths = {r.path.split("?")[0] for r in fake_api.requests}
+    assert paths and all(p.startswith("/model/") and p.endswith("/invoke") for p in paths)
+    assert all(r.headers.get("authorization") == "Bearer bedrock-test-token" for r in fake_api.requests)
+    # The fake serves only the Messages API path, so every file fails with a one-line reason.
+    assert all(f.state == "failed" and f.reason.startswith("API error 404") for f in result.files)
+    assert "bedrock-test-token" not in " ".join(f.reason for f in result.files)

@@ -160,4 +160,12 @@ class Api:
 def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
     secrets = [environ.get(name, "") for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
                                                    "AWS_BEARER_TOKEN_BEDROCK")]
-    return Api(_make_sdk_client(settings, environ), budget, [s for s in secrets if s])
+    secrets = [s for s in secrets if s]
+    try:
+        client = _make_sdk_client(settings, environ)
+    except Exception as exc:  # the SDK's own complaint (no region, no credentials, …) as a one-liner
+        reason = _one_line(f"{exc}")
+        for secret in secrets:
+            reason = reason.replace(secret, "***")
+        raise ConfigError(f"cannot set up the {settings.provider} API client: {reason}") from None
+    return Api(client, budget, secrets)

@@ -586,3 +586,14 @@ def test_bedrock_provider_goes_through_the_sdks_bedrock_client(three_files: Path
     # The fake serves only the Messages API path, so every file fails with a one-line reason.
     assert all(f.state == "failed" and f.reason.startswith("API error 404") for f in result.files)
     assert "bedrock-test-token" not in " ".join(f.reason for f in result.files)
+
+
+def test_a_plan_call_asked_again_in_the_main_phase_is_answered(three_files: Path, fake_api: FakeMessagesAPI,
+                                                               sdk_env: dict[str, str]) -> None:
+    search = Reply([tool_use("code_search", {"search_text": "def add"})])
+    fake_api.script(plan_opening("app/calc.py"), [search, Reply([text("- check add")])])
+    fake_api.script(main_opening("app/calc.py"), [search, task_done()])
+    with review_job(three_files, sdk_env, plan_threshold=20) as job:
+        review_files(job)
+    main = fake_api.requests_for(main_opening("app/calc.py"))
+    assert last_user_blocks(main[1])[0]["content"].startswith("app/calc.py:1:def add(a, b):")

@@ -144,7 +144,7 @@ class FileReview:
         tools_api = tools_param(registry.tools_for_phase(phase))
         if conv.estimate_tokens(self.system, tools_api) > COMPACT_AT * CONTEXT_WINDOW_TOKENS:
             if conv.compact():
-                self.compactions += 1
+                self._compacted()
         response = await self.api.create(model=model, max_tokens=max_tokens or self.settings.max_output_tokens,
                                          system=self.system, tools=tools_api, messages=conv.for_request())
         self.requests += 1
@@ -181,6 +181,7 @@ class FileReview:
 
     async def _main(self, rounds: int, checklist: str | None = None) -> None:
         change = self.task.change
+        self._answered.clear()  # the plan's answers are not part of this conversation
         conv = Conversation()
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
@@ -203,7 +204,7 @@ class FileReview:
                 overflows += 1
                 if overflows > 1 or not conv.compact(keep_recent=2):
                     raise _End("model", "the conversation outgrew the model's context window")
-                self.compactions += 1
+                self._compacted()
                 continue  # the cut reply is dropped; the round is asked again on the shorter history
             conv.add_assistant(assistant_blocks(response.content))
             calls = [b for b in response.content if b.type == "tool_use"]
@@ -230,6 +231,11 @@ class FileReview:
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
         raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
+
+    def _compacted(self) -> None:
+        # Elided answers are no longer in the conversation: asking again is legitimate, not a repeat.
+        self.compactions += 1
+        self._answered.clear()
 
     async def _closing_round(self, conv: Conversation, model: str) -> None:
         """The budget refused the next round: one smaller last round, if it fits, so that the model can

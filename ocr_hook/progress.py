@@ -1,0 +1,167 @@
+"""Progress on standard error: one updating status line on a terminal, one line per event otherwise.
+
+Paths and details come from the repository under review, so they are untrusted: every control and
+format character is shown escaped, never written raw (no terminal escape sequences, no fake lines).
+Writing progress must never break a review: a closed or broken stream just ends the output.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import unicodedata
+from typing import TextIO
+
+from ocr_hook.outcome import ReviewResult
+
+KINDS = ("reviewing", "done", "cached", "skipped", "failed")
+_PERMANENT_WHEN_LIVE = ("skipped", "failed")
+_PREFIX = "ocr-hook: "
+_UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+
+
+def sanitise(text: str) -> str:
+    """Text safe to print on one terminal line: control, format and unpaired surrogate characters escaped."""
+    out = []
+    for char in text:
+        if unicodedata.category(char) not in _UNSAFE_CATEGORIES and char != "\\":
+            out.append(char)
+            continue
+        code = ord(char)
+        if char == "\\":
+            out.append("\\\\")
+        elif 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif code <= 0xFF:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return "".join(out)
+
+
+def _columns(char: str) -> int:
+    if unicodedata.combining(char):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
+def fit(text: str, columns: int) -> str:
+    """`text` cut to at most `columns` terminal columns (wide characters count two), with an ellipsis."""
+    if sum(map(_columns, text)) <= columns:
+        return text
+    out, used = [], 0
+    for char in text:
+        width = _columns(char)
+        if used + width > columns - 1:
+            break
+        out.append(char)
+        used += width
+    return "".join(out) + "…"
+
+
+def _terminal_width(stream: TextIO) -> int:
+    try:
+        return max(20, os.get_terminal_size(stream.fileno()).columns)
+    except (AttributeError, OSError, ValueError):
+        return 80
+
+
+class Progress:
+    """Per-file progress events for one run. Thread-safe; does nothing when quiet."""
+
+    def __init__(self, stream: TextIO, *, quiet: bool, live: bool, width: int | None = None) -> None:
+        self._stream = stream
+        self._quiet = quiet
+        self._live = live
+        self._width = width if width is not None else (_terminal_width(stream) if live else 0)
+        self._lock = threading.Lock()
+        self._active: dict[str, None] = {}  # files in review, in start order
+        self._seen: set[str] = set()
+        self._counts = dict.fromkeys(KINDS, 0)
+        self._status_len = 0
+        self._closed = False
+
+    def event(self, path: str, kind: str, detail: str = "") -> None:
+        """One file changed state: reviewing, done (detail e.g. "3 comments"), cached, skipped, failed."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown progress kind {kind!r}; expected one of {', '.join(KINDS)}")
+        if self._quiet:
+            return
+        shown_path, shown_detail = sanitise(path), sanitise(detail)
+        with self._lock:
+            if self._closed:
+                return
+            self._seen.add(path)
+            if kind == "reviewing":
+                self._active[path] = None
+            else:
+                self._active.pop(path, None)
+                self._counts[kind] += 1
+            line = f"{_PREFIX}{kind} {shown_path}" + (f" ({shown_detail})" if shown_detail else "")
+            if not self._live:
+                self._write(line + "\n")
+                return
+            if kind in _PERMANENT_WHEN_LIVE:
+                self._write(self._clear() + line + "\n")
+                self._status_len = 0
+            self._draw_status()
+
+    def finish(self, summary_line: str) -> None:
+        """Clear the status line and print the summary; later events are ignored."""
+        if self._quiet:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            self._write(self._clear() + sanitise(summary_line) + "\n")
+            self._status_len = 0
+            self._closed = True
+
+    # --- internals (call with the lock held) -----------------------------------------------------
+
+    def _status(self) -> str:
+        finished = sum(self._counts[k] for k in ("done", "cached", "skipped", "failed"))
+        parts = [f"{finished}/{len(self._seen)} files"]
+        parts += [f"{self._counts[k]} {k}" for k in ("cached", "failed") if self._counts[k]]
+        if self._active:
+            latest = sanitise(next(reversed(self._active)))
+            parts.append(f"reviewing {len(self._active)}: {latest}")
+        return _PREFIX + " · ".join(parts)
+
+    def _draw_status(self) -> None:
+        status = fit(self._status(), self._width - 1)  # the last column makes some terminals wrap
+        shown = sum(map(_columns, status))
+        padding = " " * max(0, self._status_len - shown)
+        self._write("\r" + status + padding)
+        self._status_len = shown
+
+    def _clear(self) -> str:
+        return "\r" + " " * self._status_len + "\r" if self._status_len else ""
+
+    def _write(self, text: str) -> None:
+        try:
+            try:
+                self._stream.write(text)
+            except UnicodeEncodeError:
+                encoding = getattr(self._stream, "encoding", None) or "ascii"
+                self._stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+            self._stream.flush()
+        except (OSError, ValueError):  # closed pipe or stream: stop writing, keep reviewing
+            self._closed = True
+
+
+def summary_line(result: ReviewResult) -> str:
+    """One line: files by state, findings, requests, tokens, cache share, cost and time."""
+    states: dict[str, int] = {}
+    for coverage in result.files:
+        states[coverage.state] = states.get(coverage.state, 0) + 1
+    files = ", ".join(f"{states[s]} {s}" for s in ("reviewed", "cached", "skipped", "failed") if states.get(s))
+    usage = result.usage
+    prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    cache_share = f"{usage.cache_read_input_tokens / prompt:.0%}" if prompt else "0%"
+    status = "complete" if result.complete else "INCOMPLETE"
+    return (
+        f"{_PREFIX}{status}: {len(result.files)} files ({files or 'none'}), {len(result.findings)} findings, "
+        f"{usage.requests} requests, {prompt:,} input + {usage.output_tokens:,} output tokens "
+        f"({cache_share} from cache), ${usage.cost_usd:.4f}, {result.elapsed_s:.1f} s"
+    )

@@ -93,11 +93,11 @@ def history_sources(repo: str, max_commits: int) -> list[Source]:
     return out
 
 
-def _source(label: str, change: FileChange, text: str) -> Source:
+def _source(label: str, change: FileChange, text: str, path: str | None = None) -> Source:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return Source(label, change.path, text, tuple(lines), change.hunks)
+    return Source(label, path or change.path, text, tuple(lines), change.hunks)
 
 
 def _unpack(archive: Path, into: Path) -> Path | None:
@@ -120,15 +120,17 @@ def _fetch(kind: str, name: str, version: str, into: Path) -> Path | None:
     if kept:  # --download-dir given and filled by an earlier run
         return kept[0]
     if kind == "pypi":
-        args = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+        quick = ["--timeout", "15", "--retries", "1", "--disable-pip-version-check"]
+        args = [sys.executable, "-m", "pip", "download", "--quiet", *quick, "--no-deps", "--no-binary", ":all:",
                 "--no-build-isolation", "-d", str(into), f"{name}=={version}"]
         done = _run(args)
         if done.returncode != 0:  # some sdists need a build backend: fall back to the wheel
-            args = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-                    "-d", str(into), f"{name}=={version}"]
+            args = [sys.executable, "-m", "pip", "download", "--quiet", *quick, "--no-deps", "--only-binary",
+                    ":all:", "-d", str(into), f"{name}=={version}"]
             done = _run(args)
     else:
-        done = _run(["npm", "pack", "--silent", f"{name}@{version}"], cwd=str(into))
+        done = _run(["npm", "pack", "--silent", "--fetch-retries=1", "--fetch-timeout=15000", f"{name}@{version}"],
+                    cwd=str(into))
     if done.returncode != 0:
         return None
     archives = [p for p in into.iterdir() if p.is_file()]
@@ -160,7 +162,7 @@ def package_sources(kind: str, name: str, old: str, new: str, work: Path, downlo
             continue
         text = path.read_bytes().decode("utf-8", "surrogateescape")
         if _text_file(rel, text):
-            out.append(_source(f"{kind}:{name} {old}..{new}", change, text))
+            out.append(_source(f"{kind}:{name} {old}..{new}", change, text, rel))
     return out
 
 
@@ -188,17 +190,30 @@ class Case:
 
 
 def _shown_rows(hunk: Hunk, count: int) -> list[Row]:
-    """Diff rows with the new-file line each stands at; computed here independently of anchoring."""
-    rows: list[Row] = []
-    following = hunk.new_start if hunk.new_len else hunk.new_start + 1
-    for line in hunk.lines:
+    """Diff rows with the new-file line each stands at, by the documented rule, written here
+    independently of the anchoring code: a removed row pairs with the added row at the same place
+    in the run of added rows that replaces its run (the last one if fewer), else the line after."""
+    rows = list(hunk.lines)
+    shown: list[int] = []
+    for i, line in enumerate(rows):
         if line.new_no is not None:
-            following = line.new_no + 1
-            shown = line.new_no
+            shown.append(line.new_no)
+            continue
+        start = i
+        while start > 0 and rows[start - 1].kind == "-":
+            start -= 1
+        end = i
+        while end < len(rows) and rows[end].kind == "-":
+            end += 1
+        added = list(itertools.takewhile(lambda r: r.kind == "+", rows[end:]))
+        if added:
+            shown.append(added[min(i - start, len(added) - 1)].new_no or 0)
         else:
-            shown = following
-        rows.append(Row(line.kind, line.text, line.new_no, min(max(shown, 1), max(count, 1))))
-    return rows
+            after = [r.new_no for r in rows[end:] if r.new_no is not None]
+            before = [r.new_no for r in rows[:start] if r.new_no is not None]
+            shown.append(after[0] if after else (before[-1] + 1 if before else hunk.new_start + (hunk.new_len == 0)))
+    return [Row(line.kind, line.text, line.new_no, min(max(n, 1), max(count, 1)))
+            for line, n in zip(rows, shown, strict=True)]
 
 
 def _keys(rows: list[Row]) -> tuple[str, ...]:
@@ -715,14 +730,16 @@ def main() -> int:
         work = Path(tmp)
         downloads = Path(opts.download_dir) if opts.download_dir else work / "downloads"
         for kind, packages in (("pypi", PYPI), ("npm", NPM)):
+            unreachable = opts.offline
             for name, old, new in packages:
-                if opts.offline:
-                    print(f"{kind} {name}: skipped (--offline)")
+                if unreachable:
+                    print(f"{kind} {name}: skipped ({'--offline' if opts.offline else 'registry unreachable'})")
                     continue
                 try:
                     found = package_sources(kind, name, old, new, work, downloads)
                 except (OSError, subprocess.SubprocessError, GitError, ValueError) as exc:
                     print(f"{kind} {name} {old}..{new}: skipped ({exc})")
+                    unreachable = not any(downloads.glob(f"{kind}-*/*"))  # nothing ever came: offline
                     continue
                 print(f"{kind} {name} {old}..{new}: {len(found)} changed text files")
                 sources.extend(found)

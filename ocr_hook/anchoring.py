@@ -54,6 +54,7 @@ class _Space:
     group: tuple[int, ...]  # hunk number (old side, diff rows); 0 for the new file
     pos: tuple[int, ...]  # line number on its own side, for measuring `...` gaps
     new_line: tuple[int, ...]  # the new-file line this entry is shown at
+    kind: tuple[str, ...]  # diff row kind ("+", "-", " "); " " for every line of the new file
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,15 +70,16 @@ class FileIndex:
     changes: tuple[int, ...]  # sorted lines where something changed (added or deletion point)
 
 
-def _space(entries: Sequence[tuple[str, int, int, int]]) -> _Space:
+def _space(entries: Sequence[tuple[str, int, int, int, str]]) -> _Space:
     keys: list[str] = []
     where: dict[str, list[int]] = {}
     starts: list[int] = []
     group: list[int] = []
     pos: list[int] = []
     new_line: list[int] = []
+    kind: list[str] = []
     offset = 1
-    for text, grp, own, shown in entries:
+    for text, grp, own, shown, row_kind in entries:
         key = norm_line(text)
         if not key:
             continue
@@ -88,8 +90,42 @@ def _space(entries: Sequence[tuple[str, int, int, int]]) -> _Space:
         group.append(grp)
         pos.append(own)
         new_line.append(shown)
+        kind.append(row_kind)
     joined = "\n" + "\n".join(keys) + "\n" if keys else "\n"
-    return _Space(tuple(keys), where, joined, tuple(starts), tuple(group), tuple(pos), tuple(new_line))
+    return _Space(tuple(keys), where, joined, tuple(starts), tuple(group), tuple(pos), tuple(new_line), tuple(kind))
+
+
+def shown_lines(hunk: Hunk) -> list[int]:
+    """The new-file line each row of a hunk is shown at (not clamped to the file).
+
+    Added and context rows: their own line. A removed row: the line that replaced it, i.e. the i-th
+    row of a run of removed rows pairs with the i-th row of the run of added rows right after it
+    (the last one when more was removed than added); a removal with no added run after it is shown
+    at the line that now follows the deletion.
+    """
+    rows = hunk.lines
+    out = [0] * len(rows)
+    following = hunk.new_start if hunk.new_len > 0 else hunk.new_start + 1
+    i = 0
+    while i < len(rows):
+        number = rows[i].new_no
+        if rows[i].kind != "-" and number is not None:
+            out[i] = number
+            following = number + 1
+            i += 1
+            continue
+        j = i
+        while j < len(rows) and rows[j].kind == "-":
+            j += 1
+        replacing = []
+        for row in rows[j:]:
+            if row.kind != "+" or row.new_no is None:
+                break
+            replacing.append(row.new_no)
+        for n in range(i, max(j, i + 1)):
+            out[n] = replacing[min(n - i, len(replacing) - 1)] if replacing else following
+        i = max(j, i + 1)
+    return out
 
 
 def prepare(new_text: str, hunks: Sequence[Hunk]) -> FileIndex:
@@ -102,33 +138,27 @@ def prepare(new_text: str, hunks: Sequence[Hunk]) -> FileIndex:
     def clamp(line: int) -> int:
         return min(max(line, 1), max(count, 1))
 
-    old_rows: list[tuple[str, int, int, int]] = []
-    diff_rows: list[tuple[str, int, int, int]] = []
+    old_rows: list[tuple[str, int, int, int, str]] = []
+    diff_rows: list[tuple[str, int, int, int, str]] = []
     added: list[int] = []
     changes: list[int] = []
     ranges: list[tuple[int, int]] = []
     for number, hunk in enumerate(hunks, start=1):
         if hunk.new_len > 0:
             ranges.append((hunk.new_start, hunk.new_start + hunk.new_len - 1))
-        # the new-file line a deleted line is shown at: the line now standing where it was
-        following = hunk.new_start if hunk.new_len > 0 else hunk.new_start + 1
-        for row, line in enumerate(hunk.lines):
-            if line.new_no is not None:
-                following = line.new_no + 1
-                shown = clamp(line.new_no)
-            else:
-                shown = clamp(following)
+        for row, (line, shown) in enumerate(zip(hunk.lines, shown_lines(hunk), strict=True)):
+            shown = clamp(shown)
             if line.kind == "+" and line.new_no is not None:
                 added.append(line.new_no)
                 changes.append(line.new_no)
             elif line.kind == "-":
                 changes.append(shown)
             if line.kind != "+":
-                old_rows.append((line.text, number, line.old_no or 0, shown))
-            diff_rows.append((line.text, number, row, shown))
+                old_rows.append((line.text, number, line.old_no or 0, shown, line.kind))
+            diff_rows.append((line.text, number, row, shown, line.kind))
     return FileIndex(
         line_count=count,
-        new=_space([(text, 0, i, i) for i, text in enumerate(lines, start=1)]),
+        new=_space([(text, 0, i, i, " ") for i, text in enumerate(lines, start=1)]),
         old=_space(old_rows),
         diff=_space(diff_rows),
         added=tuple(sorted(set(added))),
@@ -267,9 +297,14 @@ def _new_candidates(index: FileIndex, occ: list[tuple[int, int]], hint: int | No
     return sorted(out)
 
 
-def _side_candidates(space: _Space, occ: list[tuple[int, int]]) -> list[_Candidate]:
+def _side_candidates(space: _Space, occ: list[tuple[int, int]], needs: str) -> list[_Candidate]:
+    """Candidates on the old side or among diff rows; a match there must contain a row of each kind
+    in `needs` (otherwise it is a new-file match seen again: context lines are on both sides)."""
     out = []
     for first, last in occ:
+        kinds = set(space.kind[first : last + 1])
+        if not all(k in kinds for k in needs):
+            continue
         start = space.new_line[first]
         end = max(start, space.new_line[last])
         out.append(_Candidate((0, 0.0, first), start, end, "\n".join(space.keys[first : last + 1])))
@@ -304,12 +339,12 @@ def _resolve(index: FileIndex, pattern: Pattern, form: Form, strict: bool) -> An
     new_occ = _occurrences(index.new, pattern) if side in ("any", "new") else []
     old_occ = _occurrences(index.old, pattern) if side in ("any", "old") else []
     new = _new_candidates(index, new_occ, form.start_hint)
-    old = _side_candidates(index.old, old_occ)
+    old = _side_candidates(index.old, old_occ, "-")
     if pattern_is_trivial(pattern):
         return _trivial_choice(index, new, old) if new or old else None
     rows: list[_Candidate] = []
     if side == "diff" or (side == "any" and (not strict or not (new or old))):
-        rows = _side_candidates(index.diff, _occurrences(index.diff, pattern))
+        rows = _side_candidates(index.diff, _occurrences(index.diff, pattern), "+-")
     if new and new[0].rank[0] < 0:  # the `N|` numbers the model copied point right at it
         return Anchor(
             new[0].start, new[0].end, "hunk_new" if _in_hunk(index, new[0].start, new[0].end) else "file", "new"

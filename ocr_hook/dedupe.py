@@ -3,7 +3,7 @@
 Two anchored findings on one file merge when their line ranges overlap and they are about the same
 code: equal fingerprints, or identical normalised quoted code. A merged group keeps its most severe
 finding (the earliest one on a tie). Unanchored findings have no lines to compare, so they merge
-only with an exact duplicate (same fingerprint and same message).
+only with another unanchored finding that is an exact duplicate (same fingerprint and message).
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from ocr_hook.findings import Finding, normalise_code
 def _same_problem(a: Finding, b: Finding) -> bool:
     if a.path != b.path:
         return False
-    if not (a.anchored and b.anchored and a.start_line > 0 and b.start_line > 0):
-        return a.fingerprint == b.fingerprint and a.message == b.message
+    a_placed = a.anchored and a.start_line > 0
+    b_placed = b.anchored and b.start_line > 0
+    if not (a_placed and b_placed):
+        return not a_placed and not b_placed and a.fingerprint == b.fingerprint and a.message == b.message
     if a.start_line > max(b.start_line, b.end_line) or b.start_line > max(a.start_line, a.end_line):
         return False
     if a.fingerprint == b.fingerprint:

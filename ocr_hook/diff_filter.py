@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ocr_hook.anchoring import shown_lines
 from ocr_hook.changes.model import FileChange
 from ocr_hook.findings import Finding
 
@@ -30,16 +31,13 @@ def _added_lines(change: FileChange) -> list[int]:
 
 
 def _deletion_points(change: FileChange) -> list[int]:
-    """New-file lines at which deleted lines are shown: the line now standing where they were."""
-    points = []
-    for hunk in change.hunks:
-        following = hunk.new_start if hunk.new_len > 0 else hunk.new_start + 1
-        for line in hunk.lines:
-            if line.new_no is not None:
-                following = line.new_no + 1
-            elif line.kind == "-":
-                points.append(following)
-    return points
+    """New-file lines at which deleted lines are shown (see anchoring.shown_lines)."""
+    return [
+        shown
+        for hunk in change.hunks
+        for line, shown in zip(hunk.lines, shown_lines(hunk), strict=True)
+        if line.kind == "-"
+    ]
 
 
 def _in_hunks(change: FileChange, start: int, end: int) -> bool:

@@ -77,8 +77,11 @@ _CATEGORY_TEXT: dict[Category, tuple[str, str, str, str]] = {
 }
 
 
-def rule_id(category: Category, severity: Severity) -> str:
+def rule_id(category: Category, severity: Severity | None) -> str:
+    """`ocr-hook/<category>`; security rules add the severity: `ocr-hook/security/high`."""
     if category is Category.SECURITY:
+        if severity is None:
+            raise ValueError("security rules are per severity")
         return f"{TOOL_NAME}/security/{severity.value}"
     return f"{TOOL_NAME}/{category.value}"
 
@@ -99,7 +102,7 @@ def _rule(category: Category, severity: Severity | None) -> dict[str, Any]:
         properties["tags"] = ["security"]
         properties["security-severity"] = SECURITY_SEVERITY[severity]
     return {
-        "id": rule_id(category, severity or Severity.LOW),
+        "id": rule_id(category, severity),
         "name": name,
         "shortDescription": {"text": short},
         "fullDescription": {"text": full},

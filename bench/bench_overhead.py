@@ -1,0 +1,176 @@
+"""Benchmark: the light paths of `ocr-hook review` against a baseline measured in the same run.
+
+Run: python bench/bench_overhead.py [--runs N]
+
+Baseline: `python -c pass` plus `git diff --cached` in the same scratch repository.
+Measured (median of N runs, the real CLI as a subprocess, the fake Messages API on 127.0.0.1):
+  * nothing staged                     target <= 2x baseline
+  * a fully cached re-run              target <= 3x baseline, and zero requests
+It also checks, with `python -X importtime`, that neither path imports the `anthropic` SDK.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "tests"))
+
+from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use  # noqa: E402
+from gitrepo import commit_all, git, make_repo, write  # noqa: E402  (also isolates git config)
+
+NOTHING_STAGED_TARGET = 2.0
+CACHED_TARGET = 3.0
+
+
+def ocr_hook_command() -> list[str]:
+    """The installed console script next to this interpreter, else `python -m ocr_hook`."""
+    script = Path(sys.executable).with_name("ocr-hook")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ocr_hook"]
+
+
+def fake_env(fake: FakeMessagesAPI, cache_home: Path) -> dict[str, str]:
+    """os.environ pointed at the fake, with no OCR_HOOK_* / ANTHROPIC_* leaking in from outside."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OCR_HOOK_", "PRE_COMMIT_"))}
+    env.update({
+        "ANTHROPIC_BASE_URL": fake.url,
+        "ANTHROPIC_API_KEY": "bench-key-not-secret",
+        "XDG_CACHE_HOME": str(cache_home),
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    })
+    return env
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess[bytes]]:
+    """Wall seconds, CPU seconds (user + system) and the finished process."""
+    cpu = _children_cpu()
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True)
+    return time.perf_counter() - start, _children_cpu() - cpu, proc
+
+
+def median_time(cmd: list[str], cwd: Path, env: dict[str, str], runs: int, expect: int = 0) -> tuple[float, float]:
+    """Median wall and median CPU seconds over `runs` runs; exits when the command fails."""
+    walls, cpus = [], []
+    for _ in range(runs):
+        wall, cpu, proc = timed(cmd, cwd, env)
+        if proc.returncode != expect:
+            raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr.decode(errors='replace')}")
+        walls.append(wall)
+        cpus.append(cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def imports_sdk(cmd: list[str], cwd: Path, env: dict[str, str]) -> bool:
+    """Whether the command imports the `anthropic` package (per `python -X importtime`)."""
+    target = cmd if cmd[0] == sys.executable else [sys.executable, *cmd]  # the console script is Python
+    proc = subprocess.run([target[0], "-X", "importtime", *target[1:]], cwd=cwd, env=env, capture_output=True)
+    return any(line.split("|")[-1].strip() == "anthropic"
+               for line in proc.stderr.decode(errors="replace").splitlines())
+
+
+def build_repo(root: Path) -> Path:
+    repo = make_repo(root / "repo")
+    for n in range(5):
+        write(repo, f"pkg/mod{n}.py", "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(30)))
+    write(repo, "README.md", "bench\n")
+    commit_all(repo, "base")
+    return repo
+
+
+def stage_change(repo: Path) -> None:
+    for n in range(3):
+        path = f"pkg/mod{n}.py"
+        content = (repo / path).read_text() + f"def added_{n}(items):\n    return sum(items) / len(items)\n"
+        write(repo, path, content)
+        git(repo, "add", "--", path)
+
+
+def script_reviews(fake: FakeMessagesAPI) -> None:
+    # One low-severity finding per file (exit 0 at --fail-on high), so the cache stores real findings.
+    for n in range(3):
+        fake.script(f"Review the change to `pkg/mod{n}.py`", [
+            Reply([tool_use("code_comment", {"comments": [{
+                "content": "Division by zero when items is empty.",
+                "existing_code": "    return sum(items) / len(items)",
+                "severity": "low", "category": "bug"}]})]),
+            task_done(),
+        ])
+    fake.handle(lambda body: "You check code review comments" in str(body.get("system")),
+                lambda body: Reply([text('{"wrong": []}')]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=11)
+    args = parser.parse_args()
+
+    scratch = Path(tempfile.mkdtemp(prefix="ocr-hook-bench-overhead-"))
+    try:
+        with FakeMessagesAPI() as fake:
+            env = fake_env(fake, scratch / "cache-home")
+            repo = build_repo(scratch)
+            review = [*ocr_hook_command(), "review", "-q", "--format", "json"]
+
+            # Warm the file-system cache and the interpreter's bytecode caches first.
+            for cmd in ([sys.executable, "-c", "pass"], ["git", "diff", "--cached"], review):
+                subprocess.run(cmd, cwd=repo, env=env, capture_output=True)
+
+            base_python, cpu_python = median_time([sys.executable, "-c", "pass"], repo, env, args.runs)
+            base_git, cpu_git = median_time(["git", "diff", "--cached"], repo, env, args.runs)
+            baseline, cpu_baseline = base_python + base_git, cpu_python + cpu_git
+
+            nothing, cpu_nothing = median_time(review, repo, env, args.runs)
+            nothing_requests = len(fake.requests)
+            nothing_sdk = imports_sdk(review, repo, env)
+
+            stage_change(repo)
+            script_reviews(fake)
+            seconds_first, _, first = timed(review, repo, env)
+            if first.returncode != 0:
+                raise SystemExit(f"first review exited {first.returncode}:\n{first.stderr.decode(errors='replace')}")
+            first_requests = len(fake.requests)
+            cached, cpu_cached = median_time(review, repo, env, args.runs)
+            cached_requests = len(fake.requests) - first_requests
+            cached_sdk = imports_sdk(review, repo, env)
+            check_requests = len(fake.requests) - first_requests - cached_requests
+
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f} (wall ratios suffer under load; "
+              f"CPU ratios much less)")
+        print(f"baseline: python -c pass {base_python * 1000:.1f} ms + git diff --cached {base_git * 1000:.1f} ms "
+              f"= {baseline * 1000:.1f} ms wall, {cpu_baseline * 1000:.1f} ms CPU (medians of {args.runs})")
+        print(f"nothing staged:   {nothing * 1000:7.1f} ms wall = {nothing / baseline:.2f}x, "
+              f"{cpu_nothing * 1000:6.1f} ms CPU = {cpu_nothing / cpu_baseline:.2f}x  (target <= "
+              f"{NOTHING_STAGED_TARGET}x)  requests: {nothing_requests}  imports anthropic: "
+              f"{'yes' if nothing_sdk else 'no'}")
+        print(f"first review:     {seconds_first * 1000:7.1f} ms wall  ({first_requests} requests, 3 files)")
+        print(f"fully cached:     {cached * 1000:7.1f} ms wall = {cached / baseline:.2f}x, "
+              f"{cpu_cached * 1000:6.1f} ms CPU = {cpu_cached / cpu_baseline:.2f}x  (target <= {CACHED_TARGET}x)  "
+              f"requests: {cached_requests} over {args.runs} re-runs (+{check_requests} in the import check)  "
+              f"imports anthropic: {'yes' if cached_sdk else 'no'}")
+        ok = (nothing / baseline <= NOTHING_STAGED_TARGET and cached / baseline <= CACHED_TARGET
+              and nothing_requests == 0 and cached_requests == 0 and check_requests == 0
+              and not nothing_sdk and not cached_sdk)
+        print("verdict (wall-clock targets, zero requests, no SDK import):", "PASS" if ok else "FAIL")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -81,9 +81,14 @@ def head(repo: Path) -> str:
     return git(repo, "rev-parse", "HEAD").strip()
 
 
-def repo_state(repo: Path) -> dict[str, object]:
+def repo_state(repo: Path, exact_index: bool = False) -> dict[str, object]:
     """Everything the hook must never change: work tree (every file, untracked too), index, refs, HEAD,
-    stash and config. Compare the result before and after a run."""
+    stash and config. Compare the result before and after a run.
+
+    The index is compared by its entries, flags and staged diff. `exact_index=True` also compares the
+    index file's bytes, which catches even a stat-cache refresh; leave it off when something else in
+    the scenario (pre-commit itself runs `git diff` on the work tree) may legitimately refresh it.
+    """
     git_dir = Path(git(repo, "rev-parse", "--absolute-git-dir").strip())
     worktree: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(repo):
@@ -104,7 +109,8 @@ def repo_state(repo: Path) -> dict[str, object]:
     return {
         "worktree": worktree,
         "index_entries": git(repo, "ls-files", "--stage", "-z"),
-        "index_file": file_hash(git_dir / "index"),
+        "index_flags": git(repo, "ls-files", "-v", "-z"),
+        "index_file": file_hash(git_dir / "index") if exact_index else None,
         "staged_diff": hashlib.sha256(
             git(repo, "diff", "--cached", "--binary", "--no-ext-diff", "--no-color").encode(
                 "utf-8", "surrogateescape")).hexdigest(),

@@ -23,11 +23,11 @@ def assert_one_line_error(proc, *needles: str) -> str:
 
 
 def preview_json(repo: Path, *args: str, env: dict[str, str] | None = None) -> dict:
-    before = repo_state(repo)
+    before = repo_state(repo, exact_index=True)
     proc = run_cli(repo, "preview", "--format", "json", *args, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert repo_state(repo) == before
+    assert repo_state(repo, exact_index=True) == before
     return json.loads(proc.stdout)
 
 
@@ -70,9 +70,9 @@ def test_not_a_git_repository(tmp_path: Path) -> None:
     ("--from", "HEAD", "--to", "no-such-branch"),
 ])
 def test_unknown_ref(repo: Path, args: tuple[str, ...]) -> None:
-    before = repo_state(repo)
+    before = repo_state(repo, exact_index=True)
     assert_one_line_error(run_cli(repo, "preview", *args), "unknown ref 'no-such-branch'")
-    assert repo_state(repo) == before
+    assert repo_state(repo, exact_index=True) == before
 
 
 def test_shallow_clone_without_the_merge_base(tmp_path: Path) -> None:
@@ -88,10 +88,10 @@ def test_shallow_clone_without_the_merge_base(tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "--depth", "1", "--no-single-branch", "--branch", "feature",
         f"file://{origin}", str(clone))
-    before = repo_state(clone)
+    before = repo_state(clone, exact_index=True)
     proc = run_cli(clone, "preview", "--base", "origin/main")
     assert_one_line_error(proc, "shallow", "fetch-depth: 0", "git fetch --deepen")
-    assert repo_state(clone) == before
+    assert repo_state(clone, exact_index=True) == before
 
 
 def test_merge_conflict_in_progress(repo: Path) -> None:
@@ -102,9 +102,9 @@ def test_merge_conflict_in_progress(repo: Path) -> None:
     write(repo, "app.py", "main\n")
     commit_all(repo, "main")
     git(repo, "merge", "-q", "other", check=False)
-    before = repo_state(repo)
+    before = repo_state(repo, exact_index=True)
     assert_one_line_error(run_cli(repo, "preview"), "merge conflict in progress", "app.py")
-    assert repo_state(repo) == before
+    assert repo_state(repo, exact_index=True) == before
 
 
 def test_path_outside_the_repository(repo: Path, tmp_path: Path) -> None:

@@ -18,9 +18,9 @@ ZERO = "0" * 40
 
 def collect(repo: Path, scope: Scope, paths: tuple[str, ...] = (), environ: dict[str, str] | None = None
             ) -> ChangeSet:
-    before = repo_state(repo)
+    before = repo_state(repo, exact_index=True)
     change_set = collect_changes(str(repo), scope, paths, environ or {})
-    assert repo_state(repo) == before
+    assert repo_state(repo, exact_index=True) == before
     return change_set
 
 

@@ -44,10 +44,10 @@ EXPECTED = {
 
 
 def test_json_lists_every_file_with_action_and_reason(repo: Path) -> None:
-    before = repo_state(repo)
+    before = repo_state(repo, exact_index=True)
     proc = run_cli(repo, "preview", "--format", "json")
     assert proc.returncode == 0, proc.stderr
-    assert repo_state(repo) == before
+    assert repo_state(repo, exact_index=True) == before
     doc = json.loads(proc.stdout)
     assert {"files", "estimate"} <= set(doc)
     files = doc["files"]

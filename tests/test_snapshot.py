@@ -31,7 +31,7 @@ def test_staged_snapshot_reads_the_index_never_the_work_tree(repo: Path) -> None
     write(repo, "src/app.py", "unstaged edit\n")
     (repo / "src" / "config.py").unlink()  # deleted in the work tree only
     write(repo, "untracked.py", "x\n")
-    before = repo_state(repo)
+    before = repo_state(repo, exact_index=True)
     change_set = collect_changes(str(repo), Scope("staged"), (), {})
     with open_snapshot(str(repo), change_set) as snap:
         assert snap.read_bytes("src/app.py") == b"staged\n"
@@ -41,7 +41,7 @@ def test_staged_snapshot_reads_the_index_never_the_work_tree(repo: Path) -> None
         hits = snap.grep("unstaged").hits
         assert hits == ()
         assert snap.grep("staged", ignore_case=False).hits == (GrepHit("src/app.py", 1, "staged"),)
-    assert repo_state(repo) == before
+    assert repo_state(repo, exact_index=True) == before
 
 
 def test_commit_snapshot_reads_that_commit(repo: Path) -> None:

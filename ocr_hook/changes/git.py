@@ -95,10 +95,10 @@ def run_git(repo: str | None, args: Sequence[str], *, input: bytes | None = None
     cmd = git_command(args)
     try:
         proc = subprocess.run(cmd, cwd=repo, input=input, capture_output=True, env=git_env(), check=False)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        if repo is not None and not os.path.isdir(repo):
+            raise GitError(f"not a directory: {repo}") from None
         raise GitError("git is not installed or not on PATH") from None
-    except NotADirectoryError:
-        raise GitError(f"not a directory: {repo}") from None
     stderr = proc.stderr.decode("utf-8", "replace")
     if proc.returncode not in ok_codes:
         raise GitError(f"git {_verb(args)} failed: {first_line(stderr)}")

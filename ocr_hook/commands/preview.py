@@ -167,5 +167,10 @@ def _write(text: str) -> None:
     reconfigure = getattr(stream, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
-    stream.write(text)
-    stream.flush()
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        # `ocr-hook preview | head`: the reader left; say nothing more (and nothing at exit either).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

@@ -56,3 +56,13 @@ def sdk_env_without_key(
     config_dir: Path = tmp_path_factory.mktemp("anthropic-config-empty")
     monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(config_dir))
     return dict(os.environ)
+
+
+# ------------------------------------------------------------------------------------------ isolation
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The result cache defaults to the user cache directory: keep every test (and its CLI
+    subprocesses) away from the real one, and from each other's cached findings."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_api import Reply, tool_use
+from agent_support import is_filter
+from fake_api import Reply, text, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, write
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -31,13 +32,18 @@ def hook_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dest
 
 
+@pytest.fixture(autouse=True)
+def _filter_keeps_everything(fake_api):
+    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+
+
 @pytest.fixture(scope="module")
 def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
 def _try_repo(target: Path, source: Path, home: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **env, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1", "OCR_HOOK_CACHE": "false"}
+    full_env = {**os.environ, **env, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
     return subprocess.run([*PRE_COMMIT, "try-repo", str(source), *extra, "--verbose"], cwd=target,
                           env=full_env, capture_output=True, text=True, timeout=600)
 
@@ -77,10 +83,10 @@ def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_source, pre_
     assert "Passed" in proc.stdout
 
 
-def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_source, pre_commit_home, sdk_env):
+def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_source, pre_commit_home,
+                                                     sdk_env_without_key):
     repo = _target_repo(tmp_path)
-    env = {**sdk_env, "ANTHROPIC_API_KEY": ""}
-    proc = _try_repo(repo, hook_source, pre_commit_home, env, "ocr-hook")
+    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env_without_key, "ocr-hook")
     assert proc.returncode == 1  # pre-commit reports any non-zero hook exit as its own 1
     assert "exit code: 2" in proc.stdout
     assert "ANTHROPIC_API_KEY" in proc.stdout

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 
 
 def run(inputs: Sequence[str], output: str) -> int:
-    from ocr_hook.reports.atomic_write import write_json_atomic
+    from ocr_hook.reports.atomic_write import write_atomic
     from ocr_hook.reports.merge_sarif import merge_sarif
+    from ocr_hook.reports.sarif import dump_sarif
 
-    write_json_atomic(output, merge_sarif(list(inputs)))
+    write_atomic(output, dump_sarif(merge_sarif(list(inputs))))
     return 0

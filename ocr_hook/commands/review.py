@@ -107,12 +107,13 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
            progress: Progress, environ: Mapping[str, str]) -> int:
     from ocr_hook import gate
-    from ocr_hook.reports import RENDERERS, ReportContext, write_report
+    from ocr_hook.reports import ReportContext, render, write_report
 
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = ReportContext(
-        repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on, exit_code=code,
+        repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
+        on_error=settings.on_error, exit_code=code,
         sarif_category=settings.sarif_category, color=color, file_texts=_file_texts(result, snapshot),
         step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
     )
@@ -120,7 +121,8 @@ def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot, sett
                       ("gitlab", settings.gitlab_output)):
         if path:
             write_report(fmt, result, ctx, path)
-    sys.stdout.write(RENDERERS[settings.format](result, ctx))
+    sys.stdout.write(render(settings.format, result, ctx))
     sys.stdout.flush()
-    progress.finish(gate.verdict_line(result, code))
+    # The text report ends with the verdict already; other formats get it on standard error.
+    progress.finish("" if settings.format == "text" else gate.verdict_line(result, settings.fail_on, settings.on_error))
     return code

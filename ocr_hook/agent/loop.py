@@ -168,7 +168,7 @@ class FileReview:
             response = await self._send(conv, "plan", model)
             calls = [b for b in response.content if b.type == "tool_use"]
             # A model that reaches for task_done while planning has nothing more to look up.
-            if (not calls or response.stop_reason == "model_context_window_exceeded"
+            if (not calls or round_no == rounds or response.stop_reason == "model_context_window_exceeded"
                     or any(c.name == "task_done" for c in calls)):
                 text = "\n".join(b.text for b in response.content if b.type == "text").strip()
                 return (text[:MAX_CHECKLIST_CHARS] or None), round_no
@@ -182,6 +182,7 @@ class FileReview:
     async def _main(self, rounds: int, checklist: str | None = None) -> None:
         change = self.task.change
         self._answered.clear()  # the plan's answers are not part of this conversation
+        self.repeats = 0
         conv = Conversation()
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from unidiff import PatchSet
+from unidiff import PatchedFile, PatchSet
 from unidiff.errors import UnidiffParseError
+from unidiff.patch import Hunk as UnidiffHunk
 
 from ocr_hook.changes.model import DiffLine, FileChange, FileStatus, Hunk
 
@@ -163,7 +164,7 @@ def parse_changes(raw_text: str, patch_text: str) -> list[FileChange]:
 # --- one file ---------------------------------------------------------------------------------------
 
 
-def _parse_one(patch: str):  # -> unidiff.PatchedFile (untyped library)
+def _parse_one(patch: str) -> PatchedFile:
     try:
         parsed = PatchSet(_lines(_placeholder_names(patch)))
     except (UnidiffParseError, UnicodeError) as exc:
@@ -200,7 +201,7 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _hunk(h) -> Hunk:  # h: unidiff.Hunk
+def _hunk(h: UnidiffHunk) -> Hunk:
     lines = []
     for line in h:
         kind = line.line_type

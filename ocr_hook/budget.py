@@ -100,6 +100,7 @@ class Budget:
         self._reserved_tokens = 0
         self._spent = Fraction(0)
         self._spent_tokens = 0
+        self._forfeited = Fraction(0)
         self._usage = Usage()
         self._exhausted_reason: str | None = None
 
@@ -117,7 +118,7 @@ class Budget:
 
     @property
     def usage(self) -> Usage:
-        """A copy of the settled totals, cost included."""
+        """A copy of the settled totals; cost_usd includes any forfeited worst cases."""
         with self._lock:
             copy = Usage()
             copy.add(self._usage)
@@ -206,6 +207,24 @@ class Budget:
         """Give the reservation back: the request failed and nothing was billed. Safe to call twice."""
         with self._lock:
             self._drop(reservation)
+
+    def forfeit(self, reservation: Reservation) -> None:
+        """Count the reservation's worst case as spent: the request may have been billed but no usage
+        came back (cut off by the deadline after it was sent). Keeps the cap a ceiling in that case."""
+        with self._lock:
+            if reservation.id in self._settled or reservation.id not in self._outstanding:
+                return
+            self._drop(reservation)
+            self._settled.add(reservation.id)
+            self._spent += reservation.cost
+            self._spent_tokens += reservation.tokens
+            self._forfeited += reservation.cost
+
+    @property
+    def forfeited_usd(self) -> float:
+        """Worst-case cost counted for requests whose billing is unknown (see forfeit)."""
+        with self._lock:
+            return float(self._forfeited)
 
     # --- internals (call with the lock held) -----------------------------------------------------
 

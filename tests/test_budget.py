@@ -267,3 +267,21 @@ def test_shared_by_asyncio_tasks() -> None:
     assert budget.usage.requests == sum(sent) > 0
     assert budget.spent_usd <= 0.1
     assert budget.exhausted_reason == "cost cap of $0.10 reached"
+
+
+def test_forfeit_counts_the_worst_case_as_spent() -> None:
+    budget = make(max_cost=1.0)
+    reservation = budget.reserve("sonnet", 100_000, 10_000)  # worst case $0.525
+    assert reservation is not None
+    budget.forfeit(reservation)
+    assert budget.reserved_usd == 0.0
+    assert budget.spent_usd == pytest.approx(0.525)
+    assert budget.forfeited_usd == pytest.approx(0.525)
+    assert budget.usage.requests == 0 and budget.usage.cost_usd == pytest.approx(0.525)
+    assert budget.spent_tokens == 110_000
+    assert budget.reserve("sonnet", 100_000, 10_000) is None  # the room is gone
+    budget.forfeit(reservation)  # twice: no double count
+    budget.release(reservation)
+    assert budget.spent_usd == pytest.approx(0.525)
+    with pytest.raises(ValueError):
+        budget.settle(reservation, {"input_tokens": 1})

@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        # One line, like every other error; `--help` has the full usage.
+        click.echo(f"ocr-hook: error: {exc.format_message()}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("ocr-hook: interrupted", err=True)

@@ -107,7 +107,8 @@ def test_usage_errors_exit_2_on_one_line(tmp_path, sdk_env):
                  ["review", "--staged", "--commit", "HEAD"]):
         proc = run_cli(repo, *args, env=sdk_env)
         assert proc.returncode == 2, (args, proc.stderr)
-        assert "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith("ocr-hook: error: ")
 
 
 def test_missing_key_is_exit_2_naming_the_variable(tmp_path, sdk_env_without_key):

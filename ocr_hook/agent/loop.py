@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from ocr_hook.agent.conversation import (
 )
 from ocr_hook.agent.tool_api import ToolContext, ToolResult
 from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.changes.selection import is_sensitive
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.findings import Comment
 from ocr_hook.settings import Settings
@@ -100,7 +102,8 @@ class FileReview:
         self.settings = task.settings
         self.box = CommentBox(self.path)
         self.system = system_param(prompts.system_prompt())
-        self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path=self.path)
+        self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path=self.path,
+                               is_hidden=functools.partial(is_sensitive, settings=task.settings))
         self.requests = 0
         self.repeats = 0
         self.compactions = 0

@@ -11,6 +11,7 @@ from typing import Any
 
 from ocr_hook import __version__
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
+from ocr_hook.changes.collect import repo_relative_paths
 from ocr_hook.changes.git import repo_root
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.snapshot_api import Snapshot
@@ -27,7 +28,7 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     started = time.monotonic()
     root = repo_root(os.getcwd())
     settings = load(Path(root), config_file, flags, environ)
-    change_set = collect_changes(root, scope, tuple(paths), environ)
+    change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ)
     snapshot = open_snapshot(root, change_set)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     try:

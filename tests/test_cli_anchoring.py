@@ -13,6 +13,12 @@ BEFORE = """\
 import os
 
 
+def first(items):
+    if not items:
+        return None
+    return items[0]
+
+
 def load(path):
     with open(path) as fh:
         return fh.read()
@@ -34,6 +40,12 @@ AFTER = """\
 import os
 
 
+def first(items):
+    if not items:
+        return None
+    return items[0]
+
+
 def load(path):
     fh = open(path)
     data = fh.read()
@@ -41,6 +53,8 @@ def load(path):
 
 
 def total(items):
+    if not items:
+        return None
     result = 0
     for item in items:
         result += item.price * item.quantity
@@ -52,23 +66,38 @@ def total(items):
 def cleanup(tmp):
     return None
 """
-# new-file lines: 5 fh = open(path) · 6 data = fh.read() · 7 return data · 13 result += … ·
-# 14 if result < 0: · 15 raise · 16 return result (also line 2 of `total`, repeated at 20 `return None`)
 
+
+def line_of(text: str, needle: str, nth: int = 1) -> int:
+    """1-based number of the nth line of `text` that contains `needle`."""
+    hits = [n for n, line in enumerate(text.splitlines(), 1) if needle in line]
+    return hits[nth - 1]
+
+
+def R(first: str, last: str | None = None) -> tuple[int, int]:
+    """The new-file range from the line containing `first` to the one containing `last`."""
+    return line_of(AFTER, first), line_of(AFTER, last or first)
+ADDED_GUARD = line_of(AFTER, "if not items:", 2)  # the occurrence the change adds, not the one in `first`
+
+_ADD, _IF = line_of(AFTER, "result += item"), line_of(AFTER, "if result < 0")
 CASES = {
     # label: (quoted existing_code, expected (start, end))
-    "exact": ("    fh = open(path)\n    data = fh.read()", (5, 6)),
-    "diff_markers": ("+    fh = open(path)\n+    data = fh.read()\n+    return data", (5, 7)),
-    "line_prefixes": ("13|        result += item.price * item.quantity\n14|    if result < 0:", (13, 14)),
-    "reindented": ("if result < 0:\n    raise ValueError(\"negative total\")", (14, 15)),
+    "exact": ("    fh = open(path)\n    data = fh.read()", R("fh = open(path)", "data = fh.read()")),
+    "diff_markers": ("+    fh = open(path)\n+    data = fh.read()\n+    return data",
+                     R("fh = open(path)", "return data")),
+    "line_prefixes": (f"{_ADD}|        result += item.price * item.quantity\n{_IF}|    if result < 0:",
+                      (_ADD, _IF)),
+    "reindented": ("if result < 0:\n    raise ValueError(\"negative total\")", R("if result < 0", "raise ValueError")),
     "inner_spacing": ("result  +=  item.price*item.quantity", None),  # spacing inside tokens differs: see below
-    "trailing_ws_cr": ("    data = fh.read()   \r\n    return data\r", (6, 7)),
-    "blank_line_added": ("    result = 0\n\n    for item in items:", (11, 12)),
-    "cut_short": ("    for item in items:\n        result += item.price * item.qua", (12, 13)),
-    "elided": ("    result = 0\n    ...\n    return result", (11, 16)),
+    "trailing_ws_cr": ("    data = fh.read()   \r\n    return data\r", R("data = fh.read()", "return data")),
+    "blank_line_added": ("    result = 0\n\n    for item in items:", R("result = 0", "for item in items")),
+    "cut_short": ("    for item in items:\n        result += item.price * item.qua",
+                  R("for item in items", "result += item")),
+    "elided": ("    result = 0\n    ...\n    return result", R("result = 0", "return result")),
     "deleted_code": ("    os.remove(tmp)", None),  # old side: placed where the deletion happened
     "fabricated": ("    shutil.rmtree(tmp, ignore_errors=True)", (0, 0)),
-    "repeated_line": ("    return result", (16, 16)),  # the only `return result` in the change is at 16
+    # Quoted without indentation, it matches `first` too: the added occurrence must win.
+    "repeated_line": ("if not items:\n    return None", (ADDED_GUARD, ADDED_GUARD + 1)),
 }
 
 
@@ -103,6 +132,8 @@ def test_each_perturbation_lands_on_the_right_lines(tmp_path, fake_api, sdk_env)
 
     # Spacing inside an expression is normalised away only where whitespace separates tokens.
     spaced = found["inner_spacing"]
-    assert (spaced["start_line"], spaced["anchored"]) in {(13, True), (0, False)}
+    assert (spaced["start_line"], spaced["anchored"]) in {(_ADD, True), (0, False)}
     deleted = found["deleted_code"]
-    assert deleted["anchored"] and deleted["anchor_note"] and 19 <= deleted["start_line"] <= 20
+    cleanup = line_of(AFTER, "def cleanup")
+    assert deleted["anchored"] and deleted["anchor_note"]
+    assert cleanup <= deleted["start_line"] <= cleanup + 1

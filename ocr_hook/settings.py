@@ -50,7 +50,6 @@ class Settings:
     plan_model: str | None
     filter_model: str | None
     relocate_model: str | None
-    temperature: float
     max_output_tokens: int
     review_filter: bool
     max_cost: float

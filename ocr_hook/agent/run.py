@@ -41,7 +41,7 @@ def result_key(change: FileChange, content: str | None, settings: Settings) -> s
     models = {task: settings.model_for(task) for task in ("main", "plan", "filter", "relocate")}
     relevant = {
         "provider": settings.provider, "max_rounds": settings.max_rounds,
-        "plan_threshold": settings.plan_threshold, "temperature": settings.temperature,
+        "plan_threshold": settings.plan_threshold,
         "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
     }
     return cache_key({

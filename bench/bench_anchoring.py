@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ocr_hook.anchoring import Anchor, FileIndex, anchor, anchor_prepared, prepare
-from ocr_hook.anchoring_normalise import MIN_SOLE_CUT, is_trivial, norm_line
+from ocr_hook.anchoring_normalise import MIN_SOLE_CUT, is_ellipsis_line, is_trivial, norm_line
 from ocr_hook.changes import git
 from ocr_hook.changes.collect import diff_files
 from ocr_hook.changes.diff_parse import parse_changes
@@ -311,6 +311,7 @@ class Sampler:
 # --- perturbations (each returns the snippet text, or None when it does not apply) -------------
 
 _INDENT = re.compile(r"^[ \t]*")
+_NUMBERED = re.compile(r"^ *\d+\|")
 
 
 def p_exact(rows: list[Row], rng: random.Random) -> str | None:
@@ -391,6 +392,11 @@ def _fragment_ok(others: list[Row], fragment: str) -> bool:
     """The documented rule: a cut line must be non-empty, and at least 10 non-space characters
     (and not trivial) unless another quoted line is a real line of code."""
     key = norm_line(fragment)
+    if is_ellipsis_line(key) or key.startswith(("...", "…")) or key.endswith(("...", "…")):
+        # e.g. "...rest" (a JavaScript spread) cut to "...re": by the contract, dots at the edge of
+        # a quoted line mark where the quote was cut or lines were skipped
+        SHORT_FRAGMENTS["cut-short fragment with dots at its edge (case not generated)"] += 1
+        return False
     backed = any(not is_trivial(k) for k in _keys(others))
     ok = bool(key) and (backed or (len(key) >= MIN_SOLE_CUT and not is_trivial(key)))
     if not ok:
@@ -534,7 +540,7 @@ def build_cases(sources: list[Source], seed: int) -> tuple[list[Case], Counter[s
                         skipped[f"{name}: not applicable"] += 1
                         continue
                     truth, side = _truth(rows)
-                    located = name == "line_numbers" or (name == "combined" and "|" in snippet)
+                    located = bool(_NUMBERED.match(snippet))  # carries `N|` line numbers
                     cases.append(Case(number, origin, name, snippet, truth, side, _keys(rows), located))
         for _ in range(4):
             made = fabricated(sampler, rng)
@@ -599,8 +605,10 @@ def judge(case: Case, found: Anchor | None, spaces: dict[str, list[Keyed]]) -> s
         return "exact"
     if case.located:
         return "wrong"
-    sequences = spaces.get(case.origin, spaces["new"])
-    return "ambiguous" if got in copies(case.keys, sequences) else "wrong"
+    # the same code (normalised) also stands there: as a line range of the new file, as deleted
+    # lines, or as a run of diff rows
+    same = set().union(*(copies(case.keys, sequences) for sequences in spaces.values()))
+    return "ambiguous" if got in same else "wrong"
 
 
 def evaluate(sources: list[Source], cases: list[Case], show: int) -> dict[str, Tally]:

@@ -22,7 +22,8 @@ from ocr_hook.anchoring_normalise import (
     Segment,
     exact_pattern,
     forms,
-    gap_pattern,
+    gap_patterns,
+    is_trivial,
     loose_patterns,
     norm_line,
     pattern_is_sound,
@@ -225,29 +226,47 @@ def _segment_starts(space: _Space, seg: Segment) -> list[int]:
 
 
 def _occurrences(space: _Space, pattern: Pattern) -> list[tuple[int, int]]:
-    """(first, last) indexes of every match; `...` gaps take the nearest next segment."""
+    """(first, last) indexes of every match. Across a `...` gap the nearest fitting segment is
+    taken, and of several starts reaching the same end the nearest one: `...` reads as a window.
+    When the segment that could be another copy is made of trivial lines only (`}`, `)`, `else:`),
+    the nearest copy is a guess rather than a reading, and the whole reading is refused."""
     per_segment = []
     for seg in pattern:
         starts = _segment_starts(space, seg)
         if not starts:
             return []
         per_segment.append(starts)
-    # each first-segment occurrence takes the nearest following segments; of chains ending on the
-    # same line only the shortest survives (`...` means a window, not "anything before")
     found: dict[int, int] = {}
     for first in per_segment[0]:
         last = first + len(pattern[0].keys) - 1
         for seg, starts in zip(pattern[1:], per_segment[1:], strict=True):
-            i = bisect_right(starts, last)
-            if i == len(starts):
+            fits = _following(space, starts, last)
+            if not fits:
                 break
-            following = starts[i]
-            if space.group[following] != space.group[last] or space.pos[following] - space.pos[last] - 1 > MAX_GAP:
-                break
-            last = following + len(seg.keys) - 1
+            if len(fits) > 1 and _segment_is_trivial(seg):
+                raise _Refused
+            last = fits[0] + len(seg.keys) - 1
         else:
-            found[last] = first
+            if last in found and _segment_is_trivial(pattern[0]):
+                raise _Refused
+            found[last] = first  # starts ascend: a later start makes the shorter window
     return sorted((first, last) for last, first in found.items())
+
+
+def _segment_is_trivial(seg: Segment) -> bool:
+    return all(is_trivial(key) for key in seg.keys)
+
+
+def _following(space: _Space, starts: list[int], last: int) -> list[int]:
+    """Starts of a segment that may come after index `last` across one `...` (at most two)."""
+    out = []
+    for start in starts[bisect_right(starts, last) :]:
+        if space.group[start] != space.group[last] or space.pos[start] - space.pos[last] - 1 > MAX_GAP:
+            break
+        out.append(start)
+        if len(out) == 2:
+            break
+    return out
 
 
 # --- choosing among occurrences -----------------------------------------------------------
@@ -322,7 +341,13 @@ def _check_loose(candidates: list[_Candidate]) -> None:
         raise _Refused
 
 
+def _at_hint(index: FileIndex, best: _Candidate) -> Anchor:
+    return Anchor(best.start, best.end, "hunk_new" if _in_hunk(index, best.start, best.end) else "file", "new")
+
+
 def _trivial_choice(index: FileIndex, new: list[_Candidate], old: list[_Candidate]) -> Anchor:
+    if new and new[0].rank[0] < 0:  # `N|` numbers say which copy
+        return _at_hint(index, new[0])
     if len(new) + len(old) == 1:
         if new:
             stage: Stage = "hunk_new" if new[0].rank[0] <= 1 else "file"
@@ -334,21 +359,28 @@ def _trivial_choice(index: FileIndex, new: list[_Candidate], old: list[_Candidat
     raise _Refused
 
 
-def _resolve(index: FileIndex, pattern: Pattern, form: Form, strict: bool) -> Anchor | None:
+def _resolve(index: FileIndex, patterns: Sequence[Pattern], form: Form, strict: bool) -> Anchor | None:
+    """Choose among every place where any of `patterns` (readings of one form) fits."""
     side = form.side
-    new_occ = _occurrences(index.new, pattern) if side in ("any", "new") else []
-    old_occ = _occurrences(index.old, pattern) if side in ("any", "old") else []
-    new = _new_candidates(index, new_occ, form.start_hint)
-    old = _side_candidates(index.old, old_occ, "-")
-    if pattern_is_trivial(pattern):
-        return _trivial_choice(index, new, old) if new or old else None
+    new: list[_Candidate] = []
+    old: list[_Candidate] = []
     rows: list[_Candidate] = []
-    if side == "diff" or (side == "any" and (not strict or not (new or old))):
-        rows = _side_candidates(index.diff, _occurrences(index.diff, pattern), "+-")
+    for pattern in patterns:
+        new_occ = _occurrences(index.new, pattern) if side in ("any", "new") else []
+        old_occ = _occurrences(index.old, pattern) if side in ("any", "old") else []
+        new_here = _new_candidates(index, new_occ, form.start_hint)
+        old_here = _side_candidates(index.old, old_occ, "-")
+        if pattern_is_trivial(pattern):
+            return _trivial_choice(index, new_here, old_here) if new_here or old_here else None
+        if side == "diff" or (side == "any" and (not strict or not (new_here or old_here))):
+            rows += _side_candidates(index.diff, _occurrences(index.diff, pattern), "+-")
+        new += new_here
+        old += old_here
+    new.sort()
+    old.sort()
+    rows.sort()
     if new and new[0].rank[0] < 0:  # the `N|` numbers the model copied point right at it
-        return Anchor(
-            new[0].start, new[0].end, "hunk_new" if _in_hunk(index, new[0].start, new[0].end) else "file", "new"
-        )
+        return _at_hint(index, new[0])
     if not strict:
         _check_loose(new + old + rows)
     if new and new[0].rank[0] <= 1:
@@ -362,28 +394,27 @@ def _resolve(index: FileIndex, pattern: Pattern, form: Form, strict: bool) -> An
     return None
 
 
-def _readings(form: Form) -> list[tuple[int, Pattern]]:
-    """(tier, pattern): 0 literal lines, 1 with `...` read as gaps, 2 also with cut-short ends."""
+def _readings(form: Form) -> list[tuple[int, list[Pattern]]]:
+    """(tier, patterns tried together): 0 the literal lines; 1 `...` read as skipped lines (each
+    reading on its own, most literal first); 2 the first/last line cut short, every way at once,
+    so that a fragment fitting a line's head here and another line's tail there is seen as such."""
     exact = exact_pattern(form)
-    gapped = gap_pattern(form)
-    out: list[tuple[int, Pattern]] = [(0, exact)]
-    if gapped is not None:
-        out.append((1, gapped))
-    out.extend((2, loose) for loose in loose_patterns(gapped if gapped is not None else exact))
-    return out
+    gapped = gap_patterns(form)
+    loose = [p for p in loose_patterns(gapped[-1] if gapped else exact) if pattern_is_sound(p)]
+    out: list[tuple[int, list[Pattern]]] = [(0, [exact]), *((1, [p]) for p in gapped)]
+    return [*out, (2, loose)] if loose else out
 
 
 def anchor_prepared(snippet: str, index: FileIndex) -> Anchor | None:
     """Anchor `snippet` in a file indexed by `prepare`; None when no exact reading matches."""
     readings = [
-        (tier, order, form, pattern) for order, form in enumerate(forms(snippet)) for tier, pattern in _readings(form)
+        (tier, order, form, patterns) for order, form in enumerate(forms(snippet)) for tier, patterns in _readings(form)
     ]
     readings.sort(key=lambda r: (r[0], r[1]))
     try:
-        for tier, _, form, pattern in readings:
-            if not pattern_is_sound(pattern):
-                continue
-            found = _resolve(index, pattern, form, strict=tier == 0)
+        for tier, _, form, patterns in readings:
+            patterns = [p for p in patterns if pattern_is_sound(p)]
+            found = _resolve(index, patterns, form, strict=tier == 0) if patterns else None
             if found is not None:
                 return found
     except _Refused:

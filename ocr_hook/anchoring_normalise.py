@@ -32,7 +32,8 @@ _TRIVIAL_WORDS = frozenset(
 )
 _WORD = re.compile(r"[^\W_]+")
 _LINE_NUMBER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*[|│:]|\t)")
-_HUNK_HEADER = re.compile(r"^@@ .* @@")
+# diff header lines a model may copy along with marked lines; never code in a marked snippet
+_DIFF_HEADER = re.compile(r"^(?:@@ .* @@|diff --git |index [0-9a-f]+\.\.|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null))")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 # A whole line standing for skipped lines: "...", "…", "// ...", "# … rest unchanged", "[...]".
 # Not "...rest," (a JavaScript spread) nor Python's bare "..." taken literally: the literal reading
@@ -117,7 +118,7 @@ def _without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint]
     kept: list[str] = []
     plus = minus = False
     for line in lines:
-        if _HUNK_HEADER.match(line):
+        if _DIFF_HEADER.match(line):
             continue
         if line[:1] == "+":
             plus = True
@@ -164,8 +165,20 @@ def exact_pattern(form: Form) -> Pattern:
     return (Segment(keys),)
 
 
-def gap_pattern(form: Form) -> Pattern | None:
-    """Read `...` lines as skipped lines and a trailing/leading `...` as a cut line; None if none."""
+def gap_patterns(form: Form) -> list[Pattern]:
+    """Readings with `...` lines as skipped lines and a trailing/leading `...` as a cut line; none
+    when the snippet has no such mark. A `...`-like first or last line is first kept as a line of
+    its own (it may be real text, like `/* ... */` or a docstring's `...`), then dropped."""
+    keys = [k for k in (norm_line(line) for line in form.lines) if k]
+    dropped = _gap_reading(keys, literal_edges=False)
+    if dropped is None:
+        return []
+    edges = bool(keys) and (is_ellipsis_line(keys[0]) or is_ellipsis_line(keys[-1]))
+    kept = _gap_reading(keys, literal_edges=True) if edges else None
+    return [kept, dropped] if kept is not None and kept != dropped else [dropped]
+
+
+def _gap_reading(keys: list[str], literal_edges: bool) -> Pattern | None:
     segments: list[Segment] = []
     current: list[str] = []
     cut_first = False
@@ -177,10 +190,9 @@ def gap_pattern(form: Form) -> Pattern | None:
             segments.append(Segment(tuple(current), cut_first, cut_last))
         current, cut_first = [], False
 
-    for key in (norm_line(line) for line in form.lines):
-        if not key:
-            continue
-        if is_ellipsis_line(key):
+    for i, key in enumerate(keys):
+        edge = literal_edges and i in (0, len(keys) - 1)
+        if is_ellipsis_line(key) and not edge:
             marked = True
             close(False)
             continue

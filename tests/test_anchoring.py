@@ -86,6 +86,12 @@ def test_diff_markers_on_added_lines(change: FileChange) -> None:
     assert lines(anchor(snippet, change.hunks, NEW)) == (7, 8)
 
 
+def test_diff_headers_copied_with_the_markers_are_ignored(change: FileChange) -> None:
+    snippet = ("diff --git a/f b/f\n--- a/f\n+++ b/f\n@@ -4,7 +4,9 @@ def load(path):\n"
+               '+    if not data:\n+        raise ValueError("empty file: " + path)')
+    assert lines(anchor(snippet, change.hunks, NEW)) == (7, 8)
+
+
 def test_diff_markers_with_context_lines_kept_as_context(change: FileChange) -> None:
     snippet = '         data = fh.read()\n+    if not data:\n+        raise ValueError("empty file: " + path)'
     assert lines(anchor(snippet, change.hunks, NEW)) == (6, 8)
@@ -181,6 +187,21 @@ def test_ellipsis_gap_is_bounded(tmp_path: Path) -> None:
     old = new.replace("step_3()", "step_three()")
     assert at(tmp_path, old, new, "def start_here():\n...\n    finish_there()") is None
     assert lines(at(tmp_path, old, new, "def start_here():\n...\n    step_100()")) == (1, 102)
+
+
+def test_ellipsis_like_edge_line_is_tried_as_real_text_first(tmp_path: Path) -> None:
+    old = "const options = {\n  adapter: function (config) {\n  },\n};\n"
+    new = "const options = {\n  adapter: function (config) {\n    prepare(config);\n    send(config);\n" \
+          "    /* ... */\n  },\n};\n"
+    assert lines(at(tmp_path, old, new, "adapter: function (config) {\n// ...\n    /* ... */")) == (2, 5)
+
+
+def test_ellipsis_next_to_a_trivial_line_that_repeats_is_refused(tmp_path: Path) -> None:
+    old = "function run(job) {\n  start(job);\n}\n"
+    new = "function run(job) {\n  if (job.ready) {\n    start(job);\n  }\n  if (job.done) {\n    stop(job);\n" \
+          "  }\n}\n"
+    assert at(tmp_path, old, new, "function run(job) {\n  ...\n}") is None  # which `}`? a guess
+    assert lines(at(tmp_path, old, new, "function run(job) {\n  ...\n    stop(job);")) == (1, 6)
 
 
 def test_python_ellipsis_statement_is_taken_literally_first(tmp_path: Path) -> None:
@@ -289,6 +310,14 @@ def test_fragment_matching_different_lines_is_refused(tmp_path: Path) -> None:
               "configure_logg") is None
 
 
+def test_fragment_that_is_one_line_head_and_another_line_tail_is_refused(tmp_path: Path) -> None:
+    old = "x = 0\n"
+    new = "item.anchor, item.code = found, code\nx = 0\nplace = item.anchor\n"
+    assert at(tmp_path, old, new, "item.anchor") is None
+    assert lines(at(tmp_path, old, new, "item.anchor, item.co")) == (1, 1)
+    assert lines(at(tmp_path, old, new, "place = item.anch")) == (3, 3)
+
+
 def test_trivial_lines_only_anchor_when_unambiguous(tmp_path: Path) -> None:
     old = "function a() {\n  return 1;\n}\n\nfunction b() {\n  return 2;\n}\n"
     new = "function a() {\n  return 1;\n}\n\nfunction b() {\n  if (x) {\n    go();\n  }\n  return 2;\n}\n"
@@ -302,6 +331,7 @@ def test_trivial_lines_only_anchor_when_unambiguous(tmp_path: Path) -> None:
     assert lines(at(tmp_path, old3, new3, "pass")) == (5, 5)
     many = "".join(f"def f{i}():\n    pass\n" for i in range(5))
     assert at(tmp_path, many, many.replace("f2", "g2"), "pass") is None  # five copies, none added
+    assert at(tmp_path, many, many.replace("f2", "g2"), "8|    pass") == Anchor(8, 8, "hunk_new", "new")
 
 
 def test_empty_and_blank_snippets(change: FileChange) -> None:

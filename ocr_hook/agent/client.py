@@ -34,6 +34,30 @@ class RequestFailed(Exception):
     """The request produced no usable response; str(exc) is a one-line reason without secrets."""
 
 
+class UnreadableResponse(Exception):
+    """A success status whose body is not a Messages API message (an HTML page from a proxy, a JSON
+    object of another shape): the SDK hands such bodies over unchecked."""
+
+
+def _check_message(response: Any) -> None:
+    """Raise UnreadableResponse unless `response` has what the loop reads: typed content blocks
+    (tool_use ones with an id and a name) and token counts."""
+    content = getattr(response, "content", None)
+    usage = getattr(response, "usage", None)
+    if not isinstance(content, list) or not isinstance(getattr(usage, "input_tokens", None), int):
+        raise UnreadableResponse
+    for block in content:
+        kind = getattr(block, "type", None)
+        if not isinstance(kind, str):
+            raise UnreadableResponse
+        if kind == "tool_use" and not (isinstance(getattr(block, "id", None), str)
+                                       and isinstance(getattr(block, "name", None), str)
+                                       and hasattr(block, "input")):
+            raise UnreadableResponse
+        if kind == "text" and not isinstance(getattr(block, "text", None), str):
+            raise UnreadableResponse
+
+
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     """Fail early, naming the variable to set, instead of the SDK's TypeError on the first request."""
     if settings.provider == "bedrock":
@@ -97,9 +121,13 @@ def describe_error(exc: BaseException, secrets: Sequence[str] = ()) -> str:
         reason = "the API request timed out"
     elif isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__
-        reason = "could not reach the API" + (f": {cause}" if cause else "")
-    elif isinstance(exc, anthropic.APIResponseValidationError):
+        # Some causes (a reset connection) have no message; their type still says what happened.
+        detail = (str(cause) or type(cause).__name__) if cause is not None else ""
+        reason = "could not reach the API" + (f": {detail}" if detail else "")
+    elif isinstance(exc, anthropic.APIResponseValidationError | UnreadableResponse):
         reason = "the API sent a response that could not be read"
+    elif isinstance(exc, ValueError):  # the SDK decoding a body that is not JSON
+        reason = f"the API sent a response that could not be read ({type(exc).__name__})"
     else:
         reason = f"request failed: {type(exc).__name__}: {exc}"
     for secret in secrets:
@@ -150,6 +178,12 @@ class Api:
         except BaseException:
             self._budget.release(reservation)
             raise
+        try:
+            _check_message(response)
+        except UnreadableResponse as exc:
+            # Not a Messages API answer (no usage to settle with): nothing was billed for it.
+            self._budget.release(reservation)
+            raise RequestFailed(describe_error(exc, self._secrets)) from None
         self._budget.settle(reservation, response.usage)
         return response
 

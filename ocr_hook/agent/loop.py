@@ -63,7 +63,7 @@ class LoopOutcome:
     notes: list[str] = field(default_factory=list)
     requests: int = 0
     # What ended a file early: "budget" (cost, tokens, time), "api" (an API error), "model" (the
-    # model failed, refused or looped), "" when the review completed.
+    # model failed, refused or looped), "internal" (an unexpected error of ours), "" when complete.
     stopped_by: str = ""
 
     @property
@@ -131,6 +131,9 @@ class FileReview:
             outcome.state, outcome.stopped_by, outcome.reason = "failed", "api", str(failure)
         except _End as end:
             outcome.state, outcome.stopped_by, outcome.reason = "failed", end.stopped_by, end.reason
+        except Exception as exc:  # a bug of ours or a reply we cannot read: the file fails, its comments stay
+            outcome.state, outcome.stopped_by = "failed", "internal"
+            outcome.reason = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())[:240]
         outcome.comments = list(self.box.comments)
         outcome.notes = self.box.notes()
         if self.closing_note:

@@ -78,9 +78,10 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
         job.on_event(path, "skipped", outcome.reason)
         return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True), notes=outcome.notes)
     content = await asyncio.to_thread(job.snapshot.read_text, path)
-    # After an API error the next request would most likely fail too: anchor locally and stop there.
+    # After an API error the next request would most likely fail too (and after an internal error
+    # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
-                             api=None if outcome.stopped_by == "api" else api)
+                             api=None if outcome.stopped_by in ("api", "internal") else api)
     notes = outcome.notes + post.notes
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)

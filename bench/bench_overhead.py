@@ -41,6 +41,9 @@ def ocr_hook_command() -> list[str]:
 def fake_env(fake: FakeMessagesAPI, cache_home: Path) -> dict[str, str]:
     """os.environ pointed at the fake, with no OCR_HOOK_* / ANTHROPIC_* leaking in from outside."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OCR_HOOK_", "PRE_COMMIT_"))}
+    # As on a user's machine, modules load from bytecode: a sandbox's PYTHONDONTWRITEBYTECODE would
+    # make every run compile the package from source (the first, untimed run writes the .pyc files).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({
         "ANTHROPIC_BASE_URL": fake.url,
         "ANTHROPIC_API_KEY": "bench-key-not-secret",

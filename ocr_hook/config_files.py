@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+import ocr_hook.config
+
+# The package's own directory, found through its __file__: importlib.resources would cost more at
+# start-up than every other step of an idle run together.
+_CONFIG_DIR = Path(ocr_hook.config.__file__).parent
+# libyaml's loader when it is compiled in: it parses the shipped files many times faster.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @cache
 def read_text(name: str) -> str:
     """A shipped config file by its path under config/, e.g. "defaults.yaml" or "prompts/main.md"."""
-    node = resources.files("ocr_hook.config")
-    for part in name.split("/"):
-        node = node.joinpath(part)
-    return node.read_text(encoding="utf-8")
+    return _CONFIG_DIR.joinpath(*name.split("/")).read_text(encoding="utf-8")
 
 
 @cache
 def read_yaml(name: str) -> Any:
-    return yaml.safe_load(read_text(name))
+    return yaml.load(read_text(name), Loader=_Loader)

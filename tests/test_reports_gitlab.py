@@ -7,10 +7,10 @@ from report_samples import HOSTILE, ctx, finding, result, rich_result
 from validators import validate_gitlab
 
 from ocr_hook.outcome import FileCoverage
-from ocr_hook.reports import RENDERERS, write_report
+from ocr_hook.reports import renderer, write_report
 from ocr_hook.reports.gitlab import unique_fingerprint
 
-render = RENDERERS["gitlab"]
+render = renderer("gitlab")
 
 
 def test_rich_result_is_valid(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ import json
 from report_samples import HOSTILE, ctx, finding, result, rich_result
 
 from ocr_hook.outcome import FileCoverage
-from ocr_hook.reports import RENDERERS, ReportContext
+from ocr_hook.reports import ReportContext, renderer
 
-render = RENDERERS["json"]
+render = renderer("json")
 
 TOP_KEYS = ["schema_version", "tool", "status", "exit_code", "verdict", "fail_on", "scope", "findings",
             "coverage", "usage", "dropped", "notes", "elapsed_s"]

@@ -9,7 +9,7 @@ from validators import validate_sarif
 
 from ocr_hook.line_hash import line_hash
 from ocr_hook.outcome import FileCoverage
-from ocr_hook.reports import RENDERERS, write_report
+from ocr_hook.reports import renderer, write_report
 from ocr_hook.reports.sarif import MAX_RESULTS, OUR_FINGERPRINT, sarif_log
 
 
@@ -140,7 +140,7 @@ def test_results_capped_by_severity(tmp_path: Path) -> None:
 
 
 def test_output_is_deterministic() -> None:
-    one = RENDERERS["sarif"](rich_result(), ctx())
-    two = RENDERERS["sarif"](rich_result(), ctx())
+    one = renderer("sarif")(rich_result(), ctx())
+    two = renderer("sarif")(rich_result(), ctx())
     assert one == two
     json.loads(one)

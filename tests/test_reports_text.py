@@ -5,10 +5,10 @@ import re
 from report_samples import HOSTILE, ctx, finding, result, rich_result
 
 from ocr_hook.outcome import FileCoverage
-from ocr_hook.reports import RENDERERS
+from ocr_hook.reports import renderer
 from ocr_hook.reports.base import neutralize_commands, sanitize_text
 
-render = RENDERERS["text"]
+render = renderer("text")
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 

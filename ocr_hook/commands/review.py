@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ocr_hook import __version__
-from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.changes.collect import repo_relative_paths
+from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.git import repo_root
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.snapshot_api import Snapshot
@@ -29,8 +28,16 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     root = repo_root(os.getcwd())
     settings = load(Path(root), config_file, flags, environ)
     change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ)
-    snapshot = open_snapshot(root, change_set)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
+    if not change_set.files:
+        # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
+        empty = ReviewResult(findings=[], files=[], scope=change_set.description,
+                             elapsed_s=time.monotonic() - started)
+        return report(empty, change_set, None, settings, progress, environ)
+
+    from ocr_hook.changes.snapshot import open_snapshot
+
+    snapshot = open_snapshot(root, change_set)
     try:
         result = review_change_set(change_set, snapshot, settings, progress, environ, started, shard)
         if baseline_out:
@@ -44,6 +51,8 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
 
 def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, progress: Progress,
                       environ: Mapping[str, str], started: float, shard: str | None) -> ReviewResult:
+    from ocr_hook.changes.selection import select_files
+
     selected = select_files(change_set, snapshot, settings)
     if shard:
         from ocr_hook.shard import shard_select
@@ -96,8 +105,10 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, snapshot: Snaps
     return result
 
 
-def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
-    texts = {}
+def _file_texts(result: ReviewResult, snapshot: Snapshot | None) -> dict[str, str]:
+    texts: dict[str, str] = {}
+    if snapshot is None:
+        return texts
     for path in sorted({f.path for f in result.findings}):
         text = snapshot.read_text(path)
         if text is not None:
@@ -105,7 +116,7 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
     return texts
 
 
-def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
+def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot | None, settings: Settings,
            progress: Progress, environ: Mapping[str, str]) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext, render, write_report

@@ -106,14 +106,14 @@ class Progress:
                 self._status_len = 0
             self._draw_status()
 
-    def finish(self, summary_line: str) -> None:
-        """Clear the status line and print the summary; later events are ignored."""
+    def finish(self, *lines: str) -> None:
+        """Clear the status line and print the closing lines; later events are ignored."""
         if self._quiet:
             return
         with self._lock:
             if self._closed:
                 return
-            self._write(self._clear() + sanitise(summary_line) + "\n")
+            self._write(self._clear() + "".join(sanitise(line) + "\n" for line in lines))
             self._status_len = 0
             self._closed = True
 

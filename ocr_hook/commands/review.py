@@ -15,7 +15,7 @@ from ocr_hook.changes.git import repo_root
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.progress import Progress
+from ocr_hook.progress import Progress, summary_line
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
@@ -135,6 +135,9 @@ def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot | Non
             write_report(fmt, result, ctx, path)
     sys.stdout.write(render(settings.format, result, ctx))
     sys.stdout.flush()
-    # The text report ends with the verdict already; other formats get it on standard error.
-    progress.finish("" if settings.format == "text" else gate.verdict_line(result, settings.fail_on, settings.on_error))
+    # The text report ends with the summary and verdict already; other formats get them on stderr.
+    if settings.format == "text":
+        progress.finish()
+    else:
+        progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
     return code

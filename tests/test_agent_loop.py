@@ -398,7 +398,7 @@ def test_result_cache_hit_sends_nothing_and_never_loads_the_sdk(three_files: Pat
     tests_dir = str(Path(__file__).parent)
     for files in ("all", "none"):
         proc = subprocess.run([sys.executable, "-c", CACHED_RUN, tests_dir, str(three_files), str(cache_dir), files],
-                              env=sdk_env, capture_output=True, text=True, timeout=60)
+                              env=sdk_env, capture_output=True, text=True, timeout=60, cwd=three_files)
         assert proc.returncode == 0, proc.stderr
         report = json.loads(proc.stdout)
         assert report["anthropic"] is False

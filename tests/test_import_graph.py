@@ -89,8 +89,10 @@ def test_walker_would_notice_a_forbidden_import() -> None:
     assert "click" in graph
 
 
-def test_importing_the_agent_loads_neither_the_sdk_nor_the_cli() -> None:
+def test_importing_the_agent_loads_neither_the_sdk_nor_the_cli(tmp_path) -> None:
     code = ("import sys, ocr_hook.agent, ocr_hook.agent.run\n"
             "print(sorted(m for m in ('anthropic', 'click', 'pre_commit', 'jsonschema') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    # Run outside the checkout, so the installed package is what gets imported.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=tmp_path).stdout
     assert out.strip() == "[]"

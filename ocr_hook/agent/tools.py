@@ -18,6 +18,8 @@ from typing import Any
 
 from ocr_hook.agent.tool_api import ToolContext, ToolResult
 from ocr_hook.changes.model import FileChange, FileStatus
+from ocr_hook.changes.snapshot_api import GrepHit
+from ocr_hook.secrets_mask import mask_secrets
 
 FILE_NOT_FOUND = "// The file was not found"
 
@@ -77,7 +79,8 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         return _unreadable(path, ctx)
     if b"\0" in data[:_BINARY_PROBE]:
         return ToolResult(f"`{path}` is a binary file ({len(data)} bytes); its content cannot be shown.", True)
-    lines = _split_lines(data.decode("utf-8", errors="replace"))
+    # Masked as a whole file: a range cut from the middle of a key block no longer shows it is one.
+    lines = _split_lines(_masked_text(data))
     total = len(lines)
     if total == 0:
         return ToolResult(f"`{path}` is empty (0 lines).")
@@ -118,6 +121,12 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
 
 
 _READ_EXAMPLE = 'call it like {"file_path": "src/app/main.py", "start_line": 1, "end_line": 200}'
+
+
+def _masked_text(data: bytes) -> str:
+    """A file's text with its secrets masked in the context of the whole file (masking keeps every
+    line break, so line numbers stay those of the file)."""
+    return mask_secrets(data.decode("utf-8", errors="replace"))[0]
 
 
 def _line_number(value: object, name: str) -> int:
@@ -358,8 +367,10 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
 
     out: list[str] = []
     size = 0
+    masked_line = _MaskedLines(ctx)
     for hit in hits:
-        text = hit.text if len(hit.text) <= MAX_HIT_CHARS else f"{hit.text[:MAX_HIT_CHARS]}…"
+        text = masked_line(hit)
+        text = text if len(text) <= MAX_HIT_CHARS else f"{text[:MAX_HIT_CHARS]}…"
         row = f"{hit.path}:{hit.line_no}:{text}"
         if len(out) >= MAX_SEARCH_LINES or size + len(row) + 1 > MAX_SEARCH_CHARS:
             break
@@ -377,6 +388,30 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if hidden_note:
         out.append(hidden_note)
     return ToolResult("\n".join(out))
+
+
+class _MaskedLines:
+    """A hit's line as whole-file masking shows it. A grep hit is one line out of context: a line
+    from the middle of a key block does not look like a secret on its own."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._ctx = ctx
+        self._files: dict[str, tuple[list[str], list[str]] | None] = {}
+
+    def __call__(self, hit: GrepHit) -> str:
+        if hit.path not in self._files:
+            data = self._ctx.snapshot.read_bytes(hit.path)
+            if data is None or b"\0" in data[:_BINARY_PROBE]:
+                self._files[hit.path] = None
+            else:
+                self._files[hit.path] = (_split_lines(data.decode("utf-8", errors="replace")),
+                                         _split_lines(_masked_text(data)))
+        pair = self._files[hit.path]
+        if pair is not None and 1 <= hit.line_no <= len(pair[1]):
+            plain, masked = pair[0][hit.line_no - 1], pair[1][hit.line_no - 1]
+            if plain != masked:
+                return masked
+        return hit.text
 
 
 def _check_pathspec(raw: str) -> str:

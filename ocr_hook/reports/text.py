@@ -10,6 +10,7 @@ from ocr_hook import gate
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
+from ocr_hook.secrets_mask import mask_secrets
 
 if TYPE_CHECKING:
     from ocr_hook.reports.base import ReportContext
@@ -35,13 +36,16 @@ def _indent(text: str, prefix: str = _INDENT) -> list[str]:
 
 
 def _existing_lines(finding: Finding, file_text: str | None) -> list[str]:
-    """The code the suggestion replaces: the anchored lines of the file, else the quoted code."""
+    """The code the suggestion replaces: the anchored lines of the file, else the quoted code.
+
+    Secrets in those lines are masked as they were for the model: a report ends up in CI logs."""
+    code = finding.existing_code
     if file_text is not None and finding.anchored and finding.start_line >= 1:
         lines = file_text.splitlines()
         chosen = lines[finding.start_line - 1 : max(finding.start_line, finding.end_line)]
         if chosen:
-            return chosen
-    return finding.existing_code.splitlines()
+            code = "\n".join(chosen)
+    return mask_secrets(code)[0].splitlines()
 
 
 def suggestion_diff(finding: Finding, file_text: str | None) -> list[str]:

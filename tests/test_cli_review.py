@@ -178,3 +178,33 @@ def test_every_stdout_format_renders(tmp_path, fake_api, sdk_env, fmt):
         assert "::error file=calc.py,line=2" in proc.stdout
     if fmt == "text":
         assert "calc.py:2" in proc.stdout and "\x1b[" not in proc.stdout
+
+
+def test_shards_cover_every_file_once_and_merge_into_one_valid_run(tmp_path, fake_api, sdk_env):
+    repo = make_repo(tmp_path / "repo")
+    names = [f"mod{n}.py" for n in range(5)]
+    for name in names:
+        write(repo, name, "def f(a, b):\n    return a + b\n")
+    commit_all(repo, "initial")
+    for name in names:
+        write(repo, name, "def f(a, b):\n    return a - b\n")
+        fake_api.script(name, [_comment("high")])
+    git(repo, "add", ".")
+    outputs = []
+    reviewed: list[str] = []
+    for shard in ("1/2", "2/2"):
+        out = tmp_path / f"shard-{shard[0]}.sarif"
+        proc = run_cli(repo, "review", "--shard", shard, "--format", "json", "--sarif-output", str(out), env=sdk_env)
+        assert proc.returncode == 1, proc.stderr
+        reviewed += _json(proc)["coverage"]["reviewed"]
+        outputs.append(str(out))
+    assert sorted(reviewed) == names  # every file in exactly one shard
+    merged = tmp_path / "merged.sarif"
+    proc = run_cli(repo, "merge-sarif", *outputs, "-o", str(merged), env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    log = validate_sarif(merged)
+    assert len(log["runs"]) == 1
+    assert sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                  for r in log["runs"][0]["results"]) == names
+    bad = run_cli(repo, "review", "--shard", "3/2", env=sdk_env)
+    assert bad.returncode == 2 and "--shard" in bad.stderr

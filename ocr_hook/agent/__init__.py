@@ -7,7 +7,6 @@ registry and the loop load only when there is something to send.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,4 +60,6 @@ def review_files(job: ReviewJob) -> ReviewResult:
 
     Findings are anchored, re-located, review-filtered and deduplicated; filter_mode and suppressions
     are the caller's business. Every job file gets a FileCoverage entry."""
-    return asyncio.run(review_files_async(job))
+    from ocr_hook.agent.run import review_files as run
+
+    return run(job)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import time
@@ -77,6 +76,8 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
         return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True), notes=outcome.notes)
+    import asyncio
+
     content = await asyncio.to_thread(job.snapshot.read_text, path)
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
@@ -111,8 +112,25 @@ def plan_due(change: FileChange, settings: Settings) -> bool:
     return plan_rounds(change, settings) > 0
 
 
+def review_files(job: ReviewJob) -> ReviewResult:
+    """Cache lookups first, synchronously: a run served wholly from the cache never starts an event
+    loop (nor imports asyncio or the SDK)."""
+    started = time.monotonic()
+    results, to_review = _lookup_cache(job)
+    if not to_review:
+        return _assemble(job, results, 0, time.monotonic() - started)
+    import asyncio
+
+    return asyncio.run(_review_uncached(job, results, to_review, started))
+
+
 async def review_files_async(job: ReviewJob) -> ReviewResult:
     started = time.monotonic()
+    results, to_review = _lookup_cache(job)
+    return await _review_uncached(job, results, to_review, started)
+
+
+def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[FileChange, str | None]]]:
     results: dict[str, _FileResult] = {}
     to_review: deque[tuple[FileChange, str | None]] = deque()
     for change in job.files:
@@ -126,6 +144,12 @@ async def review_files_async(job: ReviewJob) -> ReviewResult:
                 job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
                 continue
         to_review.append((change, key))
+    return results, to_review
+
+
+async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
+                           to_review: deque[tuple[FileChange, str | None]], started: float) -> ReviewResult:
+    import asyncio
 
     masked_count = 0
     if to_review:

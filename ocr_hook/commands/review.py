@@ -77,11 +77,10 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                progress: Progress, environ: Mapping[str, str], started: float) -> ReviewResult:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
-    from ocr_hook.agent import ReviewJob, check_credentials, review_files
+    from ocr_hook.agent import ReviewJob, review_files
     from ocr_hook.budget import Budget
     from ocr_hook.result_cache import ResultCache, default_cache_dir
 
-    check_credentials(settings, environ)
     budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
                     deadline=started + settings.timeout, pricing=settings.pricing)
     cache = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_api import Reply, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 from validators import schema_errors, validate_gitlab
@@ -163,3 +164,18 @@ def porcelain(repo: Path) -> str:
 def request_texts(raws: Sequence[bytes]) -> str:
     """Every request body as one decoded string (JSON escapes kept: search for both forms)."""
     return "\n".join(raw.decode("utf-8", "replace") for raw in raws)
+
+
+def isolate_sdk_env(mp: pytest.MonkeyPatch, base_url: str, cache_dir: Path) -> dict[str, str]:
+    """conftest's sdk_env for a wider scope (a module-scoped fixture with its own MonkeyPatch): os.environ
+    without any ANTHROPIC_* variable of the machine, pointed at the fake, a dummy key, a private cache."""
+    for name in list(os.environ):
+        if name.startswith("ANTHROPIC_"):
+            mp.delenv(name)
+    mp.setenv("ANTHROPIC_BASE_URL", base_url)
+    mp.setenv("ANTHROPIC_API_KEY", "test-key-not-secret")
+    mp.setenv("XDG_CACHE_HOME", str(cache_dir))
+    for name in ("NO_PROXY", "no_proxy"):
+        current = os.environ.get(name, "")
+        mp.setenv(name, ",".join(x for x in (current, "127.0.0.1", "localhost") if x))
+    return dict(os.environ)

@@ -78,6 +78,8 @@ def parse_raw(text: str) -> list[RawEntry]:
             raise DiffParseError("raw diff listing ends in the middle of a record")
         old_path = fields[i + 1]
         new_path = fields[i + 2] if two_paths else old_path
+        if not old_path or not new_path:
+            raise DiffParseError(f"raw diff record {meta[:60]!r} has an empty path")
         entries.append(RawEntry(
             status=status,
             old_mode=None if old_mode == _ABSENT_MODE else old_mode,

@@ -360,8 +360,6 @@ def test_prompts_frame_the_repository_text_as_data(outputs: Outputs) -> None:
         assert "never instructions" in system_text or "not instructions" in system_text, system_text[:300]
 
 
-@pytest.mark.xfail(strict=True, reason="commands/review.py report(): the text report is written to stdout "
-                   "while the live progress line is still on the terminal, so it is glued to 'ocr-hook: 3/3 files'")
 def test_on_a_terminal_the_report_starts_on_its_own_line(outputs: Outputs) -> None:
     plain = SGR.sub("", outputs.media["text-on-a-terminal"])
     before = plain[: plain.index("── ")]

@@ -132,11 +132,12 @@ def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot | Non
                       ("gitlab", settings.gitlab_output)):
         if path:
             write_report(fmt, result, ctx, path)
-    sys.stdout.write(render(settings.format, result, ctx))
-    sys.stdout.flush()
-    # The text report ends with the summary and verdict already; other formats get them on stderr.
+    # The live status line goes first, so the report starts on a line of its own. The text report
+    # ends with the summary and verdict already; other formats get them on standard error.
     if settings.format == "text":
         progress.finish()
     else:
         progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
+    sys.stdout.write(render(settings.format, result, ctx))
+    sys.stdout.flush()
     return code

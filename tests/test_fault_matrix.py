@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from agent_support import is_filter, last_user_blocks, main_opening
+from agent_support import is_filter, is_relocate, last_user_blocks, main_opening
 from e2e_support import (
     CALC_LINE,
     CALC_PATH,
@@ -24,6 +24,7 @@ from e2e_support import (
     assert_incomplete_everywhere,
     assert_one_line,
     calc_repo,
+    comment,
     comment_turn,
     run_review,
 )
@@ -40,11 +41,6 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      {OTHER_PATH: "def greet(name):\n    return 'hi ' + name\n"})
 
 
-@pytest.fixture(autouse=True)
-def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
-
-
 @dataclass(frozen=True)
 class Row:
     turns: Sequence[Turn]  # calc.py's answers after the first (comment) turn
@@ -55,6 +51,8 @@ class Row:
     max_s: float = 25.0
     args: tuple[str, ...] = ()
     multitool: bool = False  # also run the SARIF multitool (slow: a few rows only)
+    helper_fault: Fault | None = None  # answers the review filter and re-location requests instead
+    note: str = ""  # a substring of one of the report's notes
 
 
 def _failing(status: int, **kw: object) -> Fault:
@@ -71,6 +69,8 @@ ROWS = {
     # Retried by the SDK within the deadline, then answered: recovered.
     "429-retry-after-ms-recovers": Row([_recovering(429, 2)], 0, "reviewed", calc_requests=4),
     "429-no-retry-after-recovers": Row([_recovering(429, 1, headers={})], 0, "reviewed", calc_requests=3),
+    "429-retry-after-1s-recovers": Row([_recovering(429, 1, headers={"retry-after": "1"})], 0, "reviewed",
+                                       calc_requests=3),
     "529-recovers": Row([_recovering(529, 2)], 0, "reviewed", calc_requests=4),
     "500-recovers": Row([_recovering(500, 1)], 0, "reviewed", calc_requests=3),
     "503-recovers": Row([_recovering(503, 2)], 0, "reviewed", calc_requests=4),
@@ -109,6 +109,12 @@ ROWS = {
                    calc_requests=2),
     "model-context-window-exceeded": Row([Reply([text("…")], stop_reason="model_context_window_exceeded")], 3,
                                          "failed", "context window", calc_requests=2),
+    # The optional model steps after the loop fail: the file stays reviewed, its comments stay as they were.
+    "review-filter-request-fails": Row([task_done()], 0, "reviewed", calc_requests=2, helper_fault=_failing(500),
+                                       note="review filter skipped, all comments kept"),
+    "relocation-request-fails": Row([comment_turn(comment("Quote that matches nothing.", code="no such line")),
+                                     task_done()], 0, "reviewed", calc_requests=3, helper_fault=_failing(529),
+                                    note="re-location of 1 comment(s) skipped"),
     # A tool call whose input is not a JSON object: an error result for the model, and the review goes on.
     "tool-input-not-json": Row([Reply([tool_use("file_read", "{\"file_path\": calc.py")])], 0, "reviewed",
                                calc_requests=3),
@@ -117,6 +123,9 @@ ROWS = {
 
 @pytest.mark.parametrize("row", list(ROWS.values()), ids=list(ROWS))
 def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    if row.helper_fault is not None:
+        fake_api.handle(lambda body: is_filter(body) or is_relocate(body), lambda body: row.helper_fault)
+    fake_api.handle(is_filter, _keep_all)
     fake_api.script(main_opening(CALC_PATH), [comment_turn(), *row.turns])
     run = run_review(repo, sdk_env, tmp_path / "out", *row.args)
 
@@ -136,13 +145,16 @@ def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, 
     if row.calc_requests is not None:
         assert len(fake_api.requests_for(main_opening(CALC_PATH))) == row.calc_requests
 
+    if row.note:
+        assert any(row.note in note for note in run.report["notes"]), run.report["notes"]
+
     # The comment made before the fault is kept, anchored, in every output.
-    [finding] = run.report["findings"]
+    [finding] = [f for f in run.report["findings"] if f["message"] == EARLY_MESSAGE]
     assert (finding["message"], finding["start_line"], finding["anchored"]) == (EARLY_MESSAGE, CALC_LINE, True)
     assert all(any(EARLY_MESSAGE in m for m in found) for found in run.messages().values()), run.messages()
     assert EARLY_MESSAGE in run.proc.stdout
-    region = run.sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
-    assert region["startLine"] == CALC_LINE
+    [result] = [r for r in run.sarif["runs"][0]["results"] if EARLY_MESSAGE in r["message"]["text"]]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == CALC_LINE
 
     # What the report says was used is what the server billed; nothing more.
     billed = fake_api.billed()
@@ -150,6 +162,10 @@ def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, 
     assert run.report["usage"]["output_tokens"] == billed["output_tokens"]
     if row.multitool:
         validate_sarif(run.out_dir / "report.sarif")
+
+
+def _keep_all(body: dict[str, object]) -> Reply:
+    return Reply([text('{"wrong": []}')])
 
 
 def test_tool_input_not_json_comes_back_as_an_error(repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI,

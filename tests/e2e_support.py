@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,8 @@ from validators import schema_errors, validate_gitlab
 CALC_PATH = "calc.py"
 CALC_BEFORE = "def add(a, b):\n    return a + b\n\n\ndef scale(x):\n    return x * 2\n"
 CALC_AFTER = "def add(a, b):\n    return a - b\n\n\ndef scale(x):\n    return x * 3\n"
-CALC_QUOTE = "return a - b"  # line 2 of CALC_AFTER
-CALC_LINE = 2
+CALC_QUOTE = "return a - b"
+CALC_LINE = 2  # where CALC_QUOTE is in CALC_AFTER
 EARLY_MESSAGE = "Subtraction in add() looks wrong: made before the fault."
 
 
@@ -84,7 +84,7 @@ class Run:
         raise AssertionError(f"{path} is not in the coverage: {cov}")
 
     def messages(self) -> dict[str, list[str]]:
-        """Finding messages per output medium (text is stdout with --format text)."""
+        """Finding messages per output file (the text report is `proc.stdout`)."""
         sarif_results = [r for run in self.sarif["runs"] for r in run["results"]]
         return {
             "json": [f["message"] for f in self.report["findings"]],
@@ -159,11 +159,6 @@ def all_files(root: Path) -> dict[str, int]:
 
 def porcelain(repo: Path) -> str:
     return git(repo, "--no-optional-locks", "status", "--porcelain=v1", "--ignored", "--untracked-files=all", "-z")
-
-
-def request_texts(raws: Sequence[bytes]) -> str:
-    """Every request body as one decoded string (JSON escapes kept: search for both forms)."""
-    return "\n".join(raw.decode("utf-8", "replace") for raw in raws)
 
 
 def isolate_sdk_env(mp: pytest.MonkeyPatch, base_url: str, cache_dir: Path) -> dict[str, str]:

@@ -231,6 +231,30 @@ def _mask_pem_blocks(text: str) -> tuple[str, int]:
     return "".join(pieces), count
 
 
+# A key body seen without its BEGIN line (a hunk from the middle of a key file): two or more
+# consecutive lines that are nothing but 40-80 characters of random-looking base64, optionally behind
+# diff markers, indentation, quotes or comment characters.
+_BASE64_LINE_RUN = re.compile(
+    # Possessive everywhere: a long line of '+' or base64 must fail in linear time. A hunk header
+    # may carry a body line as its function context (git takes the last line starting with a letter).
+    r"^(?:(?:@@ [^@\r\n]*+@@ )?[+\- ]?[ \t]*+(?:[\"'`#*]|//)*+[ \t]*+"
+    r"[A-Za-z0-9+/]{40,80}+={0,2}[ \t\"'`,;+\\n]*+(?:\r?\n|\Z)){2,}",
+    re.MULTILINE,
+)
+_BASE64_CORE = re.compile(r"[A-Za-z0-9+/]{40,80}")
+_BASE64_MIN_ENTROPY = 4.5  # bits per character; random base64 sits near 5.5, prose and code far below
+
+
+def _mask_key_bodies(text: str) -> tuple[str, int]:
+    def body(match: re.Match[str]) -> str | None:
+        lines = [_BASE64_CORE.search(line) for line in match.group(0).splitlines()]
+        if all(core and shannon_entropy(core.group(0)) >= _BASE64_MIN_ENTROPY for core in lines):
+            return _blank(match.group(0))
+        return None
+
+    return _sub_counting(_BASE64_LINE_RUN, text, body, ())
+
+
 def _windows(text: str, lowered: str, needles: tuple[str, ...]) -> list[tuple[int, int]]:
     """Sorted, disjoint spans of the '\\n'-delimited lines of `text` that contain any needle."""
     spans: list[tuple[int, int]] = []
@@ -303,6 +327,8 @@ def _random_value(match: re.Match[str]) -> str | None:
 def mask_secrets(text: str) -> tuple[str, int]:
     """`text` with high-confidence secrets replaced by MARKER, and how many were masked."""
     text, total = _mask_pem_blocks(text)
+    text, bodies = _mask_key_bodies(text)
+    total += bodies
     for pattern, replace, needles in (
         (_KNOWN_TOKENS, lambda m: MARKER, ()),
         (_AUTH_HEADER, _random_value, ("authorization",)),

@@ -314,3 +314,23 @@ def test_planted_secret_never_survives_arbitrary_surroundings(before: str, after
     masked, count = mask_secrets(text)
     assert count >= 1
     assert secret not in masked.replace(before, "").replace(after, "") or secret in before + after
+
+
+def test_a_key_body_without_its_begin_line_is_masked() -> None:
+    import random
+    import string
+
+    rng = random.Random(7)
+    body = ["".join(rng.choice(string.ascii_letters + string.digits + "+/") for _ in range(64)) for _ in range(3)]
+    hunk = f"@@ -14,7 +14,7 @@ {body[0]}\n {body[1]}\n-{body[2]}\n+{body[2][::-1]}\n"
+    masked, count = mask_secrets(hunk)
+    assert count == 1
+    assert not any(line in masked for line in [*body, body[2][::-1]])
+    assert len(masked.splitlines()) == len(hunk.splitlines())
+
+
+def test_lines_of_low_entropy_base64_alphabet_are_left_alone() -> None:
+    text = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\nBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB\n"
+    assert mask_secrets(text) == (text, 0)
+    one_line = "x = 'c2VjcmV0IHRleHQgdGhhdCBpcyBub3QgYSBrZXkgYXQgYWxs'\n"
+    assert mask_secrets(one_line) == (one_line, 0)

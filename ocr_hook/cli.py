@@ -164,7 +164,11 @@ def main(argv: list[str] | None = None) -> None:
         # One line, like every other error; `--help` has the full usage.
         click.echo(f"ocr-hook: error: {exc.format_message()}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        # click turns KeyboardInterrupt (our SIGTERM included) into Abort; the cause says which.
+        if isinstance(exc.__cause__, _Terminated):
+            click.echo("ocr-hook: terminated", err=True)
+            sys.exit(143)
         click.echo("ocr-hook: interrupted", err=True)
         sys.exit(130)
     except FatalError as exc:

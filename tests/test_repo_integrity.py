@@ -174,8 +174,6 @@ def test_bad_config_file(repo: Path, tmp_path: Path, sdk_env: dict[str, str]) ->
         assert list(out_dir.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="commands/review.py: output paths are only tried after the review, so "
-                   "a typo in --sarif-output costs a whole paid review and loses its findings (exit 2)")
 def test_an_unwritable_output_path_is_refused_before_any_request(repo: Path, fake_api: FakeMessagesAPI,
                                                                 sdk_env: dict[str, str]) -> None:
     proc = run_cli(repo, "review", "--no-cache", "--sarif-output", "/nonexistent-dir/out.sarif", env=sdk_env)
@@ -256,8 +254,6 @@ def _interrupt(repo: Path, env: dict[str, str], fake: FakeMessagesAPI, out_dir: 
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main: click's main() turns the KeyboardInterrupt subclass "
-                   "_Terminated into click.Abort, so SIGTERM exits 130 'interrupted' instead of 143")
 def test_sigterm_exits_143(repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     fake_api.default(lambda body: Reply(task_done().blocks, delay_s=60))
     proc = _interrupt(repo, sdk_env, fake_api, tmp_path / "out", signal.SIGTERM)

@@ -14,6 +14,7 @@ from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.git import repo_root
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.snapshot_api import Snapshot
+from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.progress import Progress, summary_line
 from ocr_hook.scope import Scope
@@ -27,6 +28,7 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     started = time.monotonic()
     root = repo_root(os.getcwd())
     settings = load(Path(root), config_file, flags, environ)
+    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
     change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     if not change_set.files:
@@ -47,6 +49,19 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
         return report(result, change_set, snapshot, settings, progress, environ)
     finally:
         snapshot.close()
+
+
+def check_output_paths(paths: Sequence[str | None]) -> None:
+    """Refuse unwritable output paths before any work, so a typo never costs a paid review."""
+    for name in filter(None, paths):
+        path = Path(name)
+        parent = path.parent if str(path.parent) else Path(".")
+        if path.is_dir():
+            raise ConfigError(f"output path {name} is a directory; name a file")
+        if not parent.is_dir():
+            raise ConfigError(f"output path {name}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise ConfigError(f"output path {name}: directory {parent} is not writable")
 
 
 def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, progress: Progress,

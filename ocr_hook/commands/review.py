@@ -35,18 +35,18 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
         # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
         empty = ReviewResult(findings=[], files=[], scope=change_set.description,
                              elapsed_s=time.monotonic() - started)
-        return report(empty, change_set, None, settings, progress, environ)
+        return report(empty, change_set, {}, settings, progress, environ)
 
     from ocr_hook.changes.snapshot import open_snapshot
 
     snapshot = open_snapshot(root, change_set)
     try:
-        result = review_change_set(change_set, snapshot, settings, progress, environ, started, shard)
+        result, texts = review_change_set(change_set, snapshot, settings, progress, environ, started, shard)
         if baseline_out:
             from ocr_hook.suppress import write_baseline
 
             write_baseline(baseline_out, result.findings)
-        return report(result, change_set, snapshot, settings, progress, environ)
+        return report(result, change_set, texts, settings, progress, environ)
     finally:
         snapshot.close()
 
@@ -65,7 +65,10 @@ def check_output_paths(paths: Sequence[str | None]) -> None:
 
 
 def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, progress: Progress,
-                      environ: Mapping[str, str], started: float, shard: str | None) -> ReviewResult:
+                      environ: Mapping[str, str], started: float,
+                      shard: str | None) -> tuple[ReviewResult, dict[str, str]]:
+    """The review with filter mode and suppressions applied, and the reviewed text of every file with
+    a finding (inline markers and SARIF line hashes read it)."""
     from ocr_hook.changes.selection import select_files
 
     selected = select_files(change_set, snapshot, settings)
@@ -86,7 +89,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         result.files = coverage + result.files
     result.scope = change_set.description
     result.elapsed_s = time.monotonic() - started
-    return _apply_policies(result, change_set, snapshot, settings)
+    texts = _file_texts(result, snapshot)
+    return _apply_policies(result, change_set, texts, settings), texts
 
 
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
@@ -106,7 +110,7 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     return review_files(job)
 
 
-def _apply_policies(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot,
+def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
                     settings: Settings) -> ReviewResult:
     from ocr_hook import diff_filter
     from ocr_hook.suppress import apply_suppressions, load_baseline
@@ -115,14 +119,12 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, snapshot: Snaps
     if dropped:
         result.dropped["filter_mode"] = result.dropped.get("filter_mode", 0) + dropped
     baseline = load_baseline(settings.baseline) if settings.baseline else frozenset()
-    result.findings = apply_suppressions(kept, baseline, _file_texts(result, snapshot))
+    result.findings = apply_suppressions(kept, baseline, texts)
     return result
 
 
-def _file_texts(result: ReviewResult, snapshot: Snapshot | None) -> dict[str, str]:
+def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
     texts: dict[str, str] = {}
-    if snapshot is None:
-        return texts
     for path in sorted({f.path for f in result.findings}):
         text = snapshot.read_text(path)
         if text is not None:
@@ -130,7 +132,7 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot | None) -> dict[str, st
     return texts
 
 
-def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot | None, settings: Settings,
+def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
            progress: Progress, environ: Mapping[str, str]) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext, render, write_report
@@ -140,7 +142,7 @@ def report(result: ReviewResult, change_set: ChangeSet, snapshot: Snapshot | Non
     ctx = ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,
-        sarif_category=settings.sarif_category, color=color, file_texts=_file_texts(result, snapshot),
+        sarif_category=settings.sarif_category, color=color, file_texts=texts,
         step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
     )
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),

@@ -12,8 +12,6 @@ import threading
 import unicodedata
 from typing import TextIO
 
-from ocr_hook.outcome import ReviewResult
-
 KINDS = ("reviewing", "done", "cached", "skipped", "failed")
 _PERMANENT_WHEN_LIVE = ("skipped", "failed")
 _PREFIX = "ocr-hook: "
@@ -149,19 +147,3 @@ class Progress:
         except (OSError, ValueError):  # closed pipe or stream: stop writing, keep reviewing
             self._closed = True
 
-
-def summary_line(result: ReviewResult) -> str:
-    """One line: files by state, findings, requests, tokens, cache share, cost and time."""
-    states: dict[str, int] = {}
-    for coverage in result.files:
-        states[coverage.state] = states.get(coverage.state, 0) + 1
-    files = ", ".join(f"{states[s]} {s}" for s in ("reviewed", "cached", "skipped", "failed") if states.get(s))
-    usage = result.usage
-    prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
-    cache_share = f"{usage.cache_read_input_tokens / prompt:.0%}" if prompt else "0%"
-    status = "complete" if result.complete else "INCOMPLETE"
-    return (
-        f"{_PREFIX}{status}: {len(result.files)} files ({files or 'none'}), {len(result.findings)} findings, "
-        f"{usage.requests} requests, {prompt:,} input + {usage.output_tokens:,} output tokens "
-        f"({cache_share} from cache), ${usage.cost_usd:.4f}, {result.elapsed_s:.1f} s"
-    )

@@ -3,9 +3,7 @@ import threading
 
 import pytest
 
-from ocr_hook.findings import Category, Finding, Severity
-from ocr_hook.outcome import FileCoverage, ReviewResult, Usage
-from ocr_hook.progress import Progress, fit, sanitise, summary_line
+from ocr_hook.progress import Progress, fit, sanitise
 
 
 def test_not_a_terminal_one_line_per_event() -> None:
@@ -185,21 +183,3 @@ def test_live_counts_are_consistent_under_threads() -> None:
         thread.join()
     assert _screen(out.getvalue()) == ["ocr-hook: 400/400 files"]
 
-
-def test_summary_line() -> None:
-    finding = Finding(path="a.py", start_line=1, end_line=1, severity=Severity.HIGH, category=Category.BUG,
-                      message="m", suggestion=None, anchored=True, fingerprint="f")
-    result = ReviewResult(
-        findings=[finding],
-        files=[FileCoverage("a.py", "reviewed", comments=1), FileCoverage("b.py", "cached"),
-               FileCoverage("c.py", "skipped", "budget", incomplete=True)],
-        usage=Usage(requests=5, input_tokens=1_000, output_tokens=500, cache_creation_input_tokens=3_000,
-                    cache_read_input_tokens=6_000, cost_usd=0.0123),
-        elapsed_s=12.34,
-    )
-    assert summary_line(result) == (
-        "ocr-hook: INCOMPLETE: 3 files (1 reviewed, 1 cached, 1 skipped), 1 findings, 5 requests, "
-        "10,000 input + 500 output tokens (60% from cache), $0.0123, 12.3 s"
-    )
-    empty = summary_line(ReviewResult(findings=[], files=[]))
-    assert empty.startswith("ocr-hook: complete: 0 files (none)") and "(0% from cache)" in empty

@@ -4,9 +4,11 @@ import re
 
 from report_samples import HOSTILE, ctx, finding, result, rich_result
 
-from ocr_hook.outcome import FileCoverage
+from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.outcome import FileCoverage, ReviewResult, Usage
 from ocr_hook.reports import renderer
 from ocr_hook.reports.base import neutralize_commands, sanitize_text
+from ocr_hook.reports.text import summary_line
 
 render = renderer("text")
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -88,3 +90,22 @@ def test_neutralize_commands() -> None:
     lines = out.split("\n")
     assert not any(line.lstrip().startswith("::") for line in lines)
     assert "##[" not in out and lines[2] == "ok :: fine"
+
+
+def test_summary_line_counts_files_by_state_and_the_cache_share() -> None:
+    finding = Finding(path="a.py", start_line=1, end_line=1, severity=Severity.HIGH, category=Category.BUG,
+                      message="m", suggestion=None, anchored=True, fingerprint="f")
+    result = ReviewResult(
+        findings=[finding],
+        files=[FileCoverage("a.py", "reviewed", comments=1), FileCoverage("b.py", "cached"),
+               FileCoverage("c.py", "skipped", "budget", incomplete=True)],
+        usage=Usage(requests=5, input_tokens=1_000, output_tokens=500, cache_creation_input_tokens=3_000,
+                    cache_read_input_tokens=6_000, cost_usd=0.0123),
+        elapsed_s=12.34,
+    )
+    assert summary_line(result) == (
+        "2 files reviewed (1 from cache), 1 skipped, 0 failed · 1 finding (1 high) · 5 requests · "
+        "1,000 in / 500 out tokens (cache: 6,000 read, 3,000 written, 60% of input from cache) · $0.0123 · 12.3s"
+    )
+    empty = summary_line(ReviewResult(findings=[], files=[]))
+    assert empty.startswith("0 files reviewed, 0 skipped, 0 failed · no findings · 0 requests")

@@ -16,7 +16,7 @@ from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.progress import Progress, summary_line
+from ocr_hook.progress import Progress
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
@@ -136,6 +136,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
            progress: Progress, environ: Mapping[str, str]) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext, render, write_report
+    from ocr_hook.reports.text import summary_line
 
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ

@@ -87,7 +87,9 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
 
 
 def summary_line(result: ReviewResult) -> str:
-    """Files, findings by severity, requests, tokens, cost and time, on one line."""
+    """Files, findings by severity, requests, tokens and cache share, cost and time, on one line.
+
+    The text report ends with it; for other formats the CLI prints it on standard error."""
     groups = coverage_groups(result)
     cached = sum(1 for f in groups["reviewed"] if f.state == "cached")
     files = f"{len(groups['reviewed'])} file{'s' if len(groups['reviewed']) != 1 else ''} reviewed"
@@ -107,7 +109,9 @@ def summary_line(result: ReviewResult) -> str:
     u = result.usage
     tokens = f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
     if u.cache_read_input_tokens or u.cache_creation_input_tokens:
-        tokens += f" (cache: {u.cache_read_input_tokens:,} read, {u.cache_creation_input_tokens:,} written)"
+        prompt = u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+        tokens += (f" (cache: {u.cache_read_input_tokens:,} read, {u.cache_creation_input_tokens:,} written, "
+                   f"{u.cache_read_input_tokens / prompt:.0%} of input from cache)")
     return " · ".join([
         files, findings, f"{u.requests} request{'s' if u.requests != 1 else ''}", tokens,
         f"${u.cost_usd:.4f}", f"{result.elapsed_s:.1f}s",

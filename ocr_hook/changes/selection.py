@@ -52,7 +52,7 @@ def load_rules(settings: Settings) -> Rules:
     bad = [p for p in settings.sensitive if p.lstrip().startswith("!")]
     if bad:
         raise ConfigError(f"setting 'sensitive' cannot un-protect files: remove the '!' pattern {bad[0]!r}")
-    sensitive = (*data["sensitive"], *settings.sensitive)
+    sensitive = _sensitive_patterns(tuple(settings.sensitive))
     skip_patterns: list[str] = []
     labels: list[str] = []
     for label, patterns in data["default_skip"].items():
@@ -62,8 +62,8 @@ def load_rules(settings: Settings) -> Rules:
     labels += [_USER_EXCLUDE] * len(settings.exclude)
     priority = data["priority"]
     return Rules(
-        sensitive=pathspec.GitIgnoreSpec.from_lines(sensitive),
-        sensitive_patterns=tuple(sensitive),
+        sensitive=_sensitive_spec(tuple(settings.sensitive)),
+        sensitive_patterns=sensitive,
         skip=pathspec.GitIgnoreSpec.from_lines(skip_patterns),
         skip_patterns=tuple(skip_patterns),
         skip_labels=tuple(labels),
@@ -91,10 +91,15 @@ def is_sensitive(path: str, settings: Settings) -> bool:
     return bool(result.include)
 
 
+def _sensitive_patterns(extra: tuple[str, ...]) -> tuple[str, ...]:
+    data = config_files.read_yaml("selection.yaml")
+    return (*data["sensitive"], *(p for p in extra if not p.lstrip().startswith("!")))
+
+
 @functools.cache
 def _sensitive_spec(extra: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    data = config_files.read_yaml("selection.yaml")
-    return pathspec.GitIgnoreSpec.from_lines([*data["sensitive"], *(p for p in extra if not p.startswith("!"))])
+    """Compiled once per run: file selection and the tools' is_hidden check share it."""
+    return pathspec.GitIgnoreSpec.from_lines(_sensitive_patterns(extra))
 
 
 def select_files(change_set: ChangeSet, snapshot: Snapshot, settings: Settings) -> list[Selected]:

@@ -50,7 +50,9 @@ class Settings:
     plan_model: str | None
     filter_model: str | None
     relocate_model: str | None
+    compact_model: str | None
     max_output_tokens: int
+    context_window: int
     review_filter: bool
     max_cost: float
     max_tokens: int
@@ -70,8 +72,9 @@ class Settings:
     pricing: Mapping[str, Price] = field(default_factory=dict)
 
     def model_for(self, task: str) -> str:
-        """The model for a task: "main", "plan", "filter" or "relocate"."""
-        specific = {"plan": self.plan_model, "filter": self.filter_model, "relocate": self.relocate_model}
+        """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
+        specific = {"plan": self.plan_model, "filter": self.filter_model, "relocate": self.relocate_model,
+                    "compact": self.compact_model}
         return specific.get(task) or self.model
 
     def price_for(self, model: str) -> Price | None:
@@ -79,7 +82,7 @@ class Settings:
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
-_POSITIVE = {"max_output_tokens", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
+_POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
              "max_file_lines", "max_file_bytes", "max_diff_lines"}
 
 

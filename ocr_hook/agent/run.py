@@ -37,11 +37,12 @@ def result_key(change: FileChange, content: str | None, settings: Settings) -> s
     """Everything that decides a file's findings; any change means a fresh review."""
     from ocr_hook.result_cache import cache_key
 
-    models = {task: settings.model_for(task) for task in ("main", "plan", "filter", "relocate")}
+    models = {task: settings.model_for(task) for task in ("main", "plan", "filter", "relocate", "compact")}
     relevant = {
         "provider": settings.provider, "max_rounds": settings.max_rounds,
         "plan_threshold": settings.plan_threshold,
         "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
+        "context_window": settings.context_window,
     }
     return cache_key({
         "path": change.path,

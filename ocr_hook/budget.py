@@ -171,15 +171,19 @@ class Budget:
 
     # --- reservations ----------------------------------------------------------------------------
 
-    def reserve(self, model: str, input_tokens: int, max_output_tokens: int) -> Reservation | None:
-        """Hold the worst case of one request; None (and exhausted_reason set) when it does not fit."""
+    def reserve(self, model: str, input_tokens: int, max_output_tokens: int,
+                optional: bool = False) -> Reservation | None:
+        """Hold the worst case of one request; None (and exhausted_reason set) when it does not fit.
+
+        An `optional` request (one the review can do without) that does not fit leaves
+        exhausted_reason alone, so it never stops other work."""
         if input_tokens < 0 or max_output_tokens < 0:
             raise ValueError("token counts must not be negative")
         tokens, cost = self.worst_case(model, input_tokens, max_output_tokens)
         with self._lock:
             refusal = self._refusal(tokens, cost)
             if refusal is not None:
-                if self._exhausted_reason is None:
+                if self._exhausted_reason is None and not optional:
                     self._exhausted_reason = refusal
                 return None
             reservation = Reservation(id=next(self._ids), model=model, tokens=tokens, cost=cost)

@@ -114,3 +114,11 @@ def _system_text(body: Mapping[str, Any]) -> str:
 
 def opening_of(req: RecordedRequest) -> str:
     return first_user_text(req.body)
+
+
+def is_notes_request(body: Mapping[str, Any]) -> bool:
+    """The request for the model's notes on its older turns (see ocr_hook.agent.compaction)."""
+    messages = body.get("messages") or []
+    content = messages[-1].get("content") if messages else None
+    return (isinstance(content, list) and bool(content) and content[-1].get("type") == "text"
+            and content[-1].get("text", "").startswith("Pause the review of"))

@@ -285,3 +285,12 @@ def test_forfeit_counts_the_worst_case_as_spent() -> None:
     assert budget.spent_usd == pytest.approx(0.525)
     with pytest.raises(ValueError):
         budget.settle(reservation, {"input_tokens": 1})
+
+
+def test_an_optional_request_that_does_not_fit_leaves_the_budget_unexhausted() -> None:
+    budget = make(max_cost=1.0)
+    assert budget.reserve("sonnet", 1_000_000, 10_000, optional=True) is None  # worst case over $1
+    assert budget.exhausted_reason is None  # other work goes on
+    assert budget.reserved_usd == 0.0
+    assert budget.reserve("sonnet", 1_000_000, 10_000) is None
+    assert budget.exhausted_reason == "cost cap of $1.00 reached"

@@ -147,8 +147,11 @@ class Api:
 
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
                      system: list[dict[str, Any]] | str | None = None,
-                     tools: list[dict[str, Any]] | None = None) -> Any:
-        """One request: reserve its worst case, send it under the deadline, settle what it cost."""
+                     tools: list[dict[str, Any]] | None = None, optional: bool = False) -> Any:
+        """One request: reserve its worst case, send it under the deadline, settle what it cost.
+
+        An `optional` request that does not fit raises BudgetStop without marking the budget
+        exhausted: the review can go on without it."""
         import anthropic
 
         payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
@@ -157,7 +160,7 @@ class Api:
         if tools:
             payload["tools"] = tools
         estimate = estimate_tokens(json.dumps(payload, ensure_ascii=False, default=str))
-        reservation = self._budget.reserve(model, estimate, max_tokens)
+        reservation = self._budget.reserve(model, estimate, max_tokens, optional=optional)
         if reservation is None:
             raise BudgetStop(self._budget.exhausted_reason or "the budget cannot cover another request")
         remaining = self._budget.remaining_seconds()

@@ -11,9 +11,6 @@ from ocr_hook.agent.tool_api import ToolSpec
 from ocr_hook.tokens import estimate_tokens
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-# Our own assumption about the model's context window; compaction starts well below it.
-CONTEXT_WINDOW_TOKENS = 200_000
-COMPACT_AT = 0.6
 ELIDED = "[older tool output removed to save space; call the tool again if you still need it]"
 MAX_ECHOED_STRING = 20_000
 # Tool results shorter than this are kept when compacting: they cost little and often matter.

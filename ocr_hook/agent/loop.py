@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ocr_hook.agent import prompts, registry, tools
 from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
 from ocr_hook.agent.comments import CommentBox
+from ocr_hook.agent.compaction import Compactor
 from ocr_hook.agent.conversation import (
-    COMPACT_AT,
-    CONTEXT_WINDOW_TOKENS,
     Conversation,
     SecretMasker,
     assistant_blocks,
@@ -42,6 +41,9 @@ MAX_NUDGES = 3
 MAX_TOOL_RESULT_CHARS = 80_000
 # Output allowance of the one closing round a file gets when the budget refuses its next round.
 CLOSING_MAX_TOKENS = 2_048
+# Output allowance and length asked for of the notes that replace older turns (see compaction).
+NOTES_MAX_TOKENS = 2_048
+NOTES_WORDS = 700
 
 
 @dataclass(frozen=True)
@@ -106,12 +108,31 @@ class FileReview:
                                is_hidden=functools.partial(is_sensitive, settings=task.settings))
         self.requests = 0
         self.repeats = 0
-        self.compactions = 0
+        self.summaries = 0
+        self.elisions = 0
         self._answered: dict[str, int] = {}
         self.closing_note: str | None = None
+        self._compactor: Compactor | None = None
 
     async def run(self) -> LoopOutcome:
         outcome = LoopOutcome(self.path)
+        try:
+            await self._review(outcome)
+        finally:
+            await self._end_conversation()
+        outcome.comments = list(self.box.comments)
+        outcome.notes = self.box.notes()
+        if self.closing_note:
+            outcome.notes.append(self.closing_note)
+        if self.summaries or self.elisions:
+            done = [f"replaced by the model's notes {self.summaries} time(s)" if self.summaries else "",
+                    f"had older tool output elided {self.elisions} time(s)" if self.elisions else ""]
+            outcome.notes.append(f"{self.path}: the conversation neared the context window and "
+                                 + " and ".join(d for d in done if d))
+        outcome.requests = self.requests
+        return outcome
+
+    async def _review(self, outcome: LoopOutcome) -> None:
         try:
             rounds = self.settings.max_rounds
             checklist = None
@@ -134,23 +155,14 @@ class FileReview:
         except Exception as exc:  # a bug of ours or a reply we cannot read: the file fails, its comments stay
             outcome.state, outcome.stopped_by = "failed", "internal"
             outcome.reason = " ".join(f"internal error: {type(exc).__name__}: {exc}".split())[:240]
-        outcome.comments = list(self.box.comments)
-        outcome.notes = self.box.notes()
-        if self.closing_note:
-            outcome.notes.append(self.closing_note)
-        if self.compactions:
-            outcome.notes.append(f"{self.path}: older tool output was elided {self.compactions} time(s) "
-                                 "to stay within the context window")
-        outcome.requests = self.requests
-        return outcome
 
     # --- requests ------------------------------------------------------------------------------
 
     async def _send(self, conv: Conversation, phase: str, model: str, max_tokens: int | None = None) -> Any:
         tools_api = tools_param(registry.tools_for_phase(phase))
-        if conv.estimate_tokens(self.system, tools_api) > COMPACT_AT * CONTEXT_WINDOW_TOKENS:
-            if conv.compact():
-                self._compacted()
+        if self._compactor is not None and self._compactor.conv is conv:
+            if await self._compactor.before_request(lambda: conv.estimate_tokens(self.system, tools_api)):
+                self._older_turns_changed()
         response = await self.api.create(model=model, max_tokens=max_tokens or self.settings.max_output_tokens,
                                          system=self.system, tools=tools_api, messages=conv.for_request())
         self.requests += 1
@@ -163,7 +175,7 @@ class FileReview:
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """Read-only look around; returns the checklist (if the model wrote one) and rounds used."""
         change = self.task.change
-        conv = Conversation()
+        conv = await self._new_conversation("plan")
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds))])
@@ -189,7 +201,7 @@ class FileReview:
         change = self.task.change
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
-        conv = Conversation()
+        conv = await self._new_conversation("main")
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds, self.mask(checklist) if checklist else None))])
@@ -209,9 +221,9 @@ class FileReview:
             stop = response.stop_reason
             if stop == "model_context_window_exceeded":
                 overflows += 1
-                if overflows > 1 or not conv.compact(keep_recent=2):
+                if overflows > 1 or self._compactor is None or not self._compactor.elide_now(keep_recent=2):
                     raise _End("model", "the conversation outgrew the model's context window")
-                self._compacted()
+                self._older_turns_changed()
                 continue  # the cut reply is dropped; the round is asked again on the shorter history
             conv.add_assistant(assistant_blocks(response.content))
             calls = [b for b in response.content if b.type == "tool_use"]
@@ -239,10 +251,41 @@ class FileReview:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
         raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
 
-    def _compacted(self) -> None:
-        # Elided answers are no longer in the conversation: asking again is legitimate, not a repeat.
-        self.compactions += 1
+    def _older_turns_changed(self) -> None:
+        # Summarised or elided answers are no longer in the conversation: asking again is legitimate,
+        # not a repeat.
         self._answered.clear()
+
+    # --- compaction ------------------------------------------------------------------------------
+
+    async def _new_conversation(self, phase: str) -> Conversation:
+        """A fresh conversation for a phase, with its own compactor (the previous one is closed)."""
+        await self._end_conversation()
+        conv = Conversation()
+        self._compactor = Compactor(
+            conv, self.settings.context_window, prompts.compact_request(self.path, NOTES_WORDS),
+            prompts.compact_notes, functools.partial(self._notes, phase=phase))
+        return conv
+
+    async def _end_conversation(self) -> None:
+        compactor, self._compactor = self._compactor, None
+        if compactor is not None:
+            await compactor.aclose()
+            self.summaries += compactor.summaries
+            self.elisions += compactor.elisions
+
+    async def _notes(self, messages: list[dict[str, Any]], phase: str) -> str | None:
+        """The model's notes on its older turns (see compaction); None when there are none to be had."""
+        tools_api = tools_param(registry.tools_for_phase(phase))
+        try:
+            response = await self.api.create(model=self.settings.model_for("compact"), max_tokens=NOTES_MAX_TOKENS,
+                                             system=self.system, tools=tools_api, messages=messages, optional=True)
+        except (BudgetStop, RequestFailed):
+            return None
+        self.requests += 1
+        if response.stop_reason in ("refusal", "max_tokens"):
+            return None
+        return "\n".join(b.text for b in response.content if b.type == "text").strip() or None
 
     async def _closing_round(self, conv: Conversation, model: str) -> None:
         """The budget refused the next round: one smaller last round, if it fits, so that the model can

@@ -13,6 +13,7 @@ from ocr_hook import config_files
 PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
+    "compact.md", "compact_notes.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200
@@ -91,3 +92,11 @@ def cut_off() -> str:
 
 def plan_last_round() -> str:
     return template("plan_last_round.md").strip()
+
+
+def compact_request(path: str, words: int) -> str:
+    return render("compact.md", path=path, words=words).strip()
+
+
+def compact_notes(notes: str) -> str:
+    return render("compact_notes.md", notes=notes).strip()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -78,6 +77,8 @@ def fingerprint(path: str, category: Category | str, existing_code: str, message
 
     The message only breaks ties when no code was quoted, because model wording varies run to run.
     """
+    import hashlib  # here, not at the top: loading OpenSSL costs the idle run (nothing staged) ~3 ms
+
     code = normalise_code(existing_code)
     basis = code if code else normalise_code(message)
     digest = hashlib.sha256("\0".join([path, str(category), basis]).encode("utf-8", "surrogateescape"))

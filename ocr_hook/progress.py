@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import threading
-import unicodedata
 from typing import TextIO
 
 KINDS = ("reviewing", "done", "cached", "skipped", "failed")
@@ -20,6 +19,9 @@ _UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 def sanitise(text: str) -> str:
     """Text safe to print on one terminal line: control, format and unpaired surrogate characters escaped."""
+    # Imported where used: a quiet run (a hook with -q) prints nothing and need not load it.
+    import unicodedata
+
     out = []
     for char in text:
         if unicodedata.category(char) not in _UNSAFE_CATEGORIES and char != "\\":
@@ -38,6 +40,8 @@ def sanitise(text: str) -> str:
 
 
 def _columns(char: str) -> int:
+    import unicodedata
+
     if unicodedata.combining(char):
         return 0
     return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1

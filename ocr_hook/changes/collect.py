@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ocr_hook.changes import git
-from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.errors import FatalError, GitError
 from ocr_hook.scope import Scope
@@ -57,8 +56,8 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str]) -> Sides:
 
 def _staged(repo: str) -> Sides:
     git.check_no_unmerged(repo)
-    if git.has_head(repo):
-        head = git.resolve_commit(repo, "HEAD")
+    head = git.head_commit(repo)  # one git call answers both "is there a HEAD?" and "which commit?"
+    if head is not None:
         return Sides(head, None, f"staged changes (index against HEAD {head[:12]})")
     return Sides(git.empty_tree(repo), None, "staged changes (index against the empty tree: no commits yet)")
 
@@ -116,6 +115,9 @@ def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = 
     raw = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *spec])
     if not raw:
         return []
+    # Loaded only when there is a diff to parse: unidiff is no part of the idle path.
+    from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
+
     patch = git.git_text(repo, [*args, *git.PATCH_OPTIONS, *spec])
     try:
         entries = parse_raw(raw)
@@ -128,6 +130,8 @@ def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = 
 
 
 def _patches_of(repo: str, args: list[str], old_path: str, new_path: str) -> list[str]:
+    from ocr_hook.changes.diff_parse import split_patches
+
     names = [old_path] if old_path == new_path else [old_path, new_path]
     return split_patches(git.git_text(repo, [*args, *git.PATCH_OPTIONS, *literal_pathspecs(names)]))
 

@@ -149,8 +149,14 @@ def resolve_commit(repo: str, ref: str) -> str:
 
 def has_head(repo: str) -> bool:
     """False before the first commit (HEAD names an unborn branch)."""
+    return head_commit(repo) is not None
+
+
+def head_commit(repo: str) -> str | None:
+    """The full sha of HEAD's commit; None before the first commit (HEAD names an unborn branch)."""
     proc = run_git(repo, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], ok_codes=(0, 1, 128))
-    return proc.returncode == 0
+    sha = decode(proc.stdout).strip()
+    return sha if proc.returncode == 0 and sha else None
 
 
 def empty_tree(repo: str) -> str:

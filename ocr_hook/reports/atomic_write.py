@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 from ocr_hook.errors import FatalError
@@ -20,6 +19,8 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     The temporary file is created with mode 0666 less the umask, like an ordinary new file, and is
     removed again when anything fails; the error is one line naming the file.
     """
+    import secrets  # only when a file is written: not on every run's start-up
+
     target = Path(path)
     data = text.encode("utf-8", "surrogateescape")
     temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

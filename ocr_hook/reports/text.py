@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -10,7 +9,6 @@ from ocr_hook import gate
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
-from ocr_hook.secrets_mask import mask_secrets
 
 if TYPE_CHECKING:
     from ocr_hook.reports.base import ReportContext
@@ -39,6 +37,9 @@ def _existing_lines(finding: Finding, file_text: str | None) -> list[str]:
     """The code the suggestion replaces: the anchored lines of the file, else the quoted code.
 
     Secrets in those lines are masked as they were for the model: a report ends up in CI logs."""
+    # Loaded only for a suggestion to show: other formats use this module for summary_line alone.
+    from ocr_hook.secrets_mask import mask_secrets
+
     code = finding.existing_code
     if file_text is not None and finding.anchored and finding.start_line >= 1:
         lines = file_text.splitlines()
@@ -52,6 +53,8 @@ def suggestion_diff(finding: Finding, file_text: str | None) -> list[str]:
     """A small unified diff from the existing code to the suggestion (no ---/+++ header)."""
     if finding.suggestion is None:
         return []
+    import difflib
+
     old = _existing_lines(finding, file_text)
     new = finding.suggestion.splitlines()
     lines = list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]

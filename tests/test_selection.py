@@ -7,10 +7,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pathspec
 import pytest
 from gitrepo import commit_all, git, head, make_repo, write
+from hypothesis import assume, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
+from ocr_hook import config_files
 from ocr_hook.changes.collect import collect_changes
+from ocr_hook.changes.globs import GitIgnoreGlobs, check_patterns
 from ocr_hook.changes.selection import Selected, is_sensitive, select_files
 from ocr_hook.changes.snapshot import GitSnapshot
 from ocr_hook.errors import ConfigError
@@ -202,3 +208,62 @@ def test_reviews_come_before_skips_and_every_file_once(repo: Path) -> None:
     selected = list(select(repo).values())
     actions = [s.action for s in selected]
     assert actions == sorted(actions, key=lambda a: a != "review")
+
+
+# --- lazily compiled globs: the same answers as pathspec over the whole list ------------------------------
+
+def _full_answer(patterns: list[str], path: str) -> tuple[bool | None, int | None]:
+    result = pathspec.GitIgnoreSpec.from_lines(patterns).check_file(path)
+    return result.include, result.index
+
+
+def _shipped_patterns() -> list[str]:
+    data = config_files.read_yaml("selection.yaml")
+    return [*data["sensitive"], *(p for group in data["default_skip"].values() for p in group)]
+
+
+def _paths_near(patterns: list[str]) -> list[str]:
+    """Paths that match a glob, nearly match it, or carry its literal pieces in other places."""
+    out = ["app.py", "src/app.py", "README.md", "pkg/mod0.py", "a/b/c.txt", "x.lock.py", "dist.py", "node_modules"]
+    for pattern in patterns:
+        core = pattern.strip("/").replace("**/", "").replace("*", "x").replace("?", "q")
+        out += [core, f"deep/dir/{core}", f"{core}/inner.py", f"{core}.bak", f"pre{core}", f"dir/{core}x/y"]
+    return out
+
+
+def test_shipped_globs_answer_exactly_as_pathspec() -> None:
+    patterns = _shipped_patterns()
+    globs = GitIgnoreGlobs(patterns)
+    matched = 0
+    for path in _paths_near(patterns) + SECRETS:
+        assert globs.check_file(path) == _full_answer(patterns, path), path
+        matched += globs.check_file(path).include is True
+    assert matched > len(patterns)  # the paths really exercise the globs, not only the no-match case
+
+
+def test_an_ordinary_source_path_compiles_nothing() -> None:
+    globs = GitIgnoreGlobs(_shipped_patterns())
+    for path in ("pkg/mod0.py", "src/main.rs", "web/app.tsx", "lib/util.go"):
+        assert globs.check_file(path) == (None, None)
+    assert globs._specs == {}  # no pathspec compile was needed
+
+
+_GLOB_ALPHABET = "ab.*?/![]\\# "
+
+
+@given(patterns=st.lists(st.text(_GLOB_ALPHABET, min_size=1, max_size=7), min_size=1, max_size=6),
+       path=st.lists(st.text("ab.!#[] ", min_size=1, max_size=4), min_size=1, max_size=4).map("/".join))
+@hypothesis_settings(max_examples=400, deadline=None)
+def test_any_valid_globs_answer_exactly_as_pathspec(patterns: list[str], path: str) -> None:
+    assume(check_patterns(patterns) is None)
+    assert GitIgnoreGlobs(patterns).check_file(path) == _full_answer(patterns, path)
+
+
+def test_an_invalid_user_glob_is_a_config_error(repo: Path) -> None:
+    write(repo, "app.py", "a = 2\n")
+    git(repo, "add", "app.py")
+    for name in ("exclude", "include"):
+        with pytest.raises(ConfigError, match=f"setting '{name}'.*'!'"):
+            select(repo, settings(**{name: ("!",)}))
+    with pytest.raises(ConfigError, match="setting 'sensitive'"):
+        is_sensitive("app.py", settings(sensitive=("keys\\",)))

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-import pathspec
-
 from ocr_hook import config_files
+from ocr_hook.changes.globs import GitIgnoreGlobs, check_patterns
 from ocr_hook.changes.model import ChangeSet, FileChange, FileStatus
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.errors import ConfigError
@@ -33,12 +32,12 @@ class Selected(NamedTuple):
 
 @dataclass(frozen=True)
 class Rules:
-    sensitive: pathspec.GitIgnoreSpec
+    sensitive: GitIgnoreGlobs
     sensitive_patterns: tuple[str, ...]
-    skip: pathspec.GitIgnoreSpec
+    skip: GitIgnoreGlobs
     skip_patterns: tuple[str, ...]
     skip_labels: tuple[str, ...]  # per skip pattern: its category, or "exclude" for the user's own
-    include: pathspec.GitIgnoreSpec | None
+    include: GitIgnoreGlobs | None
     markers: tuple[bytes, ...]
     marker_lines: int
     risky: tuple[str, ...]
@@ -52,6 +51,8 @@ def load_rules(settings: Settings) -> Rules:
     bad = [p for p in settings.sensitive if p.lstrip().startswith("!")]
     if bad:
         raise ConfigError(f"setting 'sensitive' cannot un-protect files: remove the '!' pattern {bad[0]!r}")
+    for name in ("include", "exclude"):
+        _check_setting(name, getattr(settings, name))
     sensitive = _sensitive_patterns(tuple(settings.sensitive))
     skip_patterns: list[str] = []
     labels: list[str] = []
@@ -64,10 +65,10 @@ def load_rules(settings: Settings) -> Rules:
     return Rules(
         sensitive=_sensitive_spec(tuple(settings.sensitive)),
         sensitive_patterns=sensitive,
-        skip=pathspec.GitIgnoreSpec.from_lines(skip_patterns),
+        skip=GitIgnoreGlobs(skip_patterns),
         skip_patterns=tuple(skip_patterns),
         skip_labels=tuple(labels),
-        include=pathspec.GitIgnoreSpec.from_lines(settings.include) if settings.include else None,
+        include=GitIgnoreGlobs(settings.include) if settings.include else None,
         markers=tuple(m.encode() for m in data["generated_markers"]),
         marker_lines=int(data["marker_lines"]),
         risky=tuple(priority["risky"]),
@@ -97,9 +98,16 @@ def _sensitive_patterns(extra: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @functools.cache
-def _sensitive_spec(extra: tuple[str, ...]) -> pathspec.GitIgnoreSpec:
-    """Compiled once per run: file selection and the tools' is_hidden check share it."""
-    return pathspec.GitIgnoreSpec.from_lines(_sensitive_patterns(extra))
+def _sensitive_spec(extra: tuple[str, ...]) -> GitIgnoreGlobs:
+    """Built once per run: file selection and the tools' is_hidden check share it (and what it compiled)."""
+    _check_setting("sensitive", [p for p in extra if not p.lstrip().startswith("!")])
+    return GitIgnoreGlobs(_sensitive_patterns(extra))
+
+
+def _check_setting(name: str, patterns: Sequence[str]) -> None:
+    problem = check_patterns(patterns)
+    if problem is not None:
+        raise ConfigError(f"setting '{name}': {problem}")
 
 
 def select_files(change_set: ChangeSet, snapshot: Snapshot, settings: Settings) -> list[Selected]:

@@ -13,7 +13,6 @@ price. It is optional spending: a budget that cannot cover it is not marked exha
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -107,11 +106,12 @@ class Compactor:
     async def aclose(self) -> None:
         """The conversation is over: a notes request still in flight is no longer needed."""
         task, self._pending = self._pending, None
-        if task is not None and not task.done():
-            task.cancel()
-        if task is not None:
-            with contextlib.suppress(BaseException):
-                await task
+        if task is None:
+            return
+        task.cancel()
+        await asyncio.wait({task})  # unlike `await task`, never swallows a cancellation of our own
+        if not task.cancelled():
+            task.exception()  # retrieved: finished notes nobody needs, or a failure nobody acts on
 
     def _start(self) -> None:
         if self._gave_up or self.summaries >= MAX_SUMMARIES:
@@ -128,7 +128,9 @@ class Compactor:
         if task is None or not task.done():
             return False
         self._pending = None
-        notes = None if task.cancelled() or task.exception() is not None else task.result()
+        # The notes coroutine turns API and budget failures into None; anything else is a bug of ours
+        # and fails the file like any other (task.result() raises it).
+        notes = None if task.cancelled() else task.result()
         if not notes:
             self._gave_up = True  # one failed attempt is enough: elision still guards the window
             return False

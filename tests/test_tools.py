@@ -444,3 +444,24 @@ def test_sensitive_files_are_left_out_of_search_results(guarded: ToolContext):
     assert result.text.startswith('No matches for "API_TOKEN"')
     assert result.text.endswith("[1 matches in sensitive files are not shown.]")
     assert call(guarded, "file_find", query_name=".env").text == "config/.env"  # a name is not a secret
+
+
+# --- what the tools masked, for the run's note ----------------------------------------------------------
+
+
+def test_tools_count_the_lines_they_masked(tmp_path: Path):
+    root = make_repo(tmp_path / "repo")
+    write(root, "keys.py", "import os\n")
+    commit_all(root, "base")
+    write(root, "keys.py", 'import os\npassword = "k3Yq9vLw2ZtR8mNp"\nx = 1\ny = 2\n'
+                           'token = "AKIAQ3XB7RM2LPZK4TWE"\nz = 3\n')
+    git(root, "add", "keys.py")
+    for context in context_for(root, Scope("staged")):
+        whole = call(context, "file_read", file_path="keys.py", start_line=1, end_line=6)
+        assert "k3Yq9vLw2ZtR8mNp" not in whole.text and "AKIAQ3XB7RM2LPZK4TWE" not in whole.text
+        assert whole.masked == 2
+        assert call(context, "file_read", file_path="keys.py", start_line=3, end_line=4).masked == 0
+        assert call(context, "file_read", file_path="keys.py", start_line=1, end_line=3).masked == 1
+        found = call(context, "code_search", search_text="password")
+        assert "k3Yq9vLw2ZtR8mNp" not in found.text and found.masked == 1
+        assert call(context, "code_search", search_text="import").masked == 0

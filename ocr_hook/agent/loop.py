@@ -346,6 +346,7 @@ class FileReview:
             if isinstance(item, asyncio.Task):
                 result = item.result()
                 text = self.mask(result.text)
+                self.mask.count += result.masked  # what the tool masked itself, in its file's context
                 if len(text) > MAX_TOOL_RESULT_CHARS:
                     text = text[:MAX_TOOL_RESULT_CHARS] + "\n[output cut here: ask for less, e.g. a narrower range]"
                 result = ToolResult(text, result.is_error)

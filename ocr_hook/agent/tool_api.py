@@ -41,3 +41,5 @@ class ToolContext:
 class ToolResult(NamedTuple):
     text: str
     is_error: bool = False
+    # Lines of `text` in which the tool masked a likely secret (it masks whole files, in context).
+    masked: int = 0

@@ -56,7 +56,7 @@ def run_context_tool(name: str, tool_input: dict[str, Any], ctx: ToolContext) ->
         result = tool(tool_input, ctx)
     except _Refused as refusal:
         result = ToolResult(str(refusal), is_error=True)
-    return ToolResult(_model_safe(result.text), result.is_error)
+    return result._replace(text=_model_safe(result.text))
 
 
 # --- file_read ---------------------------------------------------------------------------------
@@ -80,7 +80,9 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if b"\0" in data[:_BINARY_PROBE]:
         return ToolResult(f"`{path}` is a binary file ({len(data)} bytes); its content cannot be shown.", True)
     # Masked as a whole file: a range cut from the middle of a key block no longer shows it is one.
-    lines = _split_lines(_masked_text(data))
+    masked_text, secrets = _masked_text(data)
+    lines = _split_lines(masked_text)
+    plain = _split_lines(data.decode("utf-8", errors="replace")) if secrets else lines
     total = len(lines)
     if total == 0:
         return ToolResult(f"`{path}` is empty (0 lines).")
@@ -117,16 +119,17 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             f"[Lines {start}-{last} of {total} shown: file_read returns at most {MAX_READ_LINES} lines "
             f"per call. Continue with start_line {last + 1}.]"
         )
-    return ToolResult("\n".join(out + notes))
+    masked = sum(1 for n in range(start, shown_last + 1) if plain[n - 1] != lines[n - 1])
+    return ToolResult("\n".join(out + notes), masked=masked)
 
 
 _READ_EXAMPLE = 'call it like {"file_path": "src/app/main.py", "start_line": 1, "end_line": 200}'
 
 
-def _masked_text(data: bytes) -> str:
+def _masked_text(data: bytes) -> tuple[str, int]:
     """A file's text with its secrets masked in the context of the whole file (masking keeps every
-    line break, so line numbers stay those of the file)."""
-    return mask_secrets(data.decode("utf-8", errors="replace"))[0]
+    line break, so line numbers stay those of the file), and how many secrets were masked."""
+    return mask_secrets(data.decode("utf-8", errors="replace"))
 
 
 def _line_number(value: object, name: str) -> int:
@@ -368,8 +371,10 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     out: list[str] = []
     size = 0
     masked_line = _MaskedLines(ctx)
+    masked = 0
     for hit in hits:
         text = masked_line(hit)
+        masked += text != hit.text
         text = text if len(text) <= MAX_HIT_CHARS else f"{text[:MAX_HIT_CHARS]}…"
         row = f"{hit.path}:{hit.line_no}:{text}"
         if len(out) >= MAX_SEARCH_LINES or size + len(row) + 1 > MAX_SEARCH_CHARS:
@@ -387,7 +392,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         out.append(f"[Only the first {MAX_HITS_PER_FILE} matches are shown for: {', '.join(truncated)}.]")
     if hidden_note:
         out.append(hidden_note)
-    return ToolResult("\n".join(out))
+    return ToolResult("\n".join(out), masked=masked)
 
 
 class _MaskedLines:
@@ -405,7 +410,7 @@ class _MaskedLines:
                 self._files[hit.path] = None
             else:
                 self._files[hit.path] = (_split_lines(data.decode("utf-8", errors="replace")),
-                                         _split_lines(_masked_text(data)))
+                                         _split_lines(_masked_text(data)[0]))
         pair = self._files[hit.path]
         if pair is not None and 1 <= hit.line_no <= len(pair[1]):
             plain, masked = pair[0][hit.line_no - 1], pair[1][hit.line_no - 1]

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PureWindowsPath
 from typing import Any
@@ -39,6 +38,8 @@ def default_cache_dir(environ: Mapping[str, str] = os.environ, *, platform: str 
         return Path(home) / ".cache" / APP_DIR
     # No usable home (some CI containers): a per-user directory under the system temp dir.
     user = str(os.getuid()) if hasattr(os, "getuid") else environ.get("USERNAME", "user")
+    import tempfile
+
     return Path(tempfile.gettempdir()) / f"{APP_DIR}-{user}"
 
 
@@ -145,6 +146,8 @@ class ResultCache:
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             path.parent.mkdir(mode=0o700, exist_ok=True)
+            import tempfile  # writing only: a wholly cached run never loads it
+
             fd, temp_name = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)

@@ -48,6 +48,31 @@ def test_repo_root_of_a_missing_directory(tmp_path: Path) -> None:
         g.repo_root(str(tmp_path / "nope"))
 
 
+def test_repo_top_gives_root_and_head_in_one_call(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    sub = repo / "a"
+    sub.mkdir()
+    unborn = g.repo_top(str(sub))
+    assert (Path(unborn.root).resolve(), unborn.head) == (repo.resolve(), None)
+    assert unborn.root == g.repo_root(str(sub)) and g.head_commit(str(repo)) is None
+    write(repo, "f.txt", "x\n")
+    sha = commit_all(repo)
+    assert g.repo_top(str(sub)) == (g.repo_root(str(sub)), sha)
+    assert g.head_commit(str(repo)) == sha and g.has_head(str(repo))
+
+
+def test_repo_top_fails_like_repo_root(tmp_path: Path) -> None:
+    for where in (tmp_path, tmp_path / "nope"):
+        with pytest.raises(GitError) as expected:
+            g.repo_root(str(where))
+        with pytest.raises(GitError) as got:
+            g.repo_top(str(where))
+        assert str(got.value) == str(expected.value)
+    repo = make_repo(tmp_path / "repo")
+    with pytest.raises(GitError, match=r"cannot use .* as a git work tree"):
+        g.repo_top(str(repo / ".git"))
+
+
 def test_resolve_commit_names_the_unknown_ref(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     write(repo, "f.txt", "x\n")

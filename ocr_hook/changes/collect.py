@@ -18,10 +18,20 @@ class Sides(NamedTuple):
     description: str
 
 
+class _Lookup:
+    """The default of `head`: ask git."""
+
+
+LOOKUP_HEAD = _Lookup()
+
+
 def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
-                    environ: Mapping[str, str]) -> ChangeSet:
-    """Every changed file of the scope, restricted to `paths` (repo-relative, taken literally)."""
-    sides = resolve_sides(repo_root, scope, environ)
+                    environ: Mapping[str, str], *, head: str | _Lookup | None = LOOKUP_HEAD) -> ChangeSet:
+    """Every changed file of the scope, restricted to `paths` (repo-relative, taken literally).
+
+    `head`: HEAD's commit (None before the first commit) when the caller already asked git, e.g. with
+    git.repo_top, which saves the staged scope a git call."""
+    sides = resolve_sides(repo_root, scope, environ, head=head)
     files = diff_files(repo_root, sides.base, sides.target, paths)
     description = sides.description
     if paths:
@@ -30,9 +40,10 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
                      files=tuple(files))
 
 
-def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str]) -> Sides:
+def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
+                  head: str | _Lookup | None = LOOKUP_HEAD) -> Sides:
     if scope.kind == "staged":
-        return _staged(repo)
+        return _staged(repo, git.head_commit(repo) if isinstance(head, _Lookup) else head)
     if scope.kind == "base":
         ref = scope.base or ""
         base_sha = git.resolve_commit(repo, ref)
@@ -54,9 +65,8 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str]) -> Sides:
     raise FatalError(f"unknown scope {scope.kind!r}")
 
 
-def _staged(repo: str) -> Sides:
+def _staged(repo: str, head: str | None) -> Sides:
     git.check_no_unmerged(repo)
-    head = git.head_commit(repo)  # one git call answers both "is there a HEAD?" and "which commit?"
     if head is not None:
         return Sides(head, None, f"staged changes (index against HEAD {head[:12]})")
     return Sides(git.empty_tree(repo), None, "staged changes (index against the empty tree: no commits yet)")

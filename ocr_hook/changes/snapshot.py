@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tempfile
 import threading
 from types import TracebackType
 from typing import IO, NamedTuple
@@ -232,6 +231,8 @@ def pathspec_problem(spec: str) -> str | None:
 def _run_capped(repo: str, args: list[str], timeout_s: float) -> tuple[bytes, int | None, str, bool]:
     """Run git with a wall-clock limit and an output cap; (stdout, returncode or None if we stopped
     it for size, stderr, timed_out)."""
+    import tempfile  # only the tools' searches need it; a cached run's snapshot never does
+
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(git.git_command(args), cwd=repo, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=err, env=git.git_env())

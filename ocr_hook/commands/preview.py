@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
 from ocr_hook.changes.collect import repo_relative_paths
-from ocr_hook.changes.git import repo_root
+from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
@@ -46,9 +46,9 @@ def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str,
         environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     cwd = os.getcwd()
-    root = repo_root(cwd)
+    root, head = repo_top(cwd)
     settings = load(Path(root), config_file, flags={}, environ=environ)
-    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ)
+    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
     snapshot = open_snapshot(root, change_set)
     try:
         selected = select_files(change_set, snapshot, settings)

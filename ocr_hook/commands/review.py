@@ -11,7 +11,7 @@ from typing import Any
 
 from ocr_hook import __version__
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
-from ocr_hook.changes.git import repo_root
+from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.errors import ConfigError
@@ -26,10 +26,10 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
         baseline_out: str | None = None) -> int:
     environ = os.environ if environ is None else environ
     started = time.monotonic()
-    root = repo_root(os.getcwd())
+    root, head = repo_top(os.getcwd())
     settings = load(Path(root), config_file, flags, environ)
     check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
-    change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ)
+    change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ, head=head)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     if not change_set.files:
         # The idle path of a hook run on every commit: no snapshot, selection or agent to load.

@@ -108,6 +108,11 @@ class Progress:
                 self._status_len = 0
             self._draw_status()
 
+    @property
+    def quiet(self) -> bool:
+        """True with -q: nothing is printed, not even the closing lines."""
+        return self._quiet
+
     def finish(self, *lines: str) -> None:
         """Clear the status line and print the closing lines; later events are ignored."""
         if self._quiet:

@@ -93,6 +93,33 @@ def test_staged_refuses_unmerged_paths(repo: Path) -> None:
         collect(repo, Scope("staged"))
 
 
+@pytest.mark.parametrize("kind", ["both modified", "deleted by them", "deleted by us", "both added"])
+def test_every_kind_of_conflict_is_refused_with_or_without_paths(repo: Path, kind: str) -> None:
+    # The check runs only when the index's raw listing is not empty: every kind of conflict must show there.
+    git(repo, "checkout", "-q", "-b", "other")
+    if kind == "deleted by them":
+        git(repo, "rm", "-q", "a.py")
+    else:
+        write(repo, "new.py" if kind == "both added" else "a.py", "x = 'other'\n")
+    commit_all(repo, "other")
+    git(repo, "checkout", "-q", "main")
+    if kind == "deleted by us":
+        git(repo, "rm", "-q", "a.py")
+    else:
+        write(repo, "new.py" if kind == "both added" else "a.py", "x = 'main'\n")
+    commit_all(repo, "main")
+    git(repo, "merge", "-q", "other", check=False)
+    assert g.unmerged_paths(str(repo))
+    for paths in ((), ("b.py",)):
+        with pytest.raises(GitError, match="merge conflict in progress"):
+            collect(repo, Scope("staged"), paths)
+
+
+def test_nothing_staged_is_an_empty_change_set(repo: Path) -> None:
+    change_set = collect(repo, Scope("staged"))
+    assert change_set.files == () and change_set.base == head(repo)
+
+
 def test_base_is_merge_base_to_head(repo: Path) -> None:
     git(repo, "checkout", "-q", "-b", "feature")
     write(repo, "feature.py", "f = 1\n")

@@ -33,6 +33,7 @@ def test_quiet_writes_nothing() -> None:
     progress.event("a.py", "failed", "boom")
     progress.finish("summary")
     assert out.getvalue() == ""
+    assert progress.quiet and not Progress(out, quiet=False, live=False).quiet
 
 
 def _screen(raw: str) -> list[str]:

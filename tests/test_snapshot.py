@@ -167,6 +167,20 @@ def test_many_threads_share_one_snapshot(repo: Path) -> None:
     assert errors == []
 
 
+def test_a_blob_read_again_comes_from_memory_within_the_cap(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with GitSnapshot(str(repo), None) as snap:
+        first = snap.read_bytes("src/app.py")
+        snap._stop_cat_file()
+        assert snap.read_text("src/app.py") == first.decode() and snap._proc is None  # git was not asked
+        assert snap.read_bytes("src/config.py") == b"def load_config():\n    return {}\n"
+        assert snap._proc is not None  # a blob not read before still comes from git
+    monkeypatch.setattr("ocr_hook.changes.snapshot._BLOB_MEMO_BYTES", 60)
+    with GitSnapshot(str(repo), None) as snap:
+        texts = [snap.read_bytes(p) for p in ("src/app.py", "src/config.py", "README.md", "src/app.py")]
+        assert texts[0] == texts[3] and texts[2] == b"Load_Config explained\n"
+        assert 0 < snap._blob_bytes <= 60
+
+
 def test_close_is_idempotent_and_safe(repo: Path) -> None:
     snap = GitSnapshot(str(repo), None)
     assert snap.read_bytes("README.md") is not None

@@ -32,7 +32,11 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
     `head`: HEAD's commit (None before the first commit) when the caller already asked git, e.g. with
     git.repo_top, which saves the staged scope a git call."""
     sides = resolve_sides(repo_root, scope, environ, head=head)
-    files = diff_files(repo_root, sides.base, sides.target, paths)
+    staged = scope.kind == "staged"
+    if staged and paths:
+        # A conflict anywhere stops the run, also outside the PATHS the diff below is limited to.
+        git.check_no_unmerged(repo_root)
+    files = diff_files(repo_root, sides.base, sides.target, paths, check_unmerged=staged and not paths)
     description = sides.description
     if paths:
         description += " in " + ", ".join(paths)
@@ -66,7 +70,7 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
 
 
 def _staged(repo: str, head: str | None) -> Sides:
-    git.check_no_unmerged(repo)
+    # (Unmerged paths are refused by collect_changes, with the diff.)
     if head is not None:
         return Sides(head, None, f"staged changes (index against HEAD {head[:12]})")
     return Sides(git.empty_tree(repo), None, "staged changes (index against the empty tree: no commits yet)")
@@ -118,19 +122,29 @@ def literal_pathspecs(paths: Sequence[str]) -> list[str]:
     return ["--", *(f":(literal){p}" for p in paths)] if paths else ["--"]
 
 
-def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = ()) -> list[FileChange]:
-    """One raw listing and one patch for all files; per-file patches only if the two disagree."""
+def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = (), *,
+               check_unmerged: bool = False) -> list[FileChange]:
+    """One raw listing and one patch for all files; per-file patches only if the two disagree.
+
+    check_unmerged: refuse an index with conflicts (GitError), for a listing of the whole index."""
     args = diff_args(base, target)
     spec = literal_pathspecs(paths)
     raw = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *spec])
     if not raw:
+        # A conflicted path is always in the index's raw listing (status U), so an empty one proves
+        # there is none: the idle run of a hook (nothing staged) skips that git call.
         return []
     # Loaded only when there is a diff to parse: unidiff is no part of the idle path.
     from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
 
+    try:
+        entries = parse_raw(raw)  # refuses U (conflict) entries, so a clean index needs no other check
+    except DiffParseError as exc:
+        if check_unmerged:
+            git.check_no_unmerged(repo)  # a conflict gets its own message, naming the paths
+        raise GitError(f"cannot read the diff: {exc}") from None
     patch = git.git_text(repo, [*args, *git.PATCH_OPTIONS, *spec])
     try:
-        entries = parse_raw(raw)
         groups = group_patches(entries, split_patches(patch))
         if groups is None:
             groups = [_patches_of(repo, args, e.old_path, e.new_path) for e in entries]

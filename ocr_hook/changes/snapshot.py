@@ -23,6 +23,9 @@ _SYMLINK_MODE = "120000"
 _MAX_GREP_OUTPUT = 8 * 1024 * 1024  # bytes read from one git grep before it is stopped
 _MAX_GREP_HITS = 5_000
 _MAX_HIT_TEXT = 2_000
+# Blobs already read are kept (by object id, so never stale) up to this many bytes: selection, the
+# result-cache lookup, the tools and the reports all read the same few files.
+_BLOB_MEMO_BYTES = 16 * 1024 * 1024
 _SHORT_MAGIC = re.compile(r"^:[!^/]*:?")
 _LONG_MAGIC = re.compile(r"^:\([^)]*\)")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
@@ -46,6 +49,8 @@ class GitSnapshot:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._entries: dict[str, _Entry] | None = None
+        self._blobs: dict[str, bytes] = {}
+        self._blob_bytes = 0
         self._closed = False
 
     # --- reading --------------------------------------------------------------------------------
@@ -57,7 +62,13 @@ class GitSnapshot:
             entry = self._listing().get(path)
             if entry is None or (entry.mode not in _REGULAR_MODES and entry.mode != _SYMLINK_MODE):
                 return None
-            return self._cat(entry.sha)
+            data = self._blobs.get(entry.sha)
+            if data is None:
+                data = self._cat(entry.sha)
+                if self._blob_bytes + len(data) <= _BLOB_MEMO_BYTES:
+                    self._blobs[entry.sha] = data
+                    self._blob_bytes += len(data)
+            return data
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
@@ -170,6 +181,7 @@ class GitSnapshot:
             self._closed = True
             self._stop_cat_file()
             self._entries = None
+            self._blobs.clear()
 
     def __enter__(self) -> GitSnapshot:
         return self

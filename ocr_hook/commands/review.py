@@ -7,18 +7,20 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook import __version__
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.git import repo_top
-from ocr_hook.changes.model import ChangeSet, FileChange
-from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.progress import Progress
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import ChangeSet, FileChange
+    from ocr_hook.changes.snapshot_api import Snapshot
 
 
 def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
@@ -136,7 +138,6 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
            progress: Progress, environ: Mapping[str, str]) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext, render, write_report
-    from ocr_hook.reports.text import summary_line
 
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
@@ -154,7 +155,9 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     # ends with the summary and verdict already; other formats get them on standard error.
     if settings.format == "text":
         progress.finish()
-    else:
+    elif not progress.quiet:  # (a quiet run prints neither line: no need to build them)
+        from ocr_hook.reports.text import summary_line
+
         progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
     sys.stdout.write(render(settings.format, result, ctx))
     sys.stdout.flush()

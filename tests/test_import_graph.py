@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
+from gitrepo import commit_all, git, make_repo, run_cli, write
 
 import ocr_hook
 
@@ -96,3 +100,54 @@ def test_importing_the_agent_loads_neither_the_sdk_nor_the_cli(tmp_path) -> None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=tmp_path).stdout
     assert out.strip() == "[]"
+
+
+# --- the light paths of `ocr-hook review` (a hook runs them on every commit) ------------------------------
+
+LIGHT_RUN = r"""
+import atexit, json, sys
+# (Not difflib: click itself loads it to parse "-q", trying it as a long option first.)
+WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib",
+         "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry")
+atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(sorted(m for m in WATCH if m in sys.modules))))
+from ocr_hook.cli import main
+main(["review", "-q", "--format", "json"])
+"""
+
+
+def light_run(repo: Path, env: dict[str, str], out: Path) -> tuple[dict, list[str]]:
+    proc = subprocess.run([sys.executable, "-c", LIGHT_RUN, str(out)], cwd=repo, env=env, capture_output=True,
+                          text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), json.loads(out.read_text())
+
+
+def test_nothing_staged_loads_only_the_start_up_code(tmp_path: Path, sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "app.py", "x = 1\n")
+    commit_all(repo, "initial")
+    report, loaded = light_run(repo, sdk_env, tmp_path / "modules.json")
+    assert report["status"] == "complete" and report["coverage"]["reviewed"] == []
+    assert loaded == []
+
+
+def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                     sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "calc.py", "def add(a, b):\n    return a + b\n")
+    commit_all(repo, "initial")
+    write(repo, "calc.py", "def add(a, b):\n    return a - b\n")
+    git(repo, "add", "calc.py")
+    fake_api.handle(lambda body: "You check code review comments" in str(body.get("system")),
+                    lambda body: Reply([text('{"wrong": []}')]))
+    fake_api.script("calc.py", [Reply([tool_use("code_comment", {"comments": [{
+        "content": "Subtracts.", "existing_code": "return a - b", "severity": "low", "category": "bug"}]})]),
+        task_done()])
+    first = run_cli(repo, "review", "-q", "--format", "json", env=sdk_env)
+    assert first.returncode == 0, first.stderr
+    sent = len(fake_api.requests)
+    report, loaded = light_run(repo, sdk_env, tmp_path / "modules.json")
+    assert len(fake_api.requests) == sent
+    assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
+    # unidiff parses the diff and hashlib keys the cache; nothing else on the watch list is needed.
+    assert loaded == ["hashlib", "unidiff"]

@@ -114,13 +114,16 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
                     settings: Settings) -> ReviewResult:
-    from ocr_hook import diff_filter
     from ocr_hook.suppress import apply_suppressions, load_baseline
+
+    baseline = load_baseline(settings.baseline) if settings.baseline else frozenset()  # a bad file is an error
+    if not result.findings:  # a clean (e.g. cached) run need not load the filter and its anchoring code
+        return result
+    from ocr_hook import diff_filter
 
     kept, dropped = diff_filter.apply(result.findings, change_set.by_path(), settings.filter_mode)
     if dropped:
         result.dropped["filter_mode"] = result.dropped.get("filter_mode", 0) + dropped
-    baseline = load_baseline(settings.baseline) if settings.baseline else frozenset()
     result.findings = apply_suppressions(kept, baseline, texts)
     return result
 

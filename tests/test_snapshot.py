@@ -181,6 +181,26 @@ def test_a_blob_read_again_comes_from_memory_within_the_cap(repo: Path, monkeypa
         assert 0 < snap._blob_bytes <= 60
 
 
+def test_the_change_sets_files_are_read_without_listing_the_whole_index(repo: Path) -> None:
+    names = ["src/app.py", "new dir/a*b[1].py", ":(glob)odd.py", "src/config.py", "link"]
+    for name in names[:3]:
+        write(repo, name, f"content of {name}\n")
+    git(repo, "rm", "-q", "--cached", "src/config.py")
+    os.symlink("src/app.py", repo / "link")
+    git(repo, "add", "-A", "--", *(f":(literal){n}" for n in names[:3]), "link")
+    change_set = collect_changes(str(repo), Scope("staged"), (), {})
+    assert sorted(f.path for f in change_set.files) == sorted(names)
+    with open_snapshot(str(repo), change_set) as snap, GitSnapshot(str(repo), None) as whole:
+        for name in names:
+            assert snap.read_bytes(name) == whole.read_bytes(name), name
+            assert snap.is_symlink(name) == whole.is_symlink(name), name
+        assert snap.read_bytes("new dir/a*b[1].py") == b"content of new dir/a*b[1].py\n"
+        assert snap.read_bytes("src/config.py") is None and snap.is_symlink("link")
+        assert snap._entries is None  # only the changed paths were listed
+        assert snap.read_text("README.md") == "Load_Config explained\n"  # any other path still reads
+        assert snap._entries is not None and "README.md" in snap.paths()
+
+
 def test_close_is_idempotent_and_safe(repo: Path) -> None:
     snap = GitSnapshot(str(repo), None)
     assert snap.read_bytes("README.md") is not None

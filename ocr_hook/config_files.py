@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -13,18 +13,20 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @cache
-def _config_dir() -> Path:
+def _config_dir() -> str:
     # The package's own directory, found through its __file__: importlib.resources would cost more
-    # at start-up than every other step of an idle run together.
+    # at start-up than every other step of an idle run together (and os.path, unlike pathlib, is
+    # loaded already).
     import ocr_hook.config
 
-    return Path(ocr_hook.config.__file__).parent
+    return os.path.dirname(ocr_hook.config.__file__)
 
 
 @cache
 def read_text(name: str) -> str:
     """A shipped config file by its path under config/, e.g. "defaults.yaml" or "prompts/main.md"."""
-    return _config_dir().joinpath(*name.split("/")).read_text(encoding="utf-8")
+    with open(os.path.join(_config_dir(), *name.split("/")), encoding="utf-8") as handle:
+        return handle.read()
 
 
 @cache

@@ -6,13 +6,15 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ocr_hook import config_files
 from ocr_hook.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 REPO_CONFIG_NAME = ".ocr-hook.yaml"
 
@@ -210,7 +212,7 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
 
 
 def load(
-    repo_root: Path | None,
+    repo_root: str | os.PathLike[str] | None,
     config_file: str | None = None,
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -221,13 +223,18 @@ def load(
     defaults_pricing = dict(merged["pricing"])
 
     config_file = config_file or environ.get("OCR_HOOK_CONFIG") or None
+    # pathlib only when there is a file to read: it is not loaded otherwise on an idle run.
     if config_file:
+        from pathlib import Path
+
         path = Path(config_file)
         if not path.is_file():
             raise ConfigError(f"config file not found: {config_file}")
         layer = _from_mapping(_read_yaml_file(path), str(path))
-    elif repo_root is not None and (repo_root / REPO_CONFIG_NAME).is_file():
-        path = repo_root / REPO_CONFIG_NAME
+    elif repo_root is not None and os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
+        from pathlib import Path
+
+        path = Path(repo_root) / REPO_CONFIG_NAME
         layer = _from_mapping(_read_yaml_file(path), REPO_CONFIG_NAME)
     else:
         layer = {}

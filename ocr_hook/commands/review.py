@@ -6,7 +6,6 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import __version__
@@ -29,7 +28,7 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     environ = os.environ if environ is None else environ
     started = time.monotonic()
     root, head = repo_top(os.getcwd())
-    settings = load(Path(root), config_file, flags, environ)
+    settings = load(root, config_file, flags, environ)
     check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
     change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ, head=head)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
@@ -55,7 +54,12 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
 
 def check_output_paths(paths: Sequence[str | None]) -> None:
     """Refuse unwritable output paths before any work, so a typo never costs a paid review."""
-    for name in filter(None, paths):
+    names = [name for name in paths if name]
+    if not names:
+        return
+    from pathlib import Path  # here: a run with no output file need not load pathlib
+
+    for name in names:
         path = Path(name)
         parent = path.parent if str(path.parent) else Path(".")
         if path.is_dir():
@@ -98,6 +102,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                progress: Progress, environ: Mapping[str, str], started: float) -> ReviewResult:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
+    from pathlib import Path
+
     from ocr_hook.agent import ReviewJob, review_files
     from ocr_hook.budget import Budget
     from ocr_hook.result_cache import ResultCache, default_cache_dir

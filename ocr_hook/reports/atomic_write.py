@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 
 from ocr_hook.errors import FatalError
 
@@ -20,6 +19,7 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     removed again when anything fails; the error is one line naming the file.
     """
     import secrets  # only when a file is written: not on every run's start-up
+    from pathlib import Path
 
     target = Path(path)
     data = text.encode("utf-8", "surrogateescape")

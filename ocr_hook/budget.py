@@ -101,6 +101,7 @@ class Budget:
         self._spent = Fraction(0)
         self._spent_tokens = 0
         self._forfeited = Fraction(0)
+        self._forfeited_requests = 0
         self._usage = Usage()
         self._exhausted_reason: str | None = None
 
@@ -223,12 +224,18 @@ class Budget:
             self._spent += reservation.cost
             self._spent_tokens += reservation.tokens
             self._forfeited += reservation.cost
+            self._forfeited_requests += 1
 
     @property
     def forfeited_usd(self) -> float:
         """Worst-case cost counted for requests whose billing is unknown (see forfeit)."""
         with self._lock:
             return float(self._forfeited)
+
+    @property
+    def forfeited_requests(self) -> int:
+        with self._lock:
+            return self._forfeited_requests
 
     # --- internals (call with the lock held) -----------------------------------------------------
 

@@ -445,6 +445,11 @@ def test_deadline_cuts_retry_after_sleeps(three_files: Path, fake_api: FakeMessa
     assert len(fake_api.requests) == 3  # one attempt per file, cut while waiting to retry
     assert not result.complete
     assert all(f.incomplete and "time limit" in f.reason for f in result.files)
+    # Nothing came back, so nothing is known to be billed: each cut request counts at its worst case,
+    # and the notes say the cost is an upper bound.
+    assert result.usage.requests == 0 and result.usage.cost_usd > 0
+    assert result.usage.cost_usd == pytest.approx(job.budget.forfeited_usd)
+    assert any("3 request(s) were cut off" in n and "upper bound" in n for n in result.notes)
 
 
 def test_budget_stop_allows_one_smaller_closing_round(three_files: Path, fake_api: FakeMessagesAPI,

@@ -276,7 +276,7 @@ def test_forfeit_counts_the_worst_case_as_spent() -> None:
     budget.forfeit(reservation)
     assert budget.reserved_usd == 0.0
     assert budget.spent_usd == pytest.approx(0.525)
-    assert budget.forfeited_usd == pytest.approx(0.525)
+    assert budget.forfeited_usd == pytest.approx(0.525) and budget.forfeited_requests == 1
     assert budget.usage.requests == 0 and budget.usage.cost_usd == pytest.approx(0.525)
     assert budget.spent_tokens == 110_000
     assert budget.reserve("sonnet", 100_000, 10_000) is None  # the room is gone

@@ -173,13 +173,15 @@ class Api:
                 response = await self._client.messages.create(
                     **payload, timeout=max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
         except TimeoutError:
-            self._budget.release(reservation)
+            # Cut off by the deadline: the API may bill a request we stopped waiting for, so its
+            # worst case counts as spent (the report says so) rather than nothing.
+            self._budget.forfeit(reservation)
             raise BudgetStop(self._budget.exhausted_reason or "the time limit was reached") from None
         except (anthropic.AnthropicError, TypeError, ValueError) as exc:
             self._budget.release(reservation)
             raise RequestFailed(describe_error(exc, self._secrets)) from None
         except BaseException:
-            self._budget.release(reservation)
+            self._budget.forfeit(reservation)  # cancelled (e.g. notes no longer needed) while in flight
             raise
         try:
             _check_message(response)

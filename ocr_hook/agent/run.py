@@ -213,6 +213,11 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
     if stopped and left:
         notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
+    cut = job.budget.forfeited_requests
+    if cut:
+        notes.append(f"{cut} request(s) were cut off after they were sent, so their usage never came back; "
+                     f"the API may still bill them: their worst case (${job.budget.forfeited_usd:.4f}) is "
+                     "counted in the cost, which is therefore an upper bound")
     if job.cache is not None and getattr(job.cache, "last_error", None):
         notes.append(str(job.cache.last_error))
     return ReviewResult(findings=findings, files=files, usage=job.budget.usage, scope=job.change_set.description,

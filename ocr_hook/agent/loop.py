@@ -125,10 +125,12 @@ class FileReview:
         if self.closing_note:
             outcome.notes.append(self.closing_note)
         if self.summaries or self.elisions:
-            done = [f"replaced by the model's notes {self.summaries} time(s)" if self.summaries else "",
-                    f"had older tool output elided {self.elisions} time(s)" if self.elisions else ""]
-            outcome.notes.append(f"{self.path}: the conversation neared the context window and "
-                                 + " and ".join(d for d in done if d))
+            done = []
+            if self.summaries:
+                done.append(f"older turns were replaced by the model's notes {self.summaries} time(s)")
+            if self.elisions:
+                done.append(f"older tool output was elided {self.elisions} time(s)")
+            outcome.notes.append(f"{self.path}: the conversation neared the context window; " + "; ".join(done))
         outcome.requests = self.requests
         return outcome
 
@@ -160,9 +162,9 @@ class FileReview:
 
     async def _send(self, conv: Conversation, phase: str, model: str, max_tokens: int | None = None) -> Any:
         tools_api = tools_param(registry.tools_for_phase(phase))
-        if self._compactor is not None and self._compactor.conv is conv:
-            if await self._compactor.before_request(lambda: conv.estimate_tokens(self.system, tools_api)):
-                self._older_turns_changed()
+        if self._compactor is not None and await self._compactor.before_request(
+                lambda: conv.estimate_tokens(self.system, tools_api)):
+            self._older_turns_changed()
         response = await self.api.create(model=model, max_tokens=max_tokens or self.settings.max_output_tokens,
                                          system=self.system, tools=tools_api, messages=conv.for_request())
         self.requests += 1

@@ -12,8 +12,10 @@ conversation outgrows it. Three ways, each on a fresh fake server:
   * no compaction: the window set out of reach, to show how big the conversation gets without it.
 Printed per way: requests, the largest request as a share of the window (over 100 %: the real API
 would refuse it), billed input-token equivalents (input + 1.25 x cache writes + 0.1 x cache reads),
-wall time, and the file's state. Targets: with compaction no request passes 80 % of the window and
-the file is reviewed; the background notes cost less than 10 % extra wall time over elision only.
+wall time, the file's state, and the cost the fake billed next to the cost the run reported (higher
+when a request was cut off after it was sent: its worst case is counted). Targets: with compaction
+no request passes 80 % of the window and the file is reviewed; the background notes cost less than
+10 % extra wall time over elision only.
 """
 
 from __future__ import annotations
@@ -106,10 +108,12 @@ def run(repo: Path, turns: int, window: int, notes_mode: str) -> dict[str, Any]:
             snapshot.close()
         answered = [r for r in fake.requests if r.usage is not None]
         main = [r for r in fake.requests if not is_notes_request(r.body)]
+        billed_usd = fake.billed_cost(settings.pricing)
     peak = max(estimate_tokens(r.raw.decode("utf-8", "replace")) for r in main)
     return {"requests": len(answered), "notes": len(answered) - len(main), "peak": peak / window,
             "billed": equivalents([r.usage for r in answered if r.usage is not None]), "wall": wall,
-            "state": result.files[0].state, "notes_text": "; ".join(result.notes)}
+            "state": result.files[0].state, "notes_text": "; ".join(result.notes),
+            "billed_usd": billed_usd, "reported_usd": result.usage.cost_usd}
 
 
 def main() -> None:
@@ -131,7 +135,8 @@ def main() -> None:
         for label, r in results.items():
             print(f"{label:16} {r['requests']:3} requests ({r['notes']} for notes), largest request "
                   f"{r['peak']:6.1%} of the window, billed input {r['billed']:11,.0f} equivalents, "
-                  f"{r['wall']:5.2f} s, {r['state']}")
+                  f"{r['wall']:5.2f} s, {r['state']}; cost billed ${r['billed_usd']:.4f}, "
+                  f"reported ${r['reported_usd']:.4f}")
         product, elision = results["notes + elision"], results["elision only"]
         print("notes:", product["notes_text"] or "(none)")
         slower = product["wall"] / elision["wall"] - 1

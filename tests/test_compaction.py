@@ -231,5 +231,29 @@ def test_a_notes_request_still_running_when_the_file_ends_is_not_waited_for(
     assert [f.state for f in result.files] == ["reviewed"]
     asked = notes_requests(fake_api)
     assert len(asked) == 1 and asked[0].status == 0  # not answered yet: the review did not wait for it
-    assert not any("notes" in n for n in result.notes)
-    assert result.usage.requests == len(main_requests(fake_api))  # the cut-off notes were not billed
+    assert not any("replaced by the model's notes" in n for n in result.notes)
+    # Cancelled at the end of the run after it was sent: no usage came back, so its worst case counts.
+    assert result.usage.requests == len(main_requests(fake_api))
+    assert job.budget.forfeited_requests == 1
+    assert any("1 request(s) were cut off" in n for n in result.notes)
+
+
+def test_notes_no_longer_needed_may_finish_while_other_files_run(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    root = staged_repo(tmp_path / "repo", {"big.py": BIG, "slow.py": "x = 1\n"},
+                       {"big.py": BIG + "tail = 1\n", "slow.py": "x = 2\n"})
+    fake_api.handle(is_notes_request, lambda body: Reply([text("notes nobody reads")], delay_s=0.5))
+    main_loop(fake_api, [*BIG_FIRST, read(700, 5)])  # big.py asks for notes, then ends one turn later
+    # slow.py keeps the run going for about 3 s, well past the notes' answer.
+    fake_api.script(main_opening("slow.py"), [
+        *(Reply([tool_use("file_find", {"query_name": f"name{n}"})], delay_s=0.5) for n in range(6)),
+        task_done()])
+    with review_job(root, sdk_env, context_window=WINDOW, plan_threshold=10_000, review_filter=False) as job:
+        result = review_files(job)
+
+    assert [f.state for f in result.files] == ["reviewed", "reviewed"]
+    [asked] = notes_requests(fake_api)
+    assert asked.status == 200  # answered after big.py was done, while slow.py was still being reviewed
+    assert job.budget.forfeited_requests == 0  # so it is counted at its real usage
+    assert result.usage.requests == len(fake_api.requests)
+    assert not any("cut off" in n for n in result.notes)

@@ -144,6 +144,7 @@ class Api:
         self._budget = budget
         self._secrets = tuple(secrets)
         self.requests = 0
+        self._background: set[asyncio.Task[Any]] = set()
 
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
                      system: list[dict[str, Any]] | str | None = None,
@@ -192,7 +193,23 @@ class Api:
         self._budget.settle(reservation, response.usage)
         return response
 
+    def keep_until_close(self, task: asyncio.Task[Any]) -> None:
+        """Let a request nobody waits for any more finish while the run goes on: once sent it is
+        probably billed anyway, and a finished request is counted at its real usage instead of its
+        worst case. Whatever is still running at aclose() is cancelled then."""
+        if not task.done():
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
     async def aclose(self) -> None:
+        leftovers = list(self._background)
+        for task in leftovers:
+            task.cancel()
+        if leftovers:
+            await asyncio.wait(leftovers)
+            for task in leftovers:
+                if not task.cancelled():
+                    task.exception()  # retrieved: nobody needs the answer
         await self._client.close()
 
 

@@ -103,15 +103,11 @@ class Compactor:
             return True
         return False
 
-    async def aclose(self) -> None:
-        """The conversation is over: a notes request still in flight is no longer needed."""
+    def detach(self) -> asyncio.Task[str | None] | None:
+        """The conversation is over: hand back a notes request still in flight, whose answer is no
+        longer needed (the caller decides whether to let it finish or cancel it)."""
         task, self._pending = self._pending, None
-        if task is None:
-            return
-        task.cancel()
-        await asyncio.wait({task})  # unlike `await task`, never swallows a cancellation of our own
-        if not task.cancelled():
-            task.exception()  # retrieved: finished notes nobody needs, or a failure nobody acts on
+        return task if task is not None and not task.done() else None
 
     def _start(self) -> None:
         if self._gave_up or self.summaries >= MAX_SUMMARIES:

@@ -119,7 +119,7 @@ class FileReview:
         try:
             await self._review(outcome)
         finally:
-            await self._end_conversation()
+            self._end_conversation()
         outcome.comments = list(self.box.comments)
         outcome.notes = self.box.notes()
         if self.closing_note:
@@ -177,7 +177,7 @@ class FileReview:
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """Read-only look around; returns the checklist (if the model wrote one) and rounds used."""
         change = self.task.change
-        conv = await self._new_conversation("plan")
+        conv = self._new_conversation("plan")
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds))])
@@ -203,7 +203,7 @@ class FileReview:
         change = self.task.change
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
-        conv = await self._new_conversation("main")
+        conv = self._new_conversation("main")
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds, self.mask(checklist) if checklist else None))])
@@ -260,19 +260,21 @@ class FileReview:
 
     # --- compaction ------------------------------------------------------------------------------
 
-    async def _new_conversation(self, phase: str) -> Conversation:
+    def _new_conversation(self, phase: str) -> Conversation:
         """A fresh conversation for a phase, with its own compactor (the previous one is closed)."""
-        await self._end_conversation()
+        self._end_conversation()
         conv = Conversation()
         self._compactor = Compactor(
             conv, self.settings.context_window, prompts.compact_request(self.path, NOTES_WORDS),
             prompts.compact_notes, functools.partial(self._notes, phase=phase))
         return conv
 
-    async def _end_conversation(self) -> None:
+    def _end_conversation(self) -> None:
         compactor, self._compactor = self._compactor, None
         if compactor is not None:
-            await compactor.aclose()
+            orphan = compactor.detach()
+            if orphan is not None:
+                self.api.keep_until_close(orphan)
             self.summaries += compactor.summaries
             self.elisions += compactor.elisions
 

@@ -41,6 +41,18 @@ if [ -z "${ANTHROPIC_API_KEY:-}" ] && [ -z "${ANTHROPIC_AUTH_TOKEN:-}" ]; then
   # may have its own credentials; ocr-hook says so clearly when it has none.
 fi
 
+# --- the args input (checked before anything slow) ----------------------------------------------------
+extra=()
+if [ -n "${INPUT_ARGS:-}" ]; then
+  # Through a file, not a process substitution: a refused `args` must stop the run, not vanish.
+  if ! "$python" "$action_dir/action/support.py" split-args "$INPUT_ARGS" >"$work/args"; then
+    echo "::error title=ocr-hook::the args input is not valid shell words (unbalanced quotes?)"
+    summary "ocr-hook: **failed**: the args input is not valid shell words."
+    finish 2 error
+  fi
+  while IFS= read -r -d '' word; do extra+=("$word"); done <"$work/args"
+fi
+
 # --- history -------------------------------------------------------------------------------------
 # actions/checkout fetches one commit by default; the merge base needs more. Fetch it here rather
 # than fail: the base branch for pull requests, all history otherwise.
@@ -50,7 +62,7 @@ if [ "$(git rev-parse --is-shallow-repository 2>/dev/null || echo false)" = "tru
   if [ -n "${GITHUB_BASE_REF:-}" ]; then
     refspecs=("+refs/heads/${GITHUB_BASE_REF}:refs/remotes/origin/${GITHUB_BASE_REF}")
   fi
-  git -c protocol.version=2 fetch --no-tags --prune --unshallow origin "${refspecs[@]}" \
+  git -c protocol.version=2 fetch --no-tags --prune --unshallow origin ${refspecs[@]+"${refspecs[@]}"} \
     || echo "::warning title=ocr-hook::could not fetch the history; the review may stop with a shallow-clone error"
   echo "::endgroup::"
 fi
@@ -74,11 +86,8 @@ cmd=("$venv/bin/ocr-hook" review --base "${INPUT_BASE:-auto}" --format github
 [ -n "${INPUT_TIMEOUT:-}" ] && cmd+=(--timeout "$INPUT_TIMEOUT")
 [ -n "${INPUT_MODEL:-}" ] && cmd+=(--model "$INPUT_MODEL")
 if [ -n "${INPUT_CACHE_DIR:-}" ]; then cmd+=(--cache-dir "$INPUT_CACHE_DIR"); else cmd+=(--no-cache); fi
-if [ -n "${INPUT_ARGS:-}" ]; then
-  words=()
-  while IFS= read -r -d '' word; do words+=("$word"); done < <("$python" "$action_dir/action/support.py" split-args "$INPUT_ARGS")
-  [ "${#words[@]}" -gt 0 ] && cmd+=("${words[@]}")
-fi
+# (The ${a[@]+...} form: an empty array under `set -u` is an error in the bash 3 of macOS.)
+cmd+=(${extra[@]+"${extra[@]}"})
 
 set +e
 "${cmd[@]}"

@@ -316,3 +316,59 @@ def test_fork_without_key_fails_when_the_key_is_required(runner: Runner, fake_ap
     assert re.search(r"^::error title=ocr-hook::no API key", proc.stdout, re.M), proc.stdout
     assert gate(out["exit-code"]) == 2
     assert fake_api.requests == []
+
+
+def _support() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("action_support", ROOT / "action" / "support.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_who_gets_no_secrets(tmp_path: Path) -> None:
+    support = _support()
+    event = tmp_path / "event.json"
+
+    def reason(payload: dict[str, Any], actor: str = "octo") -> str:
+        event.write_text(json.dumps(payload), encoding="utf-8")
+        return support.skip_reason({"GITHUB_EVENT_PATH": str(event), "GITHUB_ACTOR": actor})
+
+    same = {"full_name": "octo/app", "fork": False}
+    pr = {"pull_request": {"head": {"repo": same}, "base": {"repo": same}}, "repository": same}
+    assert reason(pr) == ""
+    assert reason(pr, actor="dependabot[bot]").startswith("the run was triggered by dependabot[bot]")
+    fork = {"pull_request": {"head": {"repo": {"full_name": "x/app", "fork": True}}, "base": {"repo": same}}}
+    assert "fork x/app" in reason(fork)
+    deleted = {"pull_request": {"head": {"repo": None}, "base": {"repo": same}}}
+    assert "(deleted)" in reason(deleted)
+    assert reason({"before": "abc", "repository": same}) == ""  # a push is never a fork's
+
+
+@pytest.mark.parametrize(("args", "words"), [("--on-error warn", ["--on-error", "warn"]),
+                                             ("'src dir/' --fail-on low", ["src dir/", "--fail-on", "low"]),
+                                             ("", [])])
+def test_args_input_is_split_like_shell_words(args: str, words: list[str]) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "action" / "support.py"), "split-args", args],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0
+    assert proc.stdout.split("\0")[:-1] == words
+
+
+def test_unbalanced_args_input_is_refused() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "action" / "support.py"), "split-args", "--model 'x"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "not valid shell words" in proc.stderr
+
+
+def test_bad_args_input_fails_before_installing(runner: Runner, fake_api: FakeMessagesAPI,
+                                                 sdk_env: dict[str, str]) -> None:
+    proc = runner.run({"args": "--model 'unclosed"}, sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"], out["sarif-file"]) == ("2", "error", "")
+    assert re.search(r"^::error title=ocr-hook::the args input is not valid shell words", proc.stdout, re.M)
+    assert gate(out["exit-code"]) == 2
+    assert not (runner.temp / "ocr-hook" / "venv").exists()

@@ -7,7 +7,8 @@ Variables:
   GITHUB_EVENT_PATH  the event payload (JSON); for a push, its `before` is the commit the branch
                      pointed at before the push → base that commit. All zeros (a new branch) has no
                      base: exit 2 with a hint.
-  GITEA_ACTIONS, FORGEJO_ACTIONS   "true" on those runners (only the reported name changes)
+  GITEA_ACTIONS, FORGEJO_ACTIONS   "true" on those runners (Forgejo sets both); only the reported
+                                   name changes
 """
 
 from __future__ import annotations

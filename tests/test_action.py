@@ -232,12 +232,24 @@ class Runner:
         self.forked = forked
 
     def run(self, inputs: dict[str, str], sdk: dict[str, str], *, head_repo: str = "octo/app",
-            key: bool = True) -> subprocess.CompletedProcess[str]:
-        self.event.write_text(json.dumps(pull_request_event(self.forked, self.merge, head_repo)), encoding="utf-8")
+            key: bool = True, push: bool = False) -> subprocess.CompletedProcess[str]:
+        if push:
+            # A push event: the checkout is the pushed branch's tip, `before` its previous tip.
+            event = {"ref": "refs/heads/feature", "before": self.forked.feature_first,
+                     "after": self.forked.feature_tip, "repository": {"full_name": "octo/app"}}
+            git(self.workspace, "fetch", "-q", "--no-tags", "--depth=1", "origin",
+                "+refs/heads/feature:refs/remotes/origin/feature")
+            git(self.workspace, "checkout", "-q", "--detach", "refs/remotes/origin/feature")
+            names = {"GITHUB_EVENT_NAME": "push", "GITHUB_BASE_REF": "", "GITHUB_HEAD_REF": "",
+                     "GITHUB_REF": "refs/heads/feature", "GITHUB_SHA": self.forked.feature_tip}
+        else:
+            event = pull_request_event(self.forked, self.merge, head_repo)
+            names = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": "feature",
+                     "GITHUB_REF": "refs/pull/1/merge", "GITHUB_SHA": self.merge}
+        self.event.write_text(json.dumps(event), encoding="utf-8")
         env = ci_free_env(
-            GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(self.event),
-            GITHUB_BASE_REF="main", GITHUB_HEAD_REF="feature", GITHUB_REF="refs/pull/1/merge",
-            GITHUB_SHA=self.merge, GITHUB_REPOSITORY="octo/app", GITHUB_ACTOR="octo",
+            **names, GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_PATH=str(self.event),
+            GITHUB_REPOSITORY="octo/app", GITHUB_ACTOR="octo",
             GITHUB_WORKSPACE=str(self.workspace), GITHUB_ACTION_PATH=str(ROOT), GITHUB_OUTPUT=str(self.output),
             GITHUB_STEP_SUMMARY=str(self.summary), RUNNER_TEMP=str(self.temp),
             ANTHROPIC_BASE_URL=sdk["ANTHROPIC_BASE_URL"], NO_PROXY=sdk.get("NO_PROXY", ""),
@@ -372,3 +384,17 @@ def test_bad_args_input_fails_before_installing(runner: Runner, fake_api: FakeMe
     assert re.search(r"^::error title=ocr-hook::the args input is not valid shell words", proc.stdout, re.M)
     assert gate(out["exit-code"]) == 2
     assert not (runner.temp / "ocr-hook" / "venv").exists()
+
+
+def test_push_event_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
+                                                 sdk_env: dict[str, str]) -> None:
+    proc = runner.run({"cache": "false", "upload-sarif": "false"}, sdk_env, push=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"], out["findings"]) == ("0", "complete", "0"), (out, proc.stderr)
+    assert gate(out["exit-code"]) == 0
+    report = json.loads((runner.temp / "ocr-hook" / "ocr-hook.json").read_text(encoding="utf-8"))
+    assert report["coverage"]["reviewed"] == FEATURE_FILES[1:]  # what the push added, after `before`
+    assert "GitHub Actions (push)" in report["scope"]
+    assert "PASSED" in runner.summary.read_text(encoding="utf-8")
+    assert not (runner.temp / "ocr-hook-cache").exists()  # cache: false → --no-cache

@@ -22,7 +22,8 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--staged", "scope_staged", is_flag=True,
                      help="Review the index against HEAD (the default)."),
         click.option("--base", "scope_base", metavar="REF",
-                     help="Review merge-base(REF, HEAD)..HEAD, as a CI job on a branch does."),
+                     help="Review merge-base(REF, HEAD)..HEAD, as a CI job on a branch does; `auto`: the "
+                          "pull/merge request's base from the CI system's variables."),
         click.option("--from", "scope_from", metavar="REF", help="Review REF..--to (both needed)."),
         click.option("--to", "scope_to", metavar="REF", help="End of the --from range."),
         click.option("--commit", "scope_commit", metavar="SHA", help="Review one commit against its parent."),

@@ -11,6 +11,8 @@ from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.errors import FatalError, GitError
 from ocr_hook.scope import Scope
 
+AUTO_BASE = "auto"  # `--base auto`: the CI system's pull/merge request base (ocr_hook.cienv)
+
 
 class Sides(NamedTuple):
     base: str  # tree-ish of the old side
@@ -49,11 +51,16 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
     if scope.kind == "staged":
         return _staged(repo, git.head_commit(repo) if isinstance(head, _Lookup) else head)
     if scope.kind == "base":
-        ref = scope.base or ""
+        ref, detected = scope.base or "", ""
+        if ref == AUTO_BASE:
+            from ocr_hook.changes.ci_base import resolve_auto_base
+
+            auto = resolve_auto_base(repo, environ)
+            ref, detected = auto.ref, f"; --base auto: {auto.ci}, {auto.source}"
         base_sha = git.resolve_commit(repo, ref)
         head = git.resolve_commit(repo, "HEAD")
         mb = git.merge_base(repo, base_sha, head)
-        return Sides(mb, head, f"{ref}...HEAD (merge base {mb[:12]}..{head[:12]})")
+        return Sides(mb, head, f"{ref}...HEAD (merge base {mb[:12]}..{head[:12]}{detected})")
     if scope.kind == "range":
         old = git.resolve_commit(repo, scope.from_ref or "")
         new = git.resolve_commit(repo, scope.to_ref or "")

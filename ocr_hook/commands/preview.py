@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.changes.collect import repo_relative_paths
+from ocr_hook.changes.ci_base import AutoBase, resolve_auto_base
+from ocr_hook.changes.collect import AUTO_BASE, repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.selection import Selected
@@ -48,6 +49,11 @@ def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str,
     cwd = os.getcwd()
     root, head = repo_top(cwd)
     settings = load(Path(root), config_file, flags={}, environ=environ)
+    ci = None
+    if scope.kind == "base" and scope.base == AUTO_BASE:
+        # Detected here rather than inside collect_changes, so the preview can say what it found.
+        ci = resolve_auto_base(root, environ)
+        scope = scope._replace(base=ci.ref)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
     snapshot = open_snapshot(root, change_set)
     try:
@@ -55,8 +61,8 @@ def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str,
         estimate = estimate_cost(selected, snapshot, settings)
     finally:
         snapshot.close()
-    out = render_json(change_set, selected, estimate, settings) if fmt == "json" else \
-        render_text(change_set, selected, estimate, settings)
+    out = render_json(change_set, selected, estimate, settings, ci=ci) if fmt == "json" else \
+        render_text(change_set, selected, estimate, settings, ci=ci)
     _write(out)
     return 0
 
@@ -79,7 +85,7 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
 
 
 def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings) -> str:
+                settings: Settings, *, ci: AutoBase | None = None) -> str:
     files = [
         {
             "path": s.change.path,
@@ -95,6 +101,7 @@ def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
     ]
     doc: dict[str, Any] = {
         "scope": change_set.description,
+        "ci": None if ci is None else {"name": ci.ci, "base": ci.ref, "source": ci.source},
         "files": files,
         "estimate": {
             "input_tokens": estimate.input_tokens,
@@ -111,9 +118,11 @@ def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
 
 
 def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings) -> str:
+                settings: Settings, *, ci: AutoBase | None = None) -> str:
     reviews = sum(1 for s in selected if s.action == "review")
     lines = [f"ocr-hook preview: {change_set.description}"]
+    if ci is not None:
+        lines.append(f"--base auto detected {ci.describe()}")
     if not selected:
         lines.append("No changed files: nothing to review.")
         return "\n".join(lines) + "\n"

@@ -1,0 +1,43 @@
+"""`--base auto`: the base of the pull or merge request, read from the CI system's environment.
+
+One small module per CI system (as reviewdog's `cienv` does it), each a pure function of the
+environment mapping (GitHub push events also read the event payload file the environment names)
+returning a Guess or None. Nothing here runs git: which candidate ref exists in the clone is decided
+at the edge (ocr_hook.changes.ci_base), so detection stays testable with a plain dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from ocr_hook.cienv import azure, bitbucket, buildkite, github, gitlab, jenkins
+from ocr_hook.cienv.guess import Guess
+from ocr_hook.errors import FatalError
+
+__all__ = ["AUTO", "DETECTORS", "Guess", "detect", "looked_for"]
+
+AUTO = "auto"  # the --base value that asks for detection
+
+# First match wins. GitHub comes first because Gitea and Forgejo runners set GITHUB_* as well.
+DETECTORS: tuple[tuple[Callable[[Mapping[str, str]], Guess | None], tuple[str, ...]], ...] = (
+    (github.detect, github.VARIABLES),
+    (gitlab.detect, gitlab.VARIABLES),
+    (bitbucket.detect, bitbucket.VARIABLES),
+    (azure.detect, azure.VARIABLES),
+    (jenkins.detect, jenkins.VARIABLES),
+    (buildkite.detect, buildkite.VARIABLES),
+)
+
+
+def looked_for() -> str:
+    return ", ".join(name for _detect, names in DETECTORS for name in names)
+
+
+def detect(environ: Mapping[str, str]) -> Guess:
+    """The first CI system whose variables name a base; FatalError (exit 2) when none does."""
+    for fn, _names in DETECTORS:
+        found = fn(environ)
+        if found is not None:
+            return found
+    raise FatalError(f"--base auto: no pull/merge request base in the environment (looked for {looked_for()}); "
+                     "pass --base REF")

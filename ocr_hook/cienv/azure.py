@@ -1,0 +1,25 @@
+"""Azure Pipelines, pull request validation builds (branch policy or `pr:` trigger).
+
+Variables:
+  SYSTEM_PULLREQUEST_TARGETBRANCH   the target branch, `refs/heads/main` for Azure Repos (the
+                                    prefix is stripped) or `main` for GitHub repositories
+                                    → base origin/BRANCH
+Only pull request builds set it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ocr_hook.cienv.guess import Guess, branch_refs, value
+
+VARIABLES = ("SYSTEM_PULLREQUEST_TARGETBRANCH",)
+_PREFIX = "refs/heads/"
+
+
+def detect(environ: Mapping[str, str]) -> Guess | None:
+    raw = value(environ, "SYSTEM_PULLREQUEST_TARGETBRANCH")
+    branch = raw.removeprefix(_PREFIX)
+    if not branch:
+        return None
+    return Guess("Azure Pipelines (pull request)", branch_refs(branch), f"SYSTEM_PULLREQUEST_TARGETBRANCH={raw}")

@@ -1,0 +1,22 @@
+"""Bitbucket Pipelines, pull request pipelines (`pipelines: pull-requests:`).
+
+Variables:
+  BITBUCKET_PR_DESTINATION_BRANCH   the pull request's destination branch → base origin/BRANCH
+Branch pipelines do not set it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ocr_hook.cienv.guess import Guess, branch_refs, value
+
+VARIABLES = ("BITBUCKET_PR_DESTINATION_BRANCH",)
+
+
+def detect(environ: Mapping[str, str]) -> Guess | None:
+    branch = value(environ, "BITBUCKET_PR_DESTINATION_BRANCH")
+    if not branch:
+        return None
+    return Guess("Bitbucket Pipelines (pull request)", branch_refs(branch),
+                 f"BITBUCKET_PR_DESTINATION_BRANCH={branch}")

@@ -1,0 +1,23 @@
+"""Buildkite pull request builds.
+
+Variables:
+  BUILDKITE_PULL_REQUEST_BASE_BRANCH   the pull request's base branch → base origin/BRANCH
+  BUILDKITE_PULL_REQUEST               the pull request number, or "false" when the build is not for
+                                       one; Buildkite then leaves the base branch empty (or "false"
+                                       in some agents), which is never taken for a branch name
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ocr_hook.cienv.guess import Guess, branch_refs, value
+
+VARIABLES = ("BUILDKITE_PULL_REQUEST_BASE_BRANCH",)
+
+
+def detect(environ: Mapping[str, str]) -> Guess | None:
+    branch = value(environ, "BUILDKITE_PULL_REQUEST_BASE_BRANCH")
+    if not branch or branch == "false" or value(environ, "BUILDKITE_PULL_REQUEST") == "false":
+        return None
+    return Guess("Buildkite (pull request)", branch_refs(branch), f"BUILDKITE_PULL_REQUEST_BASE_BRANCH={branch}")

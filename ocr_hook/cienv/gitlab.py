@@ -1,0 +1,28 @@
+"""GitLab CI merge request pipelines (`rules: - if: $CI_PIPELINE_SOURCE == "merge_request_event"`).
+
+Variables:
+  CI_MERGE_REQUEST_DIFF_BASE_SHA        the commit GitLab computes the MR's diff from → base that
+                                        commit (the target branch below when the clone lacks it)
+  CI_MERGE_REQUEST_TARGET_BRANCH_NAME   the target branch → base origin/BRANCH
+Branch pipelines set neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ocr_hook.cienv.guess import Guess, branch_refs, value
+
+VARIABLES = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME")
+NAME = "GitLab CI (merge request)"
+
+
+def detect(environ: Mapping[str, str]) -> Guess | None:
+    sha = value(environ, "CI_MERGE_REQUEST_DIFF_BASE_SHA")
+    branch = value(environ, "CI_MERGE_REQUEST_TARGET_BRANCH_NAME")
+    fallback = branch_refs(branch) if branch else ()
+    if sha:
+        return Guess(NAME, (sha, *fallback), f"CI_MERGE_REQUEST_DIFF_BASE_SHA={sha[:12]}")
+    if branch:
+        return Guess(NAME, fallback, f"CI_MERGE_REQUEST_TARGET_BRANCH_NAME={branch}")
+    return None

@@ -1,0 +1,400 @@
+"""The GitHub Action (action.yml + action/run.sh), outside GitHub.
+
+Its metadata and every workflow that uses it (tests/workflows/, the README's snippets) pass
+SchemaStore's schemas (check-jsonschema's vendored copies, no network) and actionlint; its script
+passes shellcheck. The script then runs as the composite step would: the environment action.yml maps
+from its inputs, a simulated runner (event payload, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, RUNNER_TEMP)
+and a shallow checkout of a pull request's merge commit, installing ocr-hook from this checkout and
+reviewing against the fake Messages API through the real SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from agent_support import is_filter
+from ci_repos import FEATURE_FILES, Forked, ci_free_env, forked_history
+from e2e_support import comment, comment_turn
+from fake_api import FakeMessagesAPI, Reply, text
+from gitrepo import git
+from validators import validate_sarif
+
+ROOT = Path(__file__).resolve().parents[1]
+ACTION = ROOT / "action.yml"
+WORKFLOWS = sorted((ROOT / "tests" / "workflows").glob("*.yml"))
+BIN = Path(sys.executable).parent  # the test extra's console scripts live next to the interpreter
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    assert found, f"{name} is not installed: pip install -e '.[test]'"
+    return found
+
+
+def action() -> dict[str, Any]:
+    return yaml.safe_load(ACTION.read_text(encoding="utf-8"))
+
+
+def readme_workflows() -> list[str]:
+    """Every ```yaml block of the README that is a GitHub workflow (has `jobs:` and `runs-on:`)."""
+    blocks = re.findall(r"```ya?ml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    return [b for b in blocks if re.search(r"^jobs:", b, re.M) and "runs-on:" in b]
+
+
+# --- metadata and workflows --------------------------------------------------------------------------
+
+
+# A proxy that refuses every connection: a schema check that tried to download anything would fail.
+NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+
+
+def schema_check(schema: str, *paths: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([tool("check-jsonschema"), "--builtin-schema", schema, *map(str, paths)],
+                          capture_output=True, text=True, timeout=120, env={**ci_free_env(), **NO_NETWORK})
+
+
+def test_action_metadata_passes_the_schemastore_schema() -> None:
+    proc = schema_check("vendor.github-actions", ACTION)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_schema_check_is_offline_and_can_fail(tmp_path: Path) -> None:
+    # The schemas ship inside the wheel (schema_check runs with a proxy that refuses everything); the
+    # same check fails on a broken copy.
+    import check_jsonschema
+
+    vendored = Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor"
+    assert (vendored / "github-actions.json").is_file() and (vendored / "github-workflows.json").is_file()
+    broken = action()
+    broken["runs"]["using"] = "kubernetes"
+    bad = tmp_path / "action.yml"
+    bad.write_text(yaml.safe_dump(broken), encoding="utf-8")
+    assert schema_check("vendor.github-actions", bad).returncode == 1
+
+
+def test_inputs_and_outputs_of_the_contract() -> None:
+    meta = action()
+    assert {"anthropic-api-key", "base", "fail-on", "max-cost", "timeout", "model", "args", "upload-sarif",
+            "sarif-category", "require-key", "cache"} <= set(meta["inputs"])
+    assert meta["inputs"]["base"]["default"] == "auto"
+    assert meta["inputs"]["upload-sarif"]["default"] == "true"
+    assert meta["inputs"]["require-key"]["default"] == "false"
+    assert set(meta["outputs"]) == {"exit-code", "status", "findings", "sarif-file"}
+    text_ = ACTION.read_text(encoding="utf-8")
+    for name in meta["inputs"]:
+        assert f"inputs.{name}" in text_, f"input {name} is declared but never used"
+    steps = meta["runs"]["steps"]
+    assert meta["runs"]["using"] == "composite"
+    upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
+    assert upload["if"].startswith("always()")  # uploaded also when the gate fails
+    assert steps[-1]["if"] == "always()" and "OCR_ACTION_EXIT_CODE" in steps[-1]["run"]  # the gate comes last
+    assert any(str(s.get("uses", "")).startswith("actions/cache@") for s in steps)
+
+
+def lint_project(tmp_path: Path, workflows: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """actionlint checks `uses: ./` against action.yml only for workflows under a project's
+    .github/workflows, so the workflows are linted inside a scratch project holding this action.yml."""
+    project = tmp_path / "project"
+    (project / ".github" / "workflows").mkdir(parents=True)
+    git(project, "init", "-q")
+    shutil.copy(ACTION, project / "action.yml")
+    for name, body in workflows.items():
+        (project / ".github" / "workflows" / name).write_text(body, encoding="utf-8")
+    return subprocess.run([tool("actionlint"), "-shellcheck", tool("shellcheck"), "-no-color"], cwd=project,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_sample_workflows_pass_the_schema_and_actionlint(tmp_path: Path) -> None:
+    assert WORKFLOWS
+    proc = schema_check("vendor.github-workflows", *WORKFLOWS)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all("uses: ./" in p.read_text(encoding="utf-8") for p in WORKFLOWS)
+    lint = lint_project(tmp_path, {p.name: p.read_text(encoding="utf-8") for p in WORKFLOWS})
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_actionlint_catches_an_unknown_input(tmp_path: Path) -> None:
+    body = WORKFLOWS[0].read_text(encoding="utf-8").replace("fail-on:", "fail-onn:")
+    lint = lint_project(tmp_path, {"bad.yml": body})
+    assert lint.returncode == 1 and 'input "fail-onn" is not defined' in lint.stdout, lint.stdout
+
+
+def test_readme_workflows_pass_the_schema_and_actionlint(tmp_path: Path) -> None:
+    snippets = readme_workflows()
+    assert len(snippets) >= 2  # the Action's minimal workflow and the reviewdog/plain recipes
+    files = []
+    for i, body in enumerate(snippets):
+        path = tmp_path / f"readme-{i}.yml"
+        path.write_text(body, encoding="utf-8")
+        files.append(path)
+    proc = schema_check("vendor.github-workflows", *files)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The README names the action by its published name; point it at this checkout so that actionlint
+    # checks the snippets' inputs against action.yml.
+    local = {p.name: re.sub(r"uses: [\w.-]+/ocr-hook@[\w.-]+", "uses: ./", p.read_text(encoding="utf-8"))
+             for p in files}
+    assert any("uses: ./" in body for body in local.values())
+    lint = lint_project(tmp_path, local)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_run_script_passes_shellcheck() -> None:
+    proc = subprocess.run([tool("shellcheck"), "--severity=style", str(ROOT / "action" / "run.sh")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+
+
+# --- the script on a simulated runner --------------------------------------------------------------------
+
+_INPUT_EXPR = re.compile(r"^\$\{\{\s*inputs\.([a-z-]+)\s*\}\}$")
+_CACHE_EXPR = "${{ inputs.cache == 'true' && format('{0}/ocr-hook-cache', runner.temp) || '' }}"
+
+
+def step_env(inputs: dict[str, str], runner_temp: Path) -> dict[str, str]:
+    """The review step's env exactly as action.yml maps it, with the given inputs over the defaults."""
+    meta = action()
+    values = {name: str(spec.get("default", "")) for name, spec in meta["inputs"].items()}
+    unknown = set(inputs) - set(values)
+    assert not unknown, f"not inputs of action.yml: {unknown}"
+    values.update(inputs)
+    step = next(s for s in meta["runs"]["steps"] if s.get("id") == "review")
+    assert step["run"] == 'bash "$GITHUB_ACTION_PATH/action/run.sh"'
+    env: dict[str, str] = {}
+    for name, expr in step["env"].items():
+        if match := _INPUT_EXPR.match(expr):
+            env[name] = values[match.group(1)]
+        elif expr == _CACHE_EXPR:
+            env[name] = f"{runner_temp}/ocr-hook-cache" if values["cache"] == "true" else ""
+        elif expr == "${{ steps.python.outputs.python-path }}":
+            env[name] = sys.executable  # what actions/setup-python reports
+        else:
+            raise AssertionError(f"the test does not know how to evaluate {name}: {expr}")
+    return env
+
+
+def gate(exit_code: str) -> int:
+    """action.yml's last step, run as the runner would."""
+    step = action()["runs"]["steps"][-1]
+    return subprocess.run(["bash", "-c", step["run"]], env={**ci_free_env(), "OCR_ACTION_EXIT_CODE": exit_code},
+                          timeout=30).returncode
+
+
+def pull_request_event(forked: Forked, merge: str, head_repo: str = "octo/app") -> dict[str, Any]:
+    """The parts of GitHub's pull_request payload the action and ocr-hook read."""
+    base_repo = {"full_name": "octo/app", "name": "app", "fork": False, "owner": {"login": "octo"}}
+    head = {"full_name": head_repo, "name": "app", "fork": head_repo != "octo/app",
+            "owner": {"login": head_repo.split("/")[0]}}
+    return {
+        "action": "synchronize",
+        "number": 1,
+        "pull_request": {
+            "number": 1,
+            "merge_commit_sha": merge,
+            "head": {"ref": "feature", "sha": forked.feature_tip, "repo": head},
+            "base": {"ref": "main", "sha": forked.main_tip, "repo": base_repo},
+        },
+        "repository": base_repo,
+        "sender": {"login": head["owner"]["login"]},
+    }
+
+
+class Runner:
+    """A simulated GitHub runner for one job: a shallow checkout of refs/pull/1/merge (what
+    actions/checkout does by default for pull_request events) and the files the runner provides."""
+
+    def __init__(self, tmp_path: Path, forked: Forked) -> None:
+        work = forked.work
+        git(work, "checkout", "-q", "--detach", forked.main_tip)
+        git(work, "merge", "-q", "--no-ff", "--no-edit", "feature")
+        self.merge = git(work, "rev-parse", "HEAD").strip()
+        git(work, "push", "-q", str(forked.origin), f"{self.merge}:refs/pull/1/merge",
+            f"{forked.feature_tip}:refs/pull/1/head")
+        self.workspace = tmp_path / "workspace"
+        self.workspace.mkdir()
+        git(self.workspace, "init", "-q")
+        git(self.workspace, "remote", "add", "origin", forked.origin.as_uri())
+        git(self.workspace, "fetch", "-q", "--no-tags", "--depth=1", "origin",
+            "+refs/pull/1/merge:refs/remotes/pull/1/merge")
+        git(self.workspace, "checkout", "-q", "--detach", "refs/remotes/pull/1/merge")
+        self.temp = tmp_path / "runner-temp"
+        self.temp.mkdir()
+        self.output = tmp_path / "github_output"
+        self.summary = tmp_path / "step_summary"
+        self.event = tmp_path / "event.json"
+        self.forked = forked
+
+    def run(self, inputs: dict[str, str], sdk: dict[str, str], *, head_repo: str = "octo/app",
+            key: bool = True, push: bool = False) -> subprocess.CompletedProcess[str]:
+        if push:
+            # A push event: the checkout is the pushed branch's tip, `before` its previous tip.
+            event = {"ref": "refs/heads/feature", "before": self.forked.feature_first,
+                     "after": self.forked.feature_tip, "repository": {"full_name": "octo/app"}}
+            git(self.workspace, "fetch", "-q", "--no-tags", "--depth=1", "origin",
+                "+refs/heads/feature:refs/remotes/origin/feature")
+            git(self.workspace, "checkout", "-q", "--detach", "refs/remotes/origin/feature")
+            names = {"GITHUB_EVENT_NAME": "push", "GITHUB_BASE_REF": "", "GITHUB_HEAD_REF": "",
+                     "GITHUB_REF": "refs/heads/feature", "GITHUB_SHA": self.forked.feature_tip}
+        else:
+            event = pull_request_event(self.forked, self.merge, head_repo)
+            names = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_BASE_REF": "main", "GITHUB_HEAD_REF": "feature",
+                     "GITHUB_REF": "refs/pull/1/merge", "GITHUB_SHA": self.merge}
+        self.event.write_text(json.dumps(event), encoding="utf-8")
+        env = ci_free_env(
+            **names, GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_PATH=str(self.event),
+            GITHUB_REPOSITORY="octo/app", GITHUB_ACTOR="octo",
+            GITHUB_WORKSPACE=str(self.workspace), GITHUB_ACTION_PATH=str(ROOT), GITHUB_OUTPUT=str(self.output),
+            GITHUB_STEP_SUMMARY=str(self.summary), RUNNER_TEMP=str(self.temp),
+            ANTHROPIC_BASE_URL=sdk["ANTHROPIC_BASE_URL"], NO_PROXY=sdk.get("NO_PROXY", ""),
+        )
+        for name in [n for n in env if n.startswith("ANTHROPIC_") and n != "ANTHROPIC_BASE_URL"]:
+            del env[name]
+        # The key reaches the script only as the input (a secret), as in the README's workflows.
+        env.update(step_env({"anthropic-api-key": sdk["ANTHROPIC_API_KEY"] if key else "", **inputs}, self.temp))
+        return subprocess.run(["bash", str(ROOT / "action" / "run.sh")], cwd=self.workspace, env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    def outputs(self) -> dict[str, str]:
+        lines = self.output.read_text(encoding="utf-8").splitlines() if self.output.exists() else []
+        return dict(line.split("=", 1) for line in lines)
+
+
+@pytest.fixture
+def runner(tmp_path: Path) -> Runner:
+    return Runner(tmp_path, forked_history(tmp_path / "history"))
+
+
+def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
+                                                   sdk_env: dict[str, str]) -> None:
+    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    fake_api.script("def api():", [comment_turn(comment(
+        "api() returns a constant string.", code="return 'api'", severity="high", suggestion="    return API"))])
+    assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "true"
+
+    proc = runner.run({"fail-on": "high", "max-cost": "2.50", "args": "--concurrency 1 --no-review-filter"},
+                      sdk_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the gate is the last step, not the script
+    assert "Traceback" not in proc.stderr
+    out = runner.outputs()
+    assert out["exit-code"] == "1" and out["status"] == "complete" and out["findings"] == "1", (out, proc.stderr)
+    assert gate(out["exit-code"]) == 1
+
+    # Annotations on standard output, the job summary, the SARIF file.
+    assert re.search(r"^::error file=feature/api\.py,line=2[,:]", proc.stdout, re.M), proc.stdout
+    summary = runner.summary.read_text(encoding="utf-8")
+    assert "## ocr-hook review" in summary and "feature/api\\.py:2" in summary, summary
+    sarif = Path(out["sarif-file"])
+    assert sarif.parent == runner.temp / "ocr-hook"
+    log = validate_sarif(sarif)
+    assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in log["runs"][0]["results"]] \
+        == [FEATURE_FILES[0]]
+
+    # --base auto against origin/main (fetched by the script): exactly the pull request's files.
+    report = json.loads((runner.temp / "ocr-hook" / "ocr-hook.json").read_text(encoding="utf-8"))
+    assert sorted(report["coverage"]["reviewed"]) == FEATURE_FILES
+    assert "GitHub Actions (pull request)" in report["scope"]
+    assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "false"
+    # Inputs and `args` reached the command line; the cache input chose the result cache directory.
+    assert not [r for r in fake_api.requests if is_filter(r.body)]  # --no-review-filter from `args`
+    assert any((runner.temp / "ocr-hook-cache").rglob("*"))
+
+
+def test_fork_without_key_is_skipped_with_a_notice(runner: Runner, fake_api: FakeMessagesAPI,
+                                                   sdk_env: dict[str, str]) -> None:
+    proc = runner.run({}, sdk_env, head_repo="someone/app", key=False)
+    assert proc.returncode == 0, proc.stderr
+    assert runner.outputs() == {"exit-code": "0", "status": "skipped", "findings": "0", "sarif-file": ""}
+    assert re.search(r"^::notice title=ocr-hook skipped::no API key: the pull request comes from the fork "
+                     r"someone/app", proc.stdout, re.M), proc.stdout
+    assert "skipped" in runner.summary.read_text(encoding="utf-8")
+    assert gate("0") == 0
+    assert not (runner.temp / "ocr-hook" / "venv").exists()  # nothing installed
+    assert fake_api.requests == []
+
+
+def test_fork_without_key_fails_when_the_key_is_required(runner: Runner, fake_api: FakeMessagesAPI,
+                                                         sdk_env: dict[str, str]) -> None:
+    proc = runner.run({"require-key": "true"}, sdk_env, head_repo="someone/app", key=False)
+    assert proc.returncode == 0, proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"]) == ("2", "error")
+    assert re.search(r"^::error title=ocr-hook::no API key", proc.stdout, re.M), proc.stdout
+    assert gate(out["exit-code"]) == 2
+    assert fake_api.requests == []
+
+
+def _support() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("action_support", ROOT / "action" / "support.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_who_gets_no_secrets(tmp_path: Path) -> None:
+    support = _support()
+    event = tmp_path / "event.json"
+
+    def reason(payload: dict[str, Any], actor: str = "octo") -> str:
+        event.write_text(json.dumps(payload), encoding="utf-8")
+        return support.skip_reason({"GITHUB_EVENT_PATH": str(event), "GITHUB_ACTOR": actor})
+
+    same = {"full_name": "octo/app", "fork": False}
+    pr = {"pull_request": {"head": {"repo": same}, "base": {"repo": same}}, "repository": same}
+    assert reason(pr) == ""
+    assert reason(pr, actor="dependabot[bot]").startswith("the run was triggered by dependabot[bot]")
+    fork = {"pull_request": {"head": {"repo": {"full_name": "x/app", "fork": True}}, "base": {"repo": same}}}
+    assert "fork x/app" in reason(fork)
+    deleted = {"pull_request": {"head": {"repo": None}, "base": {"repo": same}}}
+    assert "(deleted)" in reason(deleted)
+    assert reason({"before": "abc", "repository": same}) == ""  # a push is never a fork's
+
+
+@pytest.mark.parametrize(("args", "words"), [("--on-error warn", ["--on-error", "warn"]),
+                                             ("'src dir/' --fail-on low", ["src dir/", "--fail-on", "low"]),
+                                             ("", [])])
+def test_args_input_is_split_like_shell_words(args: str, words: list[str]) -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "action" / "support.py"), "split-args", args],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0
+    assert proc.stdout.split("\0")[:-1] == words
+
+
+def test_unbalanced_args_input_is_refused() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "action" / "support.py"), "split-args", "--model 'x"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and "not valid shell words" in proc.stderr
+
+
+def test_bad_args_input_fails_before_installing(runner: Runner, fake_api: FakeMessagesAPI,
+                                                 sdk_env: dict[str, str]) -> None:
+    proc = runner.run({"args": "--model 'unclosed"}, sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"], out["sarif-file"]) == ("2", "error", "")
+    assert re.search(r"^::error title=ocr-hook::the args input is not valid shell words", proc.stdout, re.M)
+    assert gate(out["exit-code"]) == 2
+    assert not (runner.temp / "ocr-hook" / "venv").exists()
+
+
+def test_push_event_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
+                                                 sdk_env: dict[str, str]) -> None:
+    proc = runner.run({"cache": "false", "upload-sarif": "false"}, sdk_env, push=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"], out["findings"]) == ("0", "complete", "0"), (out, proc.stderr)
+    assert gate(out["exit-code"]) == 0
+    report = json.loads((runner.temp / "ocr-hook" / "ocr-hook.json").read_text(encoding="utf-8"))
+    assert report["coverage"]["reviewed"] == FEATURE_FILES[1:]  # what the push added, after `before`
+    assert "GitHub Actions (push)" in report["scope"]
+    assert "PASSED" in runner.summary.read_text(encoding="utf-8")
+    assert not (runner.temp / "ocr-hook-cache").exists()  # cache: false → --no-cache

@@ -7,6 +7,7 @@ unrelated remark per case whose quote is in no file (it stays unanchored, so it 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,7 @@ class FakeReviewer:
     @staticmethod
     def _judge(body: dict[str, Any]) -> Reply:
         same = "re-introduces a bug the project fixed" in str(body.get("messages"))
-        return Reply([text('{"same_bug": %s}' % ("true" if same else "false"))])
+        return Reply([text(json.dumps({"same_bug": same}))])
 
     @staticmethod
     def _default(body: dict[str, Any]) -> Reply:

@@ -1,9 +1,11 @@
 """A case as a scratch repository: the project at the fix commit, with the fix undone in the index.
 
-HEAD is the fix commit and the index holds the fix's parent for the case's source files only, so
-`ocr-hook review --staged` reviews exactly the change that re-introduces the bug. The fix's test
-changes stay committed (they are not part of the reviewed change). The scratch clone borrows the
-local clone's objects (`git clone --shared`): nothing is copied and the local clone is never changed.
+HEAD is the fix commit with everything else the fix touched (its tests, changelog, docs) put back as
+it was before the fix, in one extra commit: the reviewer must not find the answer in a new test or a
+changelog line. The index then holds the fix's parent for the case's source files, so
+`ocr-hook review --staged` reviews exactly the change that re-introduces the bug, and nothing else.
+The scratch clone borrows the local clone's objects (`git clone --shared`): nothing is copied and
+the local clone is never changed.
 """
 
 from __future__ import annotations
@@ -70,11 +72,23 @@ def materialise(case: Case, clone: Path, scratch: Path) -> Path:
         git(scratch.parent, "clone", "--quiet", "--shared", "--no-checkout", str(clone.resolve()), scratch.name)
         git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", case.fix_commit)
         parent = f"{case.fix_commit}^"
-        for path in case.files:
-            if git(scratch, "cat-file", "-t", f"{parent}:{path}", check=False).strip() == "blob":
-                git(scratch, "checkout", parent, "--", path)
-            else:  # the fix added this file: undoing it removes it
-                git(scratch, "rm", "--quiet", "--force", "--", path)
+        touched = git(scratch, "diff", "--no-renames", "--name-only", "-z", parent, case.fix_commit).split("\0")
+        others = [p for p in touched if p and p not in case.files]
+        if others:
+            _undo(scratch, parent, others)
+            git(scratch, "-c", "user.name=ocr-hook bench", "-c", "user.email=bench@invalid", "-c",
+                "commit.gpgsign=false", "commit", "--quiet", "--no-verify", "-m",
+                "bench: the fix's tests and notes as they were before the fix")
+        _undo(scratch, parent, case.files)
     except GitError as exc:
         raise CaseUnavailable(f"could not build the scratch repository: {exc}") from None
     return scratch
+
+
+def _undo(scratch: Path, parent: str, paths: list[str]) -> None:
+    """Stage `paths` as they are in `parent` (removed when the fix added them)."""
+    for path in paths:
+        if git(scratch, "cat-file", "-t", f"{parent}:{path}", check=False).strip() == "blob":
+            git(scratch, "checkout", parent, "--", path)
+        else:
+            git(scratch, "rm", "--quiet", "--force", "--", path)

@@ -130,6 +130,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from .cases import CaseFileError, load_cases
+    from .estimate import estimate, render_estimate
+    from .materialise import default_repos_dir
+
+    try:
+        cases = load_cases(Path(args.cases))
+    except (OSError, CaseFileError) as exc:
+        print(f"bench_quality: {exc}", file=sys.stderr)
+        return 2
+    configs = [Path(c) for c in args.config]
+    result = estimate(cases, configs, Path(args.repos or default_repos_dir()), not args.no_clone,
+                      lambda line: print(line, file=sys.stderr))
+    print(render_estimate(result))
+    return 0
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run = sub.add_parser("run", help="review every case with every configuration; print the table")
     run.add_argument("--config", action="append", required=True, help="an ocr-hook configuration (repeatable)")
@@ -144,3 +161,9 @@ def _add_run(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run.add_argument("--fake", action="store_true",
                      help="answer from the test suite's scripted fake API (tests the harness; no key needed)")
     run.set_defaults(func=cmd_run)
+    est = sub.add_parser("estimate", help="what `run` would cost: `ocr-hook preview` on every case (no key)")
+    est.add_argument("--config", action="append", required=True, help="an ocr-hook configuration (repeatable)")
+    est.add_argument("--cases", default=str(DEFAULT_CASES), help="the case file (JSONL)")
+    est.add_argument("--repos", help="directory of local clones (default: the user cache)")
+    est.add_argument("--no-clone", action="store_true", help="never clone")
+    est.set_defaults(func=cmd_estimate)

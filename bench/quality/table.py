@@ -53,11 +53,11 @@ def render(report: Mapping[str, Any]) -> str:
             if entry is None:
                 cells.append("-")
             elif judged:
-                cells.append(f"{_frac(entry['found'], entry['cases'])[:4]} / "
-                             f"{_frac(entry['found_judged'], entry['cases'])[:4]}")
+                cells.append(f"{entry['found'] / entry['cases']:.2f} / {entry['found_judged'] / entry['cases']:.2f}")
             else:
                 cells.append(_frac(entry["found"], entry["cases"]))
-        rows.append((f"  {category}", cells))
+        cases = max(s["by_category"].get(category, {}).get("cases", 0) for s in summaries.values())
+        rows.append((f"  {category} ({cases} cases)", cells))
     width = max(COLUMN_WIDTH, *(len(c) + 2 for _, cells in rows for c in cells))
     lines = [f"{name:<{LABEL_WIDTH}}" + "".join(f"{c:>{width}}" for c in cells) for name, cells in rows]
     footer = [f"cost: ${report['spent_usd']:.4f} spent of a ${report['max_cost_usd']:.2f} cap"]

@@ -225,3 +225,37 @@ def test_cli_reports_a_missing_clone_without_crashing(tmp_path) -> None:
     assert "Traceback" not in proc.stderr
     assert "not run: gone-2: no clone of https://github.com/nobody/gone" in proc.stdout
     assert json.loads((tmp_path / "out.json").read_text())["unavailable"][0]["case"] == "gone-2"
+
+
+def _bench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH_DIR / "bench_quality.py"), *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_cases_command_prints_accept_ready_jsonl(upstream, tmp_path) -> None:
+    proc = _bench("cases", "--repo", str(upstream["repo"]), "--url", URL, "--max", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2
+    newest = Case.from_dict(json.loads(lines[0]))
+    assert newest.fix_commit == upstream["shas"][-1] and newest.repo == URL
+    picked = _bench("cases", "--repo", str(upstream["repo"]), "--url", URL, "--commit", upstream["shas"][0][:10])
+    assert Case.from_dict(json.loads(picked.stdout)).files == [FIXES[0]["path"]]
+    (tmp_path / "plain").mkdir()
+    bad = _bench("cases", "--repo", str(tmp_path / "plain"), "--url", URL)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_estimate_clones_a_missing_project_and_previews_each_case(upstream, cases, tmp_path) -> None:
+    # The project's "URL" is the upstream path: cloning it needs no network, like a real clone would.
+    local = Case(**{**cases[1].__dict__, "repo": str(upstream["repo"])})
+    cases_file = tmp_path / "cases.jsonl"
+    cases_file.write_text(local.to_json() + "\n", encoding="utf-8")
+    repos = tmp_path / "repos"
+    proc = _bench("estimate", "--config", str(_config(tmp_path, "h", "model: claude-haiku-5-5\n")),
+                  "--cases", str(cases_file), "--repos", str(repos))
+    assert proc.returncode == 0, proc.stderr
+    assert (repos / local.slug / "repo").is_dir()  # cloned (bare) into the --repos layout
+    row = next(line for line in proc.stdout.splitlines() if line.startswith(local.id))
+    assert int(row.split()[2].replace(",", "")) > 0  # input tokens
+    assert "h: 1 cases, total $" in proc.stdout

@@ -59,7 +59,7 @@ def render(report: Mapping[str, Any]) -> str:
         cases = max(s["by_category"].get(category, {}).get("cases", 0) for s in summaries.values())
         rows.append((f"  {category} ({cases} cases)", cells))
     width = max(COLUMN_WIDTH, *(len(c) + 2 for _, cells in rows for c in cells))
-    lines = [f"{name:<{LABEL_WIDTH}}" + "".join(f"{c:>{width}}" for c in cells) for name, cells in rows]
+    lines = [(f"{name:<{LABEL_WIDTH}}" + "".join(f"{c:>{width}}" for c in cells)).rstrip() for name, cells in rows]
     footer = [f"cost: ${report['spent_usd']:.4f} spent of a ${report['max_cost_usd']:.2f} cap"]
     if report.get("stopped"):
         footer.append(f"STOPPED EARLY: {report['stopped']}; {report['not_run']} review(s) not run")

@@ -5,6 +5,8 @@
   python bench/bench_quality.py run --config a.yaml [--config b.yaml ...] [--cases FILE] [--repos DIR]
       [--max-cost USD] [--judge-model MODEL] [--json FILE] [--fake]
       every case reviewed with every configuration through the real CLI; one table side by side
+  python bench/bench_quality.py estimate --config a.yaml [...] [--cases FILE] [--repos DIR]
+      what `run` would cost: `ocr-hook preview` on every case (no key, no requests)
 
 See README.md, "Measuring review quality".
 """

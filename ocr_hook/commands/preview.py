@@ -42,10 +42,26 @@ class Estimate(NamedTuple):
     max_cost_usd: float
 
 
+class Previewed(NamedTuple):
+    change_set: ChangeSet
+    selected: list[Selected]
+    estimate: Estimate
+    settings: Settings
+
+
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
         environ: Mapping[str, str] | None = None) -> int:
+    seen = preview(scope, paths, config_file, environ=environ)
+    out = render_json(*seen) if fmt == "json" else render_text(*seen)
+    _write(out)
+    return 0
+
+
+def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd: str | None = None,
+            environ: Mapping[str, str] | None = None) -> Previewed:
+    """What would be reviewed and what it could cost, without printing anything."""
     environ = os.environ if environ is None else environ
-    cwd = os.getcwd()
+    cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
     settings = load(Path(root), config_file, flags={}, environ=environ)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
@@ -55,10 +71,7 @@ def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str,
         estimate = estimate_cost(selected, snapshot, settings)
     finally:
         snapshot.close()
-    out = render_json(change_set, selected, estimate, settings) if fmt == "json" else \
-        render_text(change_set, selected, estimate, settings)
-    _write(out)
-    return 0
+    return Previewed(change_set, list(selected), estimate, settings)
 
 
 def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings) -> Estimate:
@@ -80,6 +93,13 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
 
 def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
                 settings: Settings) -> str:
+    # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
+    return json.dumps(preview_dict(change_set, selected, estimate, settings), indent=2) + "\n"
+
+
+def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
+                 settings: Settings) -> dict[str, Any]:
+    """The `preview --format json` document."""
     files = [
         {
             "path": s.change.path,
@@ -106,8 +126,7 @@ def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
         },
         "complete": not any(s.incomplete for s in selected),
     }
-    # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
-    return json.dumps(doc, indent=2) + "\n"
+    return doc
 
 
 def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,

@@ -149,9 +149,8 @@ def test_review_of_a_staged_change_returns_the_cli_document_with_progress(
     # The text blocks: the verdict first, then the same document as JSON for clients without structured content.
     assert [b.text for b in result.content[:1]] == [doc["verdict"]]  # type: ignore[union-attr]
     assert json.loads(result.content[1].text) == doc  # type: ignore[union-attr]
-    # Per-file progress, in order, counting finished files.
-    assert progress[0] == (0, f"reviewing {CALC_PATH}")
-    assert progress[-1] == (1, f"done {CALC_PATH} (1 comment(s))")
+    # Per-file progress, in order, the value growing with every notification.
+    assert progress == [(1, f"reviewing {CALC_PATH}"), (2, f"done {CALC_PATH} (1 comment(s))")]
     # The same pipeline as the CLI: its --format json agrees (now from the result cache the call filled).
     sent = len(fake_api.requests)
     cli = run_cli(repo, "review", "--format", "json", env=sdk_env)
@@ -275,7 +274,11 @@ def test_cancelling_a_review_stops_it_promptly_and_the_server_serves_on(
                         await anyio.sleep(0.02)
                 started = time.monotonic()
                 group.cancel_scope.cancel()
-            timings["cancel"] = time.monotonic() - started
+            # The server has stopped the review when it logs what the cancelled run cost.
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                while "review cancelled" not in errlog.read_text(encoding="utf-8"):
+                    await anyio.sleep(0.02)
+            timings["stopped"] = time.monotonic() - started
             assert progress and progress[0][1] == f"reviewing {CALC_PATH}"
             timings["sent_at_cancel"] = len(fake_api.requests)
             # The next review is answered (it waits for the cancelled one to wind down, not refused).
@@ -286,7 +289,7 @@ def test_cancelling_a_review_stops_it_promptly_and_the_server_serves_on(
             return result
 
     result = anyio.run(main)
-    assert timings["cancel"] < 2.0, timings
+    assert timings["stopped"] < 3.0, timings  # the fake would have answered after 60 s
     assert timings["next"] < 20.0, timings
     assert not result.is_error and result.structured_content["status"] == "complete"  # type: ignore[index]
     # The cancelled run sent nothing after the request it cut off: the 3 later requests are the new
@@ -303,7 +306,7 @@ def test_a_second_review_while_one_runs_is_refused_clearly(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")
     _filter_keeps_everything(fake_api)
-    fake_api.script(CALC_PATH, [Reply(comment_turn().blocks, delay_s=2), task_done()])
+    fake_api.script(CALC_PATH, [Reply(comment_turn().blocks, delay_s=4), task_done()])
     results: dict[str, types.CallToolResult] = {}
 
     async def main() -> None:

@@ -114,19 +114,22 @@ class ReviewServer:
 
     async def _run_review(self, ctx: Any, running: _Running) -> types.CallToolResult:
         loop = asyncio.get_running_loop()
-        events: asyncio.Queue[tuple[str, str, str]] = asyncio.Queue()
+        events: asyncio.Queue[tuple[str, str, str] | None] = asyncio.Queue()  # None: the review is over
+        forwarded = anyio.Event()
 
         def on_event(path: str, kind: str, detail: str) -> None:  # called in the review's threads
             loop.call_soon_threadsafe(events.put_nowait, (path, kind, detail))
 
         async def forward_progress() -> None:
-            finished = 0
-            while True:
-                path, kind, detail = await events.get()
-                if kind != "reviewing":
-                    finished += 1
+            # MCP wants the progress value to grow with every notification, so it counts file events
+            # (a file has one or two); the message says which file and what happened to it.
+            count = 0
+            while (event := await events.get()) is not None:
+                path, kind, detail = event
+                count += 1
                 message = f"{kind} {path}" + (f" ({detail})" if detail else "")
-                await ctx.session.report_progress(finished, None, message)
+                await ctx.session.report_progress(count, None, message)
+            forwarded.set()
 
         done = False
 
@@ -150,6 +153,9 @@ class ReviewServer:
                     partial(runner.run_review, self.root, running.call, on_event, running.control))
                 if running.control.cancelled:  # nobody gets the result: say on stderr what it cost
                     _log(f"review cancelled: {doc['verdict']} (cost ${doc['usage']['cost_usd']:.4f})")
+                # Every event was queued before the thread returned: send them all before the result.
+                events.put_nowait(None)
+                await forwarded.wait()
             except Exception as exc:  # raised below, outside the group, so it is not wrapped in a group
                 failure = exc
             finally:

@@ -390,3 +390,44 @@ def test_without_the_sdk_the_command_says_which_extra_to_install(tmp_path: Path)
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == "ocr-hook: error: ocr-hook mcp needs the MCP SDK: pip install 'ocr-hook[mcp]'"
+
+
+def test_a_client_on_the_2026_protocol_gets_the_same_tools_progress_and_cancellation(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    """The SDK's high-level Client probes server/discover and talks the per-request 2026-07-28 protocol."""
+    from mcp import Client
+
+    repo = calc_repo(tmp_path / "repo")
+    _filter_keeps_everything(fake_api)
+    fake_api.script(CALC_PATH, [comment_turn(), task_done()])
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async def main() -> tuple[str, types.CallToolResult, types.CallToolResult]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "ocr_hook", "mcp"], env=dict(sdk_env),
+                                       cwd=str(repo))
+        async with Client(params) as client:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                version = client.protocol_version
+                assert {t.name for t in (await client.list_tools()).tools} == {"review", "preview"}
+                reviewed = await client.call_tool("review", {}, progress_callback=on_progress)
+                write(repo, CALC_PATH, "def add(a, b):\n    return a * b\n")
+                git(repo, "add", CALC_PATH)
+                fake_api.script(CALC_PATH, [Reply(comment_turn().blocks, delay_s=60), task_done()])
+                async with anyio.create_task_group() as group:
+                    group.start_soon(client.call_tool, "review", {})
+                    while not fake_api.requests_for("return a * b"):
+                        await anyio.sleep(0.02)
+                    group.cancel_scope.cancel()
+                previewed = await client.call_tool("preview", {})
+        return version, reviewed, previewed
+
+    version, reviewed, previewed = anyio.run(main)
+    assert version >= "2026-07-28"
+    assert reviewed.structured_content["exit_code"] == 0  # type: ignore[index]  # a medium finding
+    assert progress == [(1, f"reviewing {CALC_PATH}"), (2, f"done {CALC_PATH} (1 comment(s))")]
+    assert previewed.structured_content["files"][0]["path"] == CALC_PATH  # type: ignore[index]
+    time.sleep(0.5)
+    assert len(fake_api.requests_for("return a * b")) == 1  # the cancelled review sent nothing more

@@ -236,7 +236,7 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
     preview = out.pop("preview").structured_content
     assert [(f["path"], f["action"]) for f in preview["files"]] == [(CALC_PATH, "review")]
     assert preview["estimate"]["input_tokens"] > 0 and preview["complete"] is True
-    messages = {name: error_text(result) for name, result in out.items() if name not in ("after", "unknown tool")}
+    messages = {name: error_text(result) for name, result in out.items() if name != "after"}
     assert "no API key: set ANTHROPIC_API_KEY" in messages["no key"]
     assert "'scope' must be one of staged, base, range, commit" in messages["bad scope"]
     assert "unknown argument 'branch'" in messages["unknown argument"] and "it takes: scope" in messages[
@@ -247,7 +247,7 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
     assert "unknown ref 'no-such-branch'" in messages["unknown ref"]
     assert "outside the repository" in messages["outside"] and "outside the repository" in messages["absolute outside"]
     assert ".ocr-hook.yaml" in messages["broken config"]
-    assert out["unknown tool"].is_error and "review, preview" in out["unknown tool"].content[0].text
+    assert "unknown tool 'delete_everything'; this server has: review, preview" in messages["unknown tool"]
     assert not out["after"].is_error and out["after"].structured_content["scope"].endswith(f"in {CALC_PATH}")
     assert fake_api.requests == []  # nothing was ever sent
     assert stderr_of(errlog) == ""

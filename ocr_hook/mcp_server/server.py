@@ -18,12 +18,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from ocr_hook import __version__
 from ocr_hook.errors import FatalError
 from ocr_hook.mcp_server import arguments, runner, tools
+
+Context = ServerRequestContext[Any]
 
 # A review the client cancelled normally ends within a second (requests in flight are cut off at
 # once); a new review waits this long for it instead of being refused.
@@ -74,10 +77,10 @@ class ReviewServer:
         self._running: _Running | None = None
         self._tools = [types.Tool(**definition) for definition in tools.tool_definitions()]
 
-    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(self, ctx: Context, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self._tools)
 
-    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(self, ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             if params.name == tools.REVIEW:
                 return await self._review(ctx, arguments.review_call(params.arguments))
@@ -85,7 +88,8 @@ class ReviewServer:
                 scope, paths = arguments.preview_call(params.arguments)
                 doc = await anyio.to_thread.run_sync(runner.run_preview, self.root, scope, paths)
                 return _document(doc)
-            return _error(f"unknown tool {params.name!r}; this server has: {tools.REVIEW}, {tools.PREVIEW}")
+            return _error(f"ocr-hook: error: unknown tool {params.name!r}; this server has: {tools.REVIEW}, "
+                          f"{tools.PREVIEW}")
         except arguments.ArgumentError as exc:
             return _error(f"ocr-hook: error: {exc}")
         except FatalError as exc:  # the CLI's exit-2 errors: bad ref, bad config, no key, not a repository
@@ -94,7 +98,7 @@ class ReviewServer:
             _log(f"internal error in {params.name}: {_one_line(exc)}")
             return _error(f"ocr-hook: internal error: {_one_line(exc)}")
 
-    async def _review(self, ctx: Any, call: arguments.ReviewCall) -> types.CallToolResult:
+    async def _review(self, ctx: Context, call: arguments.ReviewCall) -> types.CallToolResult:
         busy = self._running
         if busy is not None and busy.control.cancelled:
             with anyio.move_on_after(STOPPING_WAIT_S):
@@ -112,7 +116,7 @@ class ReviewServer:
             self._running = None
             running.finished.set()
 
-    async def _run_review(self, ctx: Any, running: _Running) -> types.CallToolResult:
+    async def _run_review(self, ctx: Context, running: _Running) -> types.CallToolResult:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[str, str, str] | None] = asyncio.Queue()  # None: the review is over
         forwarded = anyio.Event()

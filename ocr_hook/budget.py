@@ -104,6 +104,9 @@ class Budget:
         self._forfeited_requests = 0
         self._usage = Usage()
         self._exhausted_reason: str | None = None
+        self._stopped = False
+        self._stop_watchers: dict[int, Callable[[], None]] = {}
+        self._watcher_ids = itertools.count(1)
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -169,6 +172,38 @@ class Budget:
         tokens, cost = self.worst_case(model, input_tokens, max_output_tokens)
         with self._lock:
             return self._refusal(tokens, cost) is None
+
+    # --- stopping early ----------------------------------------------------------------------------
+
+    def stop(self, reason: str) -> None:
+        """End the run now, as if its deadline had passed: no request is sent any more, and requests in
+        flight are cut off the way the deadline cuts them (their worst case counts as spent). For an
+        entry point whose caller cancels the run; `reason` becomes exhausted_reason unless one is set.
+        Callable from any thread."""
+        with self._lock:
+            if self._exhausted_reason is None:
+                self._exhausted_reason = reason
+            self._deadline = min(self._deadline, self._clock())
+            self._stopped = True
+            watchers = list(self._stop_watchers.values())
+        for watcher in watchers:
+            watcher()
+
+    def on_stop(self, watcher: Callable[[], None]) -> Callable[[], None]:
+        """Call `watcher` when stop() is called (at once if it already was), from stop()'s thread.
+        Returns the function that removes the watcher again."""
+        with self._lock:
+            key = next(self._watcher_ids)
+            self._stop_watchers[key] = watcher
+            stopped = self._stopped
+        if stopped:
+            watcher()
+
+        def remove() -> None:
+            with self._lock:
+                self._stop_watchers.pop(key, None)
+
+        return remove
 
     # --- reservations ----------------------------------------------------------------------------
 

@@ -146,6 +146,18 @@ def merge_sarif(inputs: tuple[str, ...], output: str) -> None:
     sys.exit(merge_cmd.run(inputs, output))
 
 
+@cli.command("mcp")
+@click.option("--repo", metavar="PATH", help="The repository to serve (default: the current directory); "
+                                             "the server reviews this repository only.")
+def mcp_server(repo: str | None) -> None:
+    """Serve the review and preview tools to coding agents over MCP (stdio).
+
+    Needs the optional SDK: pip install 'ocr-hook[mcp]'. Standard output carries protocol messages only."""
+    from ocr_hook.mcp_server import command as mcp_cmd
+
+    sys.exit(mcp_cmd.run(repo))
+
+
 class _Terminated(KeyboardInterrupt):
     """SIGTERM, delivered like Ctrl-C so the same clean-up runs; exits 143 instead of 130."""
 

@@ -14,7 +14,8 @@ from gitrepo import commit_all, git, make_repo, run_cli, write
 import ocr_hook
 
 PACKAGE_ROOT = Path(ocr_hook.__file__).resolve().parent
-FORBIDDEN = ("click", "pre_commit", "ocr_hook.reports", "ocr_hook.cli", "ocr_hook.commands")
+FORBIDDEN = ("click", "pre_commit", "ocr_hook.reports", "ocr_hook.cli", "ocr_hook.commands", "mcp",
+             "ocr_hook.mcp_server")
 
 
 def module_file(name: str) -> Path | None:
@@ -109,7 +110,7 @@ import atexit, json, sys
 # (Not difflib: click itself loads it to parse "-q", trying it as a long option first. pathlib counts only
 # where the interpreter did not load it at start-up: an editable install's site hook does.)
 WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib", "pathlib",
-         "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry")
+         "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server")
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))

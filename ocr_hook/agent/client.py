@@ -136,6 +136,23 @@ def describe_error(exc: BaseException, secrets: Sequence[str] = ()) -> str:
     return _one_line(reason)
 
 
+def _expire_soon(loop: asyncio.AbstractEventLoop, limit: asyncio.Timeout) -> None:
+    """Make `limit` expire now; callable from any thread, harmless once it is over or the loop closed."""
+
+    def expire() -> None:
+        if limit.expired() or limit.when() is None:
+            return
+        try:
+            limit.reschedule(loop.time())
+        except RuntimeError:  # the timeout's block has already been left
+            pass
+
+    try:
+        loop.call_soon_threadsafe(expire)
+    except RuntimeError:  # the loop is closed: the request is long over
+        pass
+
+
 class Api:
     """Sends Messages API requests within the budget; one instance per run, shared by all files."""
 
@@ -169,10 +186,16 @@ class Api:
             self._budget.release(reservation)
             raise BudgetStop(self._budget.exhausted_reason or "the time limit was reached")
         self.requests += 1
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(remaining):
-                response = await self._client.messages.create(
-                    **payload, timeout=max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+            async with asyncio.timeout(remaining) as limit:
+                # A budget stopped early (the run was cancelled) moves this deadline to now.
+                unwatch = self._budget.on_stop(lambda: _expire_soon(loop, limit))
+                try:
+                    response = await self._client.messages.create(
+                        **payload, timeout=max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+                finally:
+                    unwatch()
         except TimeoutError:
             # Cut off by the deadline: the API may bill a request we stopped waiting for, so its
             # worst case counts as spent (the report says so) rather than nothing.

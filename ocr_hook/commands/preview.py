@@ -43,10 +43,27 @@ class Estimate(NamedTuple):
     max_cost_usd: float
 
 
+class Previewed(NamedTuple):
+    change_set: ChangeSet
+    selected: list[Selected]
+    estimate: Estimate
+    settings: Settings
+    ci: AutoBase | None = None  # what `--base auto` detected
+
+
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
         environ: Mapping[str, str] | None = None) -> int:
+    seen = preview(scope, paths, config_file, environ=environ)
+    out = render_json(*seen) if fmt == "json" else render_text(*seen)
+    _write(out)
+    return 0
+
+
+def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd: str | None = None,
+            environ: Mapping[str, str] | None = None) -> Previewed:
+    """What would be reviewed and what it could cost, without printing anything."""
     environ = os.environ if environ is None else environ
-    cwd = os.getcwd()
+    cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
     settings = load(Path(root), config_file, flags={}, environ=environ)
     ci = None
@@ -61,10 +78,7 @@ def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str,
         estimate = estimate_cost(selected, snapshot, settings)
     finally:
         snapshot.close()
-    out = render_json(change_set, selected, estimate, settings, ci=ci) if fmt == "json" else \
-        render_text(change_set, selected, estimate, settings, ci=ci)
-    _write(out)
-    return 0
+    return Previewed(change_set, list(selected), estimate, settings, ci)
 
 
 def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings) -> Estimate:
@@ -85,7 +99,14 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
 
 
 def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, *, ci: AutoBase | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None) -> str:
+    # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
+    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci), indent=2) + "\n"
+
+
+def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
+                 settings: Settings, ci: AutoBase | None = None) -> dict[str, Any]:
+    """The `preview --format json` document."""
     files = [
         {
             "path": s.change.path,
@@ -113,12 +134,11 @@ def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
         },
         "complete": not any(s.incomplete for s in selected),
     }
-    # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
-    return json.dumps(doc, indent=2) + "\n"
+    return doc
 
 
 def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, *, ci: AutoBase | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None) -> str:
     reviews = sum(1 for s in selected if s.action == "review")
     lines = [f"ocr-hook preview: {change_set.description}"]
     if ci is not None:

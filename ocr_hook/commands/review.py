@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook import __version__
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
@@ -18,36 +18,71 @@ from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
+    from ocr_hook.budget import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.reports import ReportContext
+
+
+def _no_event(path: str, kind: str, detail: str) -> None:
+    pass
+
+
+class Reviewed(NamedTuple):
+    """A finished review, before any report is written: what an entry point renders or returns."""
+
+    result: ReviewResult
+    change_set: ChangeSet
+    texts: dict[str, str]  # the reviewed text of every file with a finding
+    settings: Settings
 
 
 def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
         quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None,
         baseline_out: str | None = None) -> int:
     environ = os.environ if environ is None else environ
-    started = time.monotonic()
-    root, head = repo_top(os.getcwd())
-    settings = load(root, config_file, flags, environ)
-    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
-    change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ, head=head)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
+    done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
+                  baseline_out=baseline_out)
+    return report(done.result, done.change_set, done.texts, done.settings, progress, environ)
+
+
+def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
+           cwd: str | None = None, on_event: Callable[[str, str, str], None] = _no_event,
+           shard: str | None = None, environ: Mapping[str, str] | None = None, baseline_out: str | None = None,
+           adjust: Callable[[Settings], Settings] | None = None,
+           on_budget: Callable[[Budget], None] | None = None) -> Reviewed:
+    """The whole review without writing anything to standard output (reports are the caller's).
+
+    `cwd` (default: the process's) locates the repository and anchors relative PATHS; `adjust` may
+    change the loaded settings (e.g. lower a cap) before anything uses them; `on_budget` receives the
+    run's budget once it exists, so the caller can stop the run early (Budget.stop)."""
+    environ = os.environ if environ is None else environ
+    started = time.monotonic()
+    cwd = os.getcwd() if cwd is None else cwd
+    root, head = repo_top(cwd)
+    settings = load(root, config_file, flags, environ)
+    if adjust is not None:
+        settings = adjust(settings)
+    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
+    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
     if not change_set.files:
         # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
         empty = ReviewResult(findings=[], files=[], scope=change_set.description,
                              elapsed_s=time.monotonic() - started)
-        return report(empty, change_set, {}, settings, progress, environ)
+        return Reviewed(empty, change_set, {}, settings)
 
     from ocr_hook.changes.snapshot import open_snapshot
 
     snapshot = open_snapshot(root, change_set)
     try:
-        result, texts = review_change_set(change_set, snapshot, settings, progress, environ, started, shard)
+        result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
+                                          on_budget)
         if baseline_out:
             from ocr_hook.suppress import write_baseline
 
             write_baseline(baseline_out, result.findings)
-        return report(result, change_set, texts, settings, progress, environ)
+        return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
 
@@ -70,9 +105,10 @@ def check_output_paths(paths: Sequence[str | None]) -> None:
             raise ConfigError(f"output path {name}: directory {parent} is not writable")
 
 
-def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, progress: Progress,
-                      environ: Mapping[str, str], started: float,
-                      shard: str | None) -> tuple[ReviewResult, dict[str, str]]:
+def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
+                      on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
+                      shard: str | None,
+                      on_budget: Callable[[Budget], None] | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
     from ocr_hook.changes.selection import select_files
@@ -86,12 +122,12 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     coverage = [FileCoverage(s.change.path, "skipped", s.reason, incomplete=s.incomplete)
                 for s in selected if s.action == "skip"]
     for item in coverage:
-        progress.event(item.path, "skipped", item.reason)
+        on_event(item.path, "skipped", item.reason)
     to_review = [s.change for s in selected if s.action == "review"]
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
-        result = _run_agent(change_set, snapshot, to_review, settings, progress, environ, started)
+        result = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started, on_budget)
         result.files = coverage + result.files
     result.scope = change_set.description
     result.elapsed_s = time.monotonic() - started
@@ -100,7 +136,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
 
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
-               progress: Progress, environ: Mapping[str, str], started: float) -> ReviewResult:
+               on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
+               on_budget: Callable[[Budget], None] | None) -> ReviewResult:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from pathlib import Path
 
@@ -110,11 +147,13 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
 
     budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
                     deadline=started + settings.timeout, pricing=settings.pricing)
+    if on_budget is not None:
+        on_budget(budget)
     cache = None
     if settings.cache:
         cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ))
     job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
-                    cache=cache, on_event=progress.event, environ=environ)
+                    cache=cache, on_event=on_event, environ=environ)
     return review_files(job)
 
 
@@ -146,16 +185,11 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
            progress: Progress, environ: Mapping[str, str]) -> int:
     from ocr_hook import gate
-    from ocr_hook.reports import ReportContext, render, write_report
+    from ocr_hook.reports import render, write_report
 
-    code = gate.exit_code(result, settings.fail_on, settings.on_error)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
-    ctx = ReportContext(
-        repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
-        on_error=settings.on_error, exit_code=code,
-        sarif_category=settings.sarif_category, color=color, file_texts=texts,
-        step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
-    )
+    ctx = report_context(result, change_set, texts, settings, color=color,
+                         step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None)
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
@@ -170,4 +204,19 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
         progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
     sys.stdout.write(render(settings.format, result, ctx))
     sys.stdout.flush()
-    return code
+    return ctx.exit_code
+
+
+def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
+                   color: bool = False, step_summary_path: str | None = None) -> ReportContext:
+    """What every report of this run needs, the gate's exit code included."""
+    from ocr_hook import gate
+    from ocr_hook.reports import ReportContext
+
+    code = gate.exit_code(result, settings.fail_on, settings.on_error)
+    return ReportContext(
+        repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
+        on_error=settings.on_error, exit_code=code,
+        sarif_category=settings.sarif_category, color=color, file_texts=texts,
+        step_summary_path=step_summary_path,
+    )

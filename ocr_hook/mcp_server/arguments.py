@@ -1,0 +1,109 @@
+"""Tool arguments → what the commands take, with defaults filled in here and errors that say how to call.
+
+The JSON schemas in tools.py are checked with jsonschema (the client may not have); the rules a schema
+cannot say well (which ref goes with which scope) are checked after it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ocr_hook.mcp_server import tools
+from ocr_hook.scope import Scope
+
+_NEEDS = {"base": ("base",), "range": ("from", "to"), "commit": ("commit",), "staged": ()}
+_REF_ARGS = ("base", "from", "to", "commit")
+_EXAMPLES = {
+    "staged": {"scope": "staged"},
+    "base": {"scope": "base", "base": "main"},
+    "range": {"scope": "range", "from": "v1.0", "to": "HEAD"},
+    "commit": {"scope": "commit", "commit": "HEAD"},
+}
+
+
+class ArgumentError(ValueError):
+    """The call's arguments are wrong; str(exc) says what and how to call correctly (one line)."""
+
+
+@dataclass(frozen=True)
+class ReviewCall:
+    scope: Scope
+    paths: tuple[str, ...]
+    fail_on: str | None = None  # None: the configured one
+    max_cost: float | None = None  # None: the configured one; else at most the configured one
+    timeout: float | None = None
+
+
+def _schema_error(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(schema).iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return None
+    error = errors[0]
+    where = ".".join(str(p) for p in error.absolute_path)
+    allowed = ", ".join(schema["properties"])
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(arguments) - set(schema["properties"]))
+        return f"unknown argument {', '.join(map(repr, unknown))} for {tool}; it takes: {allowed}"
+    if error.validator == "enum":
+        choices = ", ".join(map(str, error.validator_value))
+        return f"argument '{where}' must be one of {choices}; got {json.dumps(error.instance)}"
+    if error.validator == "type":
+        return f"argument '{where}' must be of type {error.validator_value}; got {json.dumps(error.instance)}"
+    if error.validator == "exclusiveMinimum":
+        return f"argument '{where}' must be greater than {error.validator_value}; got {json.dumps(error.instance)}"
+    return f"argument '{where or '(all)'}': {error.message}"
+
+
+def _scope(tool: str, args: Mapping[str, Any]) -> Scope:
+    given = [name for name in _REF_ARGS if name in args]
+    scope = args.get("scope")
+    if scope is None:
+        # Default on our side: the scope the refs given imply, else what is staged.
+        implied = {k for k, needs in _NEEDS.items() if needs and set(needs) & set(given)}
+        if len(implied) > 1:
+            raise ArgumentError(f"{tool}: {' and '.join(given)} belong to different scopes; pick one scope, e.g. "
+                                f"{json.dumps(_EXAMPLES['base'])} or {json.dumps(_EXAMPLES['range'])}")
+        scope = implied.pop() if implied else "staged"
+    needs = _NEEDS[scope]
+    missing = [name for name in needs if name not in args]
+    if missing:
+        raise ArgumentError(f"{tool}: scope '{scope}' needs {' and '.join(map(repr, missing))}; "
+                            f"call it like {json.dumps(_EXAMPLES[scope])}")
+    extra = [name for name in given if name not in needs]
+    if extra:
+        raise ArgumentError(f"{tool}: {', '.join(map(repr, extra))} do not go with scope '{scope}'; drop "
+                            f"them, or choose the scope they belong to (e.g. {json.dumps(_EXAMPLES['base'])})")
+    if scope == "base":
+        return Scope("base", base=args["base"])
+    if scope == "range":
+        return Scope("range", from_ref=args["from"], to_ref=args["to"])
+    if scope == "commit":
+        return Scope("commit", commit=args["commit"])
+    return Scope("staged")
+
+
+def _checked(tool: str, schema: Mapping[str, Any], arguments: Any) -> Mapping[str, Any]:
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise ArgumentError(f"{tool}: arguments must be a JSON object, e.g. {json.dumps(_EXAMPLES['staged'])}")
+    problem = _schema_error(tool, schema, arguments)
+    if problem is not None:
+        raise ArgumentError(problem)
+    return arguments
+
+
+def review_call(arguments: Any) -> ReviewCall:
+    args = _checked(tools.REVIEW, tools.REVIEW_INPUT, arguments)
+    return ReviewCall(scope=_scope(tools.REVIEW, args), paths=tuple(args.get("paths", ())),
+                      fail_on=args.get("fail_on"), max_cost=args.get("max_cost"), timeout=args.get("timeout"))
+
+
+def preview_call(arguments: Any) -> tuple[Scope, tuple[str, ...]]:
+    args = _checked(tools.PREVIEW, tools.PREVIEW_INPUT, arguments)
+    return _scope(tools.PREVIEW, args), tuple(args.get("paths", ()))

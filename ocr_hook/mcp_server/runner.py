@@ -1,0 +1,84 @@
+"""Runs the review and preview pipelines for one tool call: synchronous, in a worker thread.
+
+Nothing new here: commands.review.review and commands.preview.preview do the work, the JSON report
+module writes the document. This module adds what a server call needs around them: per-call caps that
+can only lower the configured ones, no output files, and early stopping through the run's budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ocr_hook.mcp_server.arguments import ReviewCall
+from ocr_hook.scope import Scope
+from ocr_hook.settings import Settings
+
+if TYPE_CHECKING:
+    from ocr_hook.budget import Budget
+
+CANCELLED = "the review was cancelled by the MCP client"
+
+
+class RunControl:
+    """Stops a run early from another thread: the budget, once the run has one, is stopped (see
+    Budget.stop), so nothing more is sent and requests in flight are cut off like at the deadline."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._budget: Budget | None = None
+        self._reason: str | None = None
+
+    def attach(self, budget: Budget) -> None:
+        with self._lock:
+            self._budget, reason = budget, self._reason
+        if reason is not None:
+            budget.stop(reason)
+
+    def cancel(self, reason: str = CANCELLED) -> None:
+        with self._lock:
+            if self._reason is None:
+                self._reason = reason
+            budget = self._budget
+        if budget is not None:
+            budget.stop(reason)
+
+    @property
+    def cancelled(self) -> bool:
+        with self._lock:
+            return self._reason is not None
+
+
+def capped(settings: Settings, call: ReviewCall) -> Settings:
+    """The settings of one call: its caps lower the configured ones, never raise them; no output files
+    (the document goes back to the client, nothing is written into the repository)."""
+    changes: dict[str, Any] = {"sarif_output": None, "json_output": None, "gitlab_output": None, "format": "json"}
+    if call.max_cost is not None:
+        changes["max_cost"] = min(settings.max_cost, call.max_cost)
+    if call.timeout is not None:
+        changes["timeout"] = min(settings.timeout, call.timeout)
+    return dataclasses.replace(settings, **changes)
+
+
+def run_review(root: str, call: ReviewCall, on_event: Callable[[str, str, str], None],
+               control: RunControl) -> dict[str, Any]:
+    """The `review --format json` document of one call (raises FatalError like the CLI does)."""
+    from ocr_hook.commands import review as review_cmd
+    from ocr_hook.reports.json_report import report_dict
+
+    flags = {"fail_on": call.fail_on} if call.fail_on else {}
+    done = review_cmd.review(call.scope, call.paths, None, flags, cwd=root, on_event=on_event, environ=os.environ,
+                             adjust=lambda settings: capped(settings, call), on_budget=control.attach)
+    ctx = review_cmd.report_context(done.result, done.change_set, done.texts, done.settings)
+    return report_dict(done.result, ctx)
+
+
+def run_preview(root: str, scope: Scope, paths: tuple[str, ...]) -> dict[str, Any]:
+    """The `preview --format json` document of one call."""
+    from ocr_hook.commands import preview as preview_cmd
+
+    seen = preview_cmd.preview(scope, paths, None, cwd=root, environ=os.environ)
+    return preview_cmd.preview_dict(*seen)

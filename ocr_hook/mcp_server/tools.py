@@ -1,0 +1,217 @@
+"""The two tools as the client sees them: names, when-to-use descriptions, input and output schemas.
+
+Written for the model that reads them (seed 002): the description says when to call a tool, every
+closed set is an enum, optional inputs are filled in on our side (arguments.py), and the output
+schemas describe exactly the documents the CLI prints with `--format json`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ocr_hook.findings import Category, Severity
+from ocr_hook.gate import FAIL_ON_CHOICES
+
+SCOPES = ("staged", "base", "range", "commit")
+REVIEW = "review"
+PREVIEW = "preview"
+
+_REF = {"type": "string", "minLength": 1}
+
+_SCOPE_PROPERTIES: dict[str, Any] = {
+    "scope": {
+        "type": "string",
+        "enum": list(SCOPES),
+        "description": (
+            "Which change to look at. 'staged' (default): what `git add` has staged, against HEAD; use it "
+            "just before committing. 'base': everything the current branch adds since it left `base` "
+            "(merge-base(base, HEAD)..HEAD), as CI reviews a pull request; needs `base`. 'range': from..to; "
+            "needs `from` and `to`. 'commit': one commit against its parent; needs `commit`. When omitted, "
+            "the scope follows from the ref argument given, else it is 'staged'."
+        ),
+    },
+    "base": {**_REF, "description": "Scope 'base': the branch, tag or commit the current branch is compared "
+                                    "with, e.g. \"main\" or \"origin/main\"."},
+    "from": {**_REF, "description": "Scope 'range': the older end (a branch, tag or commit)."},
+    "to": {**_REF, "description": "Scope 'range': the newer end (a branch, tag or commit), e.g. \"HEAD\"."},
+    "commit": {**_REF, "description": "Scope 'commit': the commit to review against its first parent, "
+                                      "e.g. \"HEAD\" or a sha."},
+    "paths": {
+        "type": "array",
+        "items": {"type": "string", "minLength": 1},
+        "description": ("Only these changed files or directories, relative to the repository root "
+                        "(e.g. [\"src/app.py\", \"lib/\"]). Omit to cover every changed file. Paths outside "
+                        "the repository are refused."),
+    },
+}
+
+REVIEW_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **_SCOPE_PROPERTIES,
+        "fail_on": {
+            "type": "string",
+            "enum": list(FAIL_ON_CHOICES),
+            "description": ("Lowest severity that makes the gate fail (exit_code 1). Default: the repository's "
+                            "setting (high unless .ocr-hook.yaml says otherwise). 'never' turns the gate off."),
+        },
+        "max_cost": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": ("Cost ceiling in USD for this review. It can lower the repository's configured "
+                            "max_cost, never raise it. Default: the configured one."),
+        },
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": ("Wall-clock limit in seconds for this review. It can lower the configured timeout, "
+                            "never raise it. Default: the configured one (600 s unless configured)."),
+        },
+    },
+    "additionalProperties": False,
+}
+
+PREVIEW_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": dict(_SCOPE_PROPERTIES),
+    "additionalProperties": False,
+}
+
+_FINDING: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "start_line", "end_line", "severity", "category", "message", "suggestion", "anchored",
+                 "fingerprint"],
+    "properties": {
+        "path": {"type": "string", "description": "Repository-relative path."},
+        "start_line": {"type": "integer", "minimum": 0, "description": "1-based; 0 when not anchored to a line."},
+        "end_line": {"type": "integer", "minimum": 0},
+        "severity": {"type": "string", "enum": [s.value for s in Severity]},
+        "category": {"type": "string", "enum": [c.value for c in Category]},
+        "message": {"type": "string"},
+        "suggestion": {"type": ["string", "null"],
+                       "description": "Replacement code for the anchored lines, when the reviewer has one."},
+        "anchored": {"type": "boolean"},
+        "fingerprint": {"type": "string"},
+        "suppressed": {"type": ["string", "null"], "description": "Why the finding does not count, if it does not."},
+        "anchor_note": {"type": ["string", "null"]},
+    },
+}
+
+_REASONED = {"type": "object", "required": ["path", "reason"],
+             "properties": {"path": {"type": "string"}, "reason": {"type": "string"}}}
+
+REVIEW_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["status", "exit_code", "verdict", "fail_on", "scope", "findings", "coverage", "usage", "notes"],
+    "properties": {
+        "schema_version": {"type": "integer"},
+        "tool": {"type": "object"},
+        "status": {"type": "string", "enum": ["complete", "incomplete"],
+                   "description": "'incomplete': some files were not reviewed (budget, time, API failure, size)."},
+        "exit_code": {"type": "integer", "enum": [0, 1, 3],
+                      "description": "The CLI's exit code: 0 clean, 1 blocking findings, 3 review incomplete."},
+        "verdict": {"type": "string", "description": "One line: PASSED, FAILED or REVIEW INCOMPLETE, and why."},
+        "fail_on": {"type": "string", "enum": list(FAIL_ON_CHOICES)},
+        "scope": {"type": "string"},
+        "findings": {"type": "array", "items": _FINDING},
+        "coverage": {
+            "type": "object",
+            "required": ["reviewed", "cached", "skipped", "failed"],
+            "properties": {
+                "reviewed": {"type": "array", "items": {"type": "string"}},
+                "cached": {"type": "array", "items": {"type": "string"}},
+                "skipped": {"type": "array", "items": _REASONED},
+                "failed": {"type": "array", "items": _REASONED},
+            },
+        },
+        "usage": {
+            "type": "object",
+            "required": ["requests", "input_tokens", "output_tokens", "cost_usd"],
+            "properties": {
+                "requests": {"type": "integer", "minimum": 0},
+                "input_tokens": {"type": "integer", "minimum": 0},
+                "output_tokens": {"type": "integer", "minimum": 0},
+                "cache_creation_input_tokens": {"type": "integer", "minimum": 0},
+                "cache_read_input_tokens": {"type": "integer", "minimum": 0},
+                "cost_usd": {"type": "number", "minimum": 0},
+            },
+        },
+        "dropped": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "notes": {"type": "array", "items": {"type": "string"}},
+        "elapsed_s": {"type": "number"},
+    },
+}
+
+PREVIEW_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "required": ["scope", "files", "estimate", "complete"],
+    "properties": {
+        "scope": {"type": "string"},
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "status", "action", "reason"],
+                "properties": {
+                    "path": {"type": "string"},
+                    "status": {"type": "string"},
+                    "action": {"type": "string", "enum": ["review", "skip"]},
+                    "reason": {"type": "string", "description": "Why the file is skipped; empty when reviewed."},
+                    "old_path": {"type": ["string", "null"]},
+                    "added": {"type": "integer"},
+                    "removed": {"type": "integer"},
+                    "incomplete": {"type": "boolean",
+                                   "description": "Skipped for a limit: the review would be incomplete."},
+                },
+            },
+        },
+        "estimate": {
+            "type": "object",
+            "required": ["input_tokens", "max_cost_usd"],
+            "properties": {
+                "input_tokens": {"type": "integer", "minimum": 0},
+                "output_tokens": {"type": "integer", "minimum": 0},
+                "max_cost_usd": {"type": "number", "minimum": 0,
+                                 "description": "The most the review could cost: the estimate, capped by max_cost."},
+                "cost_usd": {"type": ["number", "null"]},
+                "model": {"type": "string"},
+                "max_cost_setting_usd": {"type": "number"},
+            },
+        },
+        "complete": {"type": "boolean", "description": "False when files would be skipped for limits."},
+    },
+}
+
+REVIEW_DESCRIPTION = (
+    "Review a change in this git repository with ocr-hook, the LLM code reviewer its pre-commit hook and CI "
+    "run, and gate it the same way. Call it when you have finished a change and before you commit it "
+    "(stage the files with `git add` first: the default scope reviews what is staged), or to check a branch "
+    "('base'), a range ('from'/'to') or one commit ('commit'). Returns the findings (file, lines, severity, "
+    "category, message, suggested replacement code), which files were reviewed or skipped and why, what it "
+    "cost, `exit_code` (0 clean, 1 findings at or above fail_on, 3 review incomplete) and a one-line "
+    "`verdict`. Fix the blocking findings and review again; an incomplete review is not a pass. It calls a "
+    "paid model and can take minutes; progress is reported per file and the call can be cancelled. Use "
+    "`preview` first when unsure what would be reviewed or what it may cost. One review runs at a time."
+)
+
+PREVIEW_DESCRIPTION = (
+    "Show what `review` would look at for the same arguments, without calling any model and without an API "
+    "key: the changed files, which would be reviewed and which skipped and why (binary, excluded, too large, "
+    "sensitive), and the estimated tokens and the most it could cost. Call it before `review` to check the "
+    "scope (e.g. whether anything is staged) or the cost, or when the user asks what would be reviewed. "
+    "Fast and free."
+)
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    """The tools as MCP `Tool` fields (snake_case, as the SDK's models take them)."""
+    return [
+        {"name": REVIEW, "title": "Review a change with ocr-hook", "description": REVIEW_DESCRIPTION,
+         "input_schema": REVIEW_INPUT, "output_schema": REVIEW_OUTPUT,
+         "annotations": {"title": "Review a change with ocr-hook", "read_only_hint": True,
+                         "destructive_hint": False, "idempotent_hint": False, "open_world_hint": True}},
+        {"name": PREVIEW, "title": "Preview an ocr-hook review", "description": PREVIEW_DESCRIPTION,
+         "input_schema": PREVIEW_INPUT, "output_schema": PREVIEW_OUTPUT,
+         "annotations": {"title": "Preview an ocr-hook review", "read_only_hint": True,
+                         "destructive_hint": False, "idempotent_hint": True, "open_world_hint": False}},
+    ]

@@ -29,7 +29,8 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     started = time.monotonic()
     root, head = repo_top(os.getcwd())
     settings = load(root, config_file, flags, environ)
-    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
+    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out,
+                        settings.patch_output])
     change_set = collect_changes(root, scope, repo_relative_paths(root, os.getcwd(), paths), environ, head=head)
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     if not change_set.files:
@@ -130,7 +131,9 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[
     kept, dropped = diff_filter.apply(result.findings, change_set.by_path(), settings.filter_mode)
     if dropped:
         result.dropped["filter_mode"] = result.dropped.get("filter_mode", 0) + dropped
-    result.findings = apply_suppressions(kept, baseline, texts)
+    from ocr_hook.fixes import settle
+
+    result.findings = settle(apply_suppressions(kept, baseline, texts))
     return result
 
 
@@ -148,6 +151,10 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext, render, write_report
 
+    if settings.patch_output:  # first: what it leaves out becomes a note in every other report
+        from ocr_hook.reports.patch import write_patch
+
+        result.notes += write_patch(settings.patch_output, result.findings, texts)
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = ReportContext(

@@ -4,7 +4,8 @@ A fix replaces the finding's anchored lines with the suggestion. It exists only 
 the finding is anchored on the new side, its quote was read literally (as written, without a code
 fence, without `N|` prefixes or without diff markers: the anchoring's exact readings, so quote line i
 is the file's non-blank line i; `...` gaps and cut-short lines say the quote is not the whole range),
-neither the quote nor the suggestion was shortened, and the suggestion holds no masked secret.
+neither the quote nor the suggestion was shortened, and the suggestion holds no masked secret and no
+control or bidirectional-override character.
 
 Models quote code dedented (or indented differently): the difference between the quote's and the
 file's leading whitespace is one change, "replace prefix P by prefix Q", found from the quoted lines
@@ -23,6 +24,9 @@ from dataclasses import dataclass
 from ocr_hook.anchoring_normalise import clean_lines, norm_line, unfenced, without_line_numbers, without_markers
 from ocr_hook.findings import Finding, Fix
 
+# Control characters and bidirectional overrides: never written into a file by a one-click fix (they
+# can make code read differently from what it does); such a suggestion stays text in the report.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _DIFF_HEADER = re.compile(r"^(?:@@ .* @@|\+\+\+ (?:b/|/dev/null)|--- (?:a/|/dev/null))")
 
 
@@ -163,6 +167,8 @@ def compute_fix(quote: str, suggestion: str | None, text: str, start_line: int, 
     from ocr_hook.secrets_mask import MARKER
 
     if not suggestion or not suggestion.strip() or MARKER in suggestion:
+        return None
+    if _UNSAFE.search(suggestion.replace("\r\n", "\n")):
         return None
     lines = text.split("\n")
     if lines and lines[-1] == "":

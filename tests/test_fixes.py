@@ -122,7 +122,7 @@ def test_blank_lines_inside_the_suggestion_stay_blank() -> None:
 
 def test_crlf_file_gets_a_plain_replacement() -> None:
     text = PY.replace("\n", "\r\n")
-    fix = compute_fix("data = fh.read()\r\n", "data = fh.read(4096)", text, 5, 5)
+    fix = compute_fix("data = fh.read()\r\n", "data = fh.read(4096)\r\n", text, 5, 5)
     assert fix == Fix(5, 5, "            data = fh.read(4096)")
 
 
@@ -134,6 +134,9 @@ def test_crlf_file_gets_a_plain_replacement() -> None:
     ("fh = open(path)\n...\nreturn data", "fh = open(path)\nreturn fh.read()", 4, 6),  # `...`: not the whole range
     ("fh = open(pa", "fh = open(path, 'rb')", 4, 4),  # cut short: not the whole line
     ("fh = open(path)", f"fh = open({MARKER})", 4, 4),  # would write the mask into the file
+    ("fh = open(path)", "fh = open(path)  # \u202eevil", 4, 4),  # a bidi override (trojan source)
+    ("fh = open(path)", "fh = open(path)\x1b[2J", 4, 4),  # a terminal escape
+    ("fh = open(path)", "fh = open(path)\rx = 1", 4, 4),  # a bare CR inside a line
     # quoted 4 columns deeper than the file: a suggestion line left of that has nowhere to go
     (" " * 16 + "fh = open(path)", "fh = open(path)", 4, 4),
     ("fh = open(path)\n    data = fh.read()", "x = 1", 4, 5),  # quote's relative indentation differs

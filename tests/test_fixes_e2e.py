@@ -240,7 +240,7 @@ def test_fixes_reach_every_output_and_the_patch_applies(tmp_path: Path, fake_api
     text = patch.read_bytes()
     assert text.count(b"diff --git ") == 4
     assert b"\\ No newline at end of file" in text and b"\r\n" in text
-    for args in (["--cached", "--check"], ["--check"]):
+    for args in (["--cached", "--check"], ["--index", "--check"], ["--check"]):
         proc = _git_apply(repo, patch, *args)
         assert proc.returncode == 0, (args, proc.stderr)
 

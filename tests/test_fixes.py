@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from gitrepo import commit_all, git, make_repo, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ocr_hook.findings import Category, Finding, Fix, Severity
 from ocr_hook.fixes import apply_fixes, compute_fix, settle
@@ -201,3 +203,49 @@ def test_a_settled_finding_is_still_a_finding() -> None:
     f = _finding("a.py", 1, 1, Severity.LOW, "only")
     assert settle([f]) == [f]
     assert settle([dataclasses.replace(f, fix=None)])[0].fix is None
+
+
+# --- properties: a quote re-indented or decorated any way the model does, the same edit results ----------
+
+@st.composite
+def _case(draw: st.DrawFn) -> tuple[str, str, str, int, int, str]:
+    """(file text, quote, suggestion, start, end, expected text after the fix)."""
+    unit = draw(st.sampled_from(["    ", "  ", "\t"]))
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    base = draw(st.integers(0, 3))
+    levels = draw(st.lists(st.integers(0, 2), min_size=1, max_size=6))
+    levels[0] = 0
+    for i in range(1, len(levels)):  # code nests one level at a time
+        levels[i] = min(levels[i], levels[i - 1] + 1)
+    block = [unit * (base + level) + f"v{i} = call({i})" for i, level in enumerate(levels)]
+    above = ["def outer():", unit + "setup()"]
+    lines = above + block + [unit + "teardown()"]
+    start, end = len(above) + 1, len(above) + len(block)
+    final_eol = draw(st.booleans())
+    text = eol.join(lines) + (eol if final_eol else "")
+
+    dedent = draw(st.integers(0, base))  # how far left the model moved the quote
+    changed = draw(st.integers(0, len(block) - 1))
+    quoted = [line[len(unit) * dedent:] for line in block]
+    suggested = [line.replace(f"v{changed} =", f"w{changed} =") for line in quoted]
+    style = draw(st.sampled_from(["plain", "plus", "numbered", "fenced"]))
+    if style == "plus":
+        quoted, suggested = ["+" + line for line in quoted], ["+" + line for line in suggested]
+    elif style == "numbered":
+        quoted = [f"{start + i}|{line}" for i, line in enumerate(quoted)]
+        suggested = [f"{start + i}|{line}" for i, line in enumerate(suggested)]
+    elif style == "fenced":
+        quoted, suggested = ["```", *quoted, "```"], ["```python", *suggested, "```"]
+    expected_lines = [line.replace(f"v{changed} =", f"w{changed} =") for line in lines]
+    expected = eol.join(expected_lines) + (eol if final_eol else "")
+    return text, "\n".join(quoted), "\n".join(suggested), start, end, expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(_case())
+def test_any_dedent_or_decoration_gives_the_same_edit(case: tuple[str, str, str, int, int, str]) -> None:
+    text, quote, suggestion, start, end, expected = case
+    fix = compute_fix(quote, suggestion, text, start, end)
+    assert fix is not None
+    assert (fix.start_line, fix.end_line) == (start, end)
+    assert apply_fixes(text, [fix]) == expected

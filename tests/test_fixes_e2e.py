@@ -377,3 +377,20 @@ def test_a_patch_never_shows_a_secret(tmp_path: Path, fake_api: Any, sdk_env: di
     for output in (patch, *run.out_dir.iterdir()):
         assert token.encode() not in output.read_bytes(), output
     assert token not in run.proc.stdout + run.proc.stderr
+
+
+def test_a_cached_review_gives_the_same_fixes_and_patch(tmp_path: Path, fake_api: Any, sdk_env: dict[str, str]) -> None:
+    repo = _repo(tmp_path / "repo")
+    _script(fake_api)
+    reports, patches = [], []
+    for n in (1, 2):
+        patch = tmp_path / f"fixes-{n}.patch"
+        proc = run_cli(repo, "review", "--format", "json", "--no-review-filter", "--filter-mode", "nofilter",
+                       "--cache-dir", str(tmp_path / "cache"), "--patch-output", str(patch), env=sdk_env)
+        assert proc.returncode == 1, proc.stderr
+        reports.append(json.loads(proc.stdout))
+        patches.append(patch.read_bytes())
+    assert sorted(reports[1]["coverage"]["cached"]) == sorted(AFTER)
+    assert [f["fix"] for f in reports[1]["findings"]] == [f["fix"] for f in reports[0]["findings"]]
+    assert {f["message"]: f["fix"] for f in reports[1]["findings"]} == EXPECTED_FIXES
+    assert patches[1] == patches[0] and patches[0]

@@ -10,7 +10,8 @@ control or bidirectional-override character.
 Models quote code dedented (or indented differently): the difference between the quote's and the
 file's leading whitespace is one change, "replace prefix P by prefix Q", found from the quoted lines
 and applied to every non-blank suggestion line, so tabs stay tabs and relative indentation is kept.
-The suggestion loses the same decorations the quote did (fence, `N|` prefixes, `+`/`-` markers).
+The suggestion loses the same decorations the quote did (fence, `N|` prefixes, `+`/`-` markers); a
+suggestion decorated where its quote was not gets no fix.
 Anything that does not fit that one change gives no fix; a wrong edit is worse than none.
 """
 
@@ -149,6 +150,21 @@ def _suggestion_lines(suggestion: str, reading: _Reading, block: Sequence[str]) 
     return lines
 
 
+def _marker_lines(lines: Sequence[str]) -> bool:
+    """Some line starts with a lone diff marker (`--` and `++` are code: comments, increments)."""
+    return any(line[:1] in ("+", "-") and line[:2] not in ("++", "--") for line in lines if line.strip())
+
+
+def _decorated_beyond_quote(suggestion: str, reading: _Reading) -> bool:
+    """The suggestion carries diff markers or `N|` prefixes that the quote, read literally, did not:
+    stripping them would be a guess and keeping them would write them into the file."""
+    lines = clean_lines(suggestion)
+    if not reading.marked and _marker_lines(lines) and not _marker_lines(reading.lines):
+        return True
+    return (not reading.numbered and without_line_numbers(lines) is not None
+            and without_line_numbers(reading.lines) is None)
+
+
 def _reindented(lines: Sequence[str], old: str, new: str) -> list[str] | None:
     out = []
     for line in lines:
@@ -177,9 +193,10 @@ def compute_fix(quote: str, suggestion: str | None, text: str, start_line: int, 
         return None
     block = [line.removesuffix("\r") for line in lines[start_line - 1 : end_line]]
     reading = _matching_reading(quote, block)
-    if reading is None:
+    if reading is None or _decorated_beyond_quote(suggestion, reading):
         return None
-    shift = _shift(_pairs(reading, block), reading.marked)
+    pairs = _pairs(reading, block)
+    shift = _shift(pairs, reading.marked) if pairs else None
     if shift is None:
         return None
     new_lines = _suggestion_lines(suggestion, reading, block)

@@ -122,6 +122,15 @@ def test_blank_lines_inside_the_suggestion_stay_blank() -> None:
     assert fix == Fix(4, 4, "            fh = open(path)\n\n            fh.close()")
 
 
+def test_code_starting_like_a_marker_is_kept_when_the_quote_has_it_too() -> None:
+    yaml_text = "steps:\n  - run: make\n  - run: test\n"
+    assert compute_fix("- run: make\n- run: test", "- run: make\n- run: make test", yaml_text, 2, 3) == Fix(
+        2, 3, "  - run: make\n  - run: make test")
+    sql = "SELECT 1;\nSELECT 2;\n"
+    assert compute_fix("SELECT 2;", "-- the second query\nSELECT 2 AS two;", sql, 2, 2) == Fix(
+        2, 2, "-- the second query\nSELECT 2 AS two;")
+
+
 def test_crlf_file_gets_a_plain_replacement() -> None:
     text = PY.replace("\n", "\r\n")
     fix = compute_fix("data = fh.read()\r\n", "data = fh.read(4096)\r\n", text, 5, 5)
@@ -142,6 +151,10 @@ def test_crlf_file_gets_a_plain_replacement() -> None:
     # quoted 4 columns deeper than the file: a suggestion line left of that has nowhere to go
     (" " * 16 + "fh = open(path)", "fh = open(path)", 4, 4),
     ("fh = open(path)\n    data = fh.read()", "x = 1", 4, 5),  # quote's relative indentation differs
+    ("fh = open(path)", "-fh = open(path)\n+fh = open(path, 'rb')", 4, 4),  # a diff the quote was not
+    ("fh = open(path)", "+fh = open(path, 'rb')", 4, 4),
+    ("fh = open(path)", "4|fh = open(path, 'rb')", 4, 4),  # `N|` prefixes the quote did not have
+    ("   \n", "x = 1", 4, 4),  # nothing quoted
     ("fh = open(path)", "x = 1", 0, 0),  # not anchored
     ("fh = open(path)", "x = 1", 8, 9),  # past the end
     ("data = fh.read()", "x = 1", 4, 4),  # a quote of other lines than the anchored ones

@@ -213,6 +213,13 @@ def _line_based(rng: tuple[tuple[int, int], tuple[int, int] | None]) -> tuple[in
     return start, end[0] if end is not None else start
 
 
+def _gitlab_lines(rng: tuple[tuple[int, int], tuple[int, int] | None]) -> tuple[int, int] | None:
+    """The lines reviewdog's GitLab reporter suggests over (`suggestion:-0+N` from the start line); None
+    when it skips the suggestion, which it does for a range without an end (one whole line)."""
+    (start, _), end = rng
+    return None if end is None else (start, start + (end[0] - start))
+
+
 # --- the tests ---------------------------------------------------------------------------------------
 
 
@@ -285,6 +292,8 @@ def test_fixes_reach_every_output_and_the_patch_applies(tmp_path: Path, fake_api
         assert lines == (finding["start_line"], finding["end_line"]) == (
             finding["fix"]["start_line"], finding["fix"]["end_line"])
         assert suggestion["text"] == finding["fix"]["replacement"]
+        gitlab = _gitlab_lines(suggestion["range"])
+        assert gitlab == (None if lines[0] == lines[1] else lines)  # multi-line fixes only, on GitLab
         # a suggested change replaces those lines with the text: the same file as the patch gives
         target = patched_by_reviewdog[entry["path"]]
         eol = "\r" if target[lines[0] - 1].endswith("\r") else ""

@@ -262,3 +262,17 @@ def test_any_dedent_or_decoration_gives_the_same_edit(case: tuple[str, str, str,
     assert fix is not None
     assert (fix.start_line, fix.end_line) == (start, end)
     assert apply_fixes(text, [fix]) == expected
+
+
+def test_build_patch_settles_overlaps_and_skips_what_does_not_fit() -> None:
+    from ocr_hook.reports.patch import build_patch
+
+    text = "a\nb\nc\n"
+    items = [
+        dataclasses.replace(_finding("f.txt", 1, 2, Severity.LOW, "low"), fix=Fix(1, 2, "A\nB")),
+        dataclasses.replace(_finding("f.txt", 2, 3, Severity.HIGH, "high"), fix=Fix(2, 3, "BC")),
+        dataclasses.replace(_finding("g.txt", 5, 5, Severity.LOW, "stale"), fix=Fix(5, 5, "x")),
+    ]
+    patch, notes = build_patch(items, {"f.txt": text, "g.txt": text})
+    assert patch == "diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,2 @@\n a\n-b\n-c\n+BC\n"
+    assert len(notes) == 1 and "g.txt" in notes[0]

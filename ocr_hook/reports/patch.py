@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable, Mapping
 
 from ocr_hook.findings import Finding, Fix
-from ocr_hook.fixes import apply_fixes, split_keeping_ends
+from ocr_hook.fixes import apply_fixes, settle, split_keeping_ends
 from ocr_hook.reports.atomic_write import write_atomic
 
 CONTEXT_LINES = 3  # git's default, so the patch reads like `git diff`
@@ -66,8 +66,8 @@ def build_patch(findings: Iterable[Finding], file_texts: Mapping[str, str]) -> t
     from ocr_hook.secrets_mask import mask_secrets
 
     by_path: dict[str, list[Fix]] = {}
-    for f in findings:
-        if f.fix is not None and f.suppressed is None:
+    for f in settle(findings):  # already settled on the review path; a no-op then, a guard otherwise
+        if f.fix is not None:
             by_path.setdefault(f.path, []).append(f.fix)
     sections: list[str] = []
     notes: list[str] = []
@@ -75,6 +75,9 @@ def build_patch(findings: Iterable[Finding], file_texts: Mapping[str, str]) -> t
         text = file_texts.get(path)
         if text is None:
             notes.append(f"{path}: fixes left out of the patch: the reviewed file could not be read")
+            continue
+        if max(fix.end_line for fix in by_path[path]) > len(split_keeping_ends(text)):
+            notes.append(f"{path}: fixes left out of the patch: they do not fit the reviewed file")
             continue
         section = file_diff(path, text, apply_fixes(text, by_path[path]))
         if mask_secrets(section)[1]:

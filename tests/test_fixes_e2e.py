@@ -403,3 +403,15 @@ def test_a_cached_review_gives_the_same_fixes_and_patch(tmp_path: Path, fake_api
     assert [f["fix"] for f in reports[1]["findings"]] == [f["fix"] for f in reports[0]["findings"]]
     assert {f["message"]: f["fix"] for f in reports[1]["findings"]} == EXPECTED_FIXES
     assert patches[1] == patches[0] and patches[0]
+
+
+def test_nothing_to_review_still_replaces_a_stale_patch(tmp_path: Path, fake_api: Any, sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "a.py", "x = 1\n")
+    commit_all(repo, "base")
+    patch = tmp_path / "fixes.patch"
+    patch.write_text("stale\n")
+    proc = run_cli(repo, "review", "--patch-output", str(patch), env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    assert patch.read_bytes() == b""
+    assert fake_api.requests == []

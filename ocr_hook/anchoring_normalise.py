@@ -86,14 +86,14 @@ def clean_lines(snippet: str) -> tuple[str, ...]:
     return tuple(line.rstrip() for line in snippet.split("\n"))
 
 
-def _unfenced(lines: tuple[str, ...]) -> tuple[str, ...] | None:
+def unfenced(lines: tuple[str, ...]) -> tuple[str, ...] | None:
     body = [i for i, line in enumerate(lines) if line.strip()]
     if len(body) >= 3 and _FENCE.match(lines[body[0]]) and _FENCE.match(lines[body[-1]]):
         return lines[body[0] + 1 : body[-1]]
     return None
 
 
-def _without_line_numbers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], int] | None:
+def without_line_numbers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], int] | None:
     """Strip `12|` / `  12| ` prefixes copied from file_read, only when every line carries one."""
     out: list[str] = []
     first: int | None = None
@@ -113,7 +113,7 @@ def _without_line_numbers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], int]
     return tuple(out), first
 
 
-def _without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint] | None:
+def without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint] | None:
     """Strip leading `+`/`-` diff markers; lines without one are taken as context lines."""
     kept: list[str] = []
     plus = minus = False
@@ -140,15 +140,15 @@ def forms(snippet: str) -> list[Form]:
     if not any(line.strip() for line in base):
         return []
     out: list[Form] = [Form(base, "any")]
-    unfenced = _unfenced(base)
-    if unfenced is not None:
-        out.append(Form(unfenced, "any"))
+    inner = unfenced(base)
+    if inner is not None:
+        out.append(Form(inner, "any"))
     for form in list(out):
-        numbered = _without_line_numbers(form.lines)
+        numbered = without_line_numbers(form.lines)
         if numbered is not None:
             out.append(Form(numbered[0], "any", numbered[1]))
     for form in list(out):
-        marked = _without_markers(form.lines)
+        marked = without_markers(form.lines)
         if marked is not None:
             out.append(Form(marked[0], marked[1], form.start_hint if marked[1] == "new" else None))
     seen: set[Form] = set()

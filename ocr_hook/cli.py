@@ -78,6 +78,8 @@ def cli() -> None:
 @click.option("--sarif-output", metavar="FILE", help="Also write SARIF 2.1.0 to FILE.")
 @click.option("--json-output", metavar="FILE", help="Also write the JSON report to FILE.")
 @click.option("--gitlab-output", metavar="FILE", help="Also write GitLab Code Quality JSON to FILE.")
+@click.option("--patch-output", metavar="FILE",
+              help="Also write every suggested fix as one patch to FILE (for git apply; empty when none).")
 @click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "never"]),
               help="Lowest severity that fails the run (default high).")
 @click.option("--on-error", type=click.Choice(["fail", "warn"]),

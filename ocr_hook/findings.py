@@ -43,6 +43,19 @@ class Comment:
     severity: Severity
     category: Category
     suggestion_code: str | None = None
+    # The quote or the suggestion was shortened to its bound: the suggestion no longer replaces
+    # exactly the quoted lines, so it must not become a fix.
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """Whole lines `start_line`..`end_line` (1-based, inclusive) of the reviewed file replaced by
+    `replacement`: the new lines joined by "\n", without a final line break."""
+
+    start_line: int
+    end_line: int
+    replacement: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +74,13 @@ class Finding:
     existing_code: str = ""
     anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
     suppressed: str | None = None  # None, "baseline" or "inline"
+    fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.fixes), when it is one
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+
+def shown_suggestion(f: Finding) -> str | None:
+    """The suggestion as reports show it: what the fix would write when there is one."""
+    return f.fix.replacement if f.fix is not None else f.suggestion
 
 
 _SPACE = re.compile(r"\s+")

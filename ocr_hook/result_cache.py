@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
-from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.findings import Category, Finding, Fix, Severity
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: findings carry `fix`
 APP_DIR = "ocr-hook"
 _MAX_ENTRY_BYTES = 16 * 1024 * 1024  # far above any real entry; guards against reading junk
 
@@ -63,6 +63,10 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "existing_code": finding.existing_code,
         "anchor_note": finding.anchor_note,
         "suppressed": finding.suppressed,
+        "fix": None if finding.fix is None else {
+            "start_line": finding.fix.start_line, "end_line": finding.fix.end_line,
+            "replacement": finding.fix.replacement,
+        },
         "extra": dict(finding.extra),
     }
 
@@ -72,6 +76,14 @@ def _typed(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) ->
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
         raise ValueError(f"{name} has the wrong type")
     return value
+
+
+def _fix_from_json(data: Any) -> Fix | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ValueError("fix must be an object or null")
+    return Fix(_typed(data, "start_line", int), _typed(data, "end_line", int), _typed(data, "replacement", str))
 
 
 def finding_from_json(data: Any) -> Finding:
@@ -94,6 +106,7 @@ def finding_from_json(data: Any) -> Finding:
         existing_code=_typed(data, "existing_code", str),
         anchor_note=_typed(data, "anchor_note", (str, type(None))),
         suppressed=_typed(data, "suppressed", (str, type(None))),
+        fix=_fix_from_json(data["fix"]),
         extra=extra,
     )
 

@@ -72,6 +72,7 @@ class Settings:
     max_file_bytes: int
     max_diff_lines: int
     pricing: Mapping[str, Price] = field(default_factory=dict)
+    patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""

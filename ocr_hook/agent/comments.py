@@ -57,7 +57,7 @@ class CommentBox:
             self.comments.append(Comment(
                 path=self.path, content=content, existing_code=code,
                 severity=Severity(entry["severity"]), category=Category(entry["category"]),
-                suggestion_code=suggestion or None,
+                suggestion_code=suggestion or None, truncated=code_cut or suggestion_cut,
             ))
             added += 1
         answer = f"Recorded {added} comment(s) on {self.path} ({len(self.comments)} so far)."

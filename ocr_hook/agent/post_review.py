@@ -18,7 +18,8 @@ from ocr_hook.agent.conversation import text_block
 from ocr_hook.anchoring import Anchor, FileIndex, anchor_prepared, prepare
 from ocr_hook.changes.model import FileChange
 from ocr_hook.dedupe import dedupe
-from ocr_hook.findings import Comment, Finding, fingerprint
+from ocr_hook.findings import Comment, Finding, Fix, fingerprint
+from ocr_hook.fixes import compute_fix
 from ocr_hook.secrets_mask import mask_secrets
 from ocr_hook.settings import Settings
 
@@ -45,6 +46,7 @@ class _Placed:
     anchor: Anchor | None
     code: str  # the code the finding is about: the quote, or what re-location found
     relocated: bool = False
+    fix: Fix | None = None
 
 
 def parse_json_answer(text: str) -> Any | None:
@@ -200,6 +202,15 @@ async def _review_filter(findings: list[Finding], items: list[_Placed], change: 
     return [f for number, f in enumerate(findings, 1) if number not in drop]
 
 
+def _attach_fixes(items: Sequence[_Placed], text: str) -> None:
+    """Fixes from the model's own quote, read before it is replaced by the file's lines. A comment the
+    model had to re-locate gets none: its suggestion was written against code that is not there."""
+    for item in items:
+        a, c = item.anchor, item.comment
+        if a is not None and a.side == "new" and not item.relocated and not c.truncated:
+            item.fix = compute_fix(item.code, c.suggestion_code, text, a.start_line, a.end_line)
+
+
 def _quote_file_lines(items: Sequence[_Placed], text: str) -> None:
     """Anchored on the new side, a finding is about the file's own lines, not the model's rendering of
     them (markers, `N|` prefixes, re-indentation), so fingerprints stay stable from run to run."""
@@ -227,6 +238,7 @@ def _finding(item: _Placed) -> Finding:
         fingerprint=fingerprint(c.path, c.category, code, c.content),
         existing_code=code,
         anchor_note=DELETED_NOTE if a is not None and a.side == "old" else None,
+        fix=item.fix,
         extra={"anchor_stage": stage},
     )
 
@@ -245,6 +257,7 @@ async def finish_file(comments: Sequence[Comment], change: FileChange, new_text:
             result.complete = False
     else:
         await _relocate(items, change, text, anchorer, api, settings, mask, result)
+    _attach_fixes(items, text)
     _quote_file_lines(items, text)
     findings = [_finding(item) for item in items]
     if settings.review_filter and api is not None:

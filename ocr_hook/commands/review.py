@@ -64,7 +64,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     settings = load(root, config_file, flags, environ)
     if adjust is not None:
         settings = adjust(settings)
-    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out])
+    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out,
+                        settings.patch_output])
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
     if not change_set.files:
         # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
@@ -169,7 +170,9 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[
     kept, dropped = diff_filter.apply(result.findings, change_set.by_path(), settings.filter_mode)
     if dropped:
         result.dropped["filter_mode"] = result.dropped.get("filter_mode", 0) + dropped
-    result.findings = apply_suppressions(kept, baseline, texts)
+    from ocr_hook.fixes import settle
+
+    result.findings = settle(apply_suppressions(kept, baseline, texts))
     return result
 
 
@@ -187,6 +190,10 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     from ocr_hook import gate
     from ocr_hook.reports import render, write_report
 
+    if settings.patch_output:  # first: what it leaves out becomes a note in every other report
+        from ocr_hook.reports.patch import write_patch
+
+        result.notes += write_patch(settings.patch_output, result.findings, texts)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
                          step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None)

@@ -55,7 +55,8 @@ class RunControl:
 def capped(settings: Settings, call: ReviewCall) -> Settings:
     """The settings of one call: its caps lower the configured ones, never raise them; no output files
     (the document goes back to the client, nothing is written into the repository)."""
-    changes: dict[str, Any] = {"sarif_output": None, "json_output": None, "gitlab_output": None, "format": "json"}
+    changes: dict[str, Any] = {"sarif_output": None, "json_output": None, "gitlab_output": None,
+                               "patch_output": None, "format": "json"}
     if call.max_cost is not None:
         changes["max_cost"] = min(settings.max_cost, call.max_cost)
     if call.timeout is not None:

@@ -13,7 +13,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ocr_hook import gate
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.atomic_write import ReportWriteError
 from ocr_hook.reports.base import coverage_groups, line_range, safe_for_log, sanitize_text, severity_order
@@ -62,8 +62,9 @@ def _clip(text: str, limit: int) -> str:
 
 def finding_annotation(f: Finding) -> str:
     message = sanitize_text(f.message.strip() or "(no message)")
-    if f.suggestion:
-        message += "\n\nSuggested code:\n" + sanitize_text(f.suggestion)
+    suggestion = shown_suggestion(f)
+    if suggestion:
+        message += "\n\nSuggested code:\n" + sanitize_text(suggestion)
     title = f"ocr-hook: {f.severity.value} {f.category.value}"
     path = sanitize_text(f.path)
     if not f.anchored:

@@ -13,7 +13,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import gate
-from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.findings import Category, Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, dumps_json, line_range, sorted_findings
 
@@ -54,8 +54,9 @@ def _finding_entry(f: Finding, fingerprint: str) -> dict[str, Any]:
     if not f.anchored:
         description += " (about the whole file: the quoted code was not found)"
     body = description
-    if f.suggestion:
-        body += "\n\nSuggested code:\n\n```\n" + f.suggestion + "\n```"
+    suggestion = shown_suggestion(f)
+    if suggestion:
+        body += "\n\nSuggested code:\n\n```\n" + suggestion + "\n```"
     category = "security" if f.category is Category.SECURITY else f.category.value
     return {
         "type": "issue",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.findings import Category, Finding, Severity, shown_suggestion
 from ocr_hook.line_hash import line_hashes
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, line_range, severity_order
@@ -134,8 +134,9 @@ def _artifact(path: str) -> dict[str, Any]:
 
 def _message(f: Finding) -> str:
     text = f.message.strip() or "(no message)"
-    if f.suggestion:
-        text += "\n\nSuggested code:\n" + f.suggestion
+    suggestion = shown_suggestion(f)
+    if suggestion:
+        text += "\n\nSuggested code:\n" + suggestion
     if not f.anchored:
         text += "\n\n(The quoted code was not found in the file; this finding is about the whole file.)"
     return text
@@ -169,6 +170,8 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
         "partialFingerprints": fingerprints,
         "properties": properties,
     }
+    if f.fix is not None:
+        result["fixes"] = [_fix(f)]
     if f.suppressed:
         result["suppressions"] = [{
             "kind": SUPPRESSION_KIND.get(f.suppressed, "external"),
@@ -176,6 +179,24 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
             "justification": _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
         }]
     return result
+
+
+def _fix(f: Finding) -> dict[str, Any]:
+    """The suggestion as a SARIF fix: whole lines out (no columns: reviewdog then makes a line-based
+    GitHub/GitLab suggestion, which must cover the result's own lines), the replacement in."""
+    assert f.fix is not None
+    lines = "line" if f.fix.start_line == f.fix.end_line else "lines"
+    where = f"{f.fix.start_line}" if lines == "line" else f"{f.fix.start_line}-{f.fix.end_line}"
+    return {
+        "description": {"text": f"Replace {lines} {where} with the suggested code."},
+        "artifactChanges": [{
+            "artifactLocation": _artifact(f.path),
+            "replacements": [{
+                "deletedRegion": {"startLine": f.fix.start_line, "endLine": f.fix.end_line},
+                "insertedContent": {"text": f.fix.replacement},
+            }],
+        }],
+    }
 
 
 def _notification(level: str, text: str, descriptor: str, path: str | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ocr_hook import gate
-from ocr_hook.findings import Finding, Severity
+from ocr_hook.findings import Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
 
@@ -51,12 +51,13 @@ def _existing_lines(finding: Finding, file_text: str | None) -> list[str]:
 
 def suggestion_diff(finding: Finding, file_text: str | None) -> list[str]:
     """A small unified diff from the existing code to the suggestion (no ---/+++ header)."""
-    if finding.suggestion is None:
+    suggestion = shown_suggestion(finding)  # with a fix: re-indented, exactly what it would write
+    if suggestion is None:
         return []
     import difflib
 
     old = _existing_lines(finding, file_text)
-    new = finding.suggestion.splitlines()
+    new = suggestion.splitlines()
     lines = list(difflib.unified_diff(old, new, lineterm="", n=2))[2:]
     # The finding header already says where; hunk headers would count from the snippet, not the
     # file, so they become a plain gap marker (and the first one goes).
@@ -84,7 +85,7 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
         out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
     diff = suggestion_diff(finding, ctx.file_texts.get(finding.path))
     if diff:
-        out.append(_INDENT + "suggestion:")
+        out.append(_INDENT + ("suggested fix:" if finding.fix is not None else "suggestion:"))
         out += [_INDENT + "  " + _diff_line(safe_for_log(line), ctx.color) for line in diff]
     return out
 

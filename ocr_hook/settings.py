@@ -16,6 +16,8 @@ from ocr_hook.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ocr_hook.guidance.rules import GuidanceRule
+
 REPO_CONFIG_NAME = ".ocr-hook.yaml"
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -71,6 +73,10 @@ class Settings:
     max_file_lines: int
     max_file_bytes: int
     max_diff_lines: int
+    rules: tuple[GuidanceRule, ...]  # project guidance (ocr_hook.guidance)
+    review_files: tuple[str, ...]
+    context_files: tuple[str, ...]
+    language: str
     pricing: Mapping[str, Price] = field(default_factory=dict)
 
     def model_for(self, task: str) -> str:
@@ -104,6 +110,16 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if key not in _FIELDS:
         known = ", ".join(sorted(_FIELDS))
         raise ConfigError(f"{source}: unknown setting '{key}' (known settings: {known})")
+    if key == "rules":  # its own shapes and messages; no import for the default empty list
+        if value in (None, [], ()):
+            return ()
+        from ocr_hook.guidance.rules import parse_rules
+
+        return parse_rules(value, source)
+    if key in ("review_files", "context_files"):
+        from ocr_hook.guidance.rules import check_names
+
+        return check_names(key, value, source)
     ann = str(_FIELDS[key].type)
 
     def bad() -> ConfigError:

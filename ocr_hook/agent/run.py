@@ -18,7 +18,7 @@ from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
-    from ocr_hook.agent import ReviewJob
+    from ocr_hook.agent import FileGuidance, ReviewJob
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
 
@@ -33,7 +33,8 @@ def tools_digest() -> str:
     return hashlib.sha256(config_files.read_text("tools.yaml").encode("utf-8")).hexdigest()
 
 
-def result_key(change: FileChange, content: str | None, settings: Settings) -> str:
+def result_key(change: FileChange, content: str | None, settings: Settings,
+               guidance: FileGuidance | None = None) -> str:
     """Everything that decides a file's findings; any change means a fresh review."""
     from ocr_hook.result_cache import cache_key
 
@@ -42,7 +43,7 @@ def result_key(change: FileChange, content: str | None, settings: Settings) -> s
         "provider": settings.provider, "max_rounds": settings.max_rounds,
         "plan_threshold": settings.plan_threshold,
         "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
-        "context_window": settings.context_window,
+        "context_window": settings.context_window, "language": settings.language,
     }
     return cache_key({
         "path": change.path,
@@ -53,6 +54,9 @@ def result_key(change: FileChange, content: str | None, settings: Settings) -> s
         "tools": tools_digest(),
         "settings": json.dumps(relevant, sort_keys=True),
         "version": __version__,
+        # The guidance text that applies to the file (from the trusted revision): a guidance edit
+        # committed to HEAD makes staged results stale.
+        "guidance": json.dumps(list(guidance.sections) if guidance is not None else [], ensure_ascii=False),
     })
 
 
@@ -72,7 +76,7 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     path = change.path
     job.on_event(path, "reviewing", "")
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                    budget=job.budget, other_paths=other_paths)
+                    budget=job.budget, other_paths=other_paths, guidance=job.guidance.get(path))
     outcome = await FileReview(task, api, mask).run()
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
@@ -83,7 +87,8 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
-                             api=None if outcome.stopped_by in ("api", "internal") else api)
+                             api=None if outcome.stopped_by in ("api", "internal") else api,
+                             guidance=job.guidance.get(path))
     notes = outcome.notes + post.notes
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
@@ -138,7 +143,7 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         key = None
         if job.cache is not None:
             content = job.snapshot.read_text(change.path)
-            key = result_key(change, content, job.settings)
+            key = result_key(change, content, job.settings, job.guidance.get(change.path))
             hit = job.cache.get(key)
             if hit is not None:
                 results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit)), hit)

@@ -416,3 +416,17 @@ def test_preview_lists_guidance_and_counts_its_tokens(tmp_path, sdk_env_without_
     longer = json.loads(run_cli(repo, "preview", "--format", "json", env=sdk_env_without_key).stdout)
     grown = longer["estimate"]["input_tokens"] - with_guidance["estimate"]["input_tokens"]
     assert grown >= 2 * 8000 // 4 * 5 * 0.9  # two files, ~2,000 more tokens each, sent on every turn
+
+
+def test_a_secret_in_guidance_is_masked_before_it_is_sent(tmp_path, fake_api, sdk_env):
+    token = "ghp_" + "Q7wErTy5UiOp3AsDfGh9JkLzXcVbNm1QwE2r"
+    repo = guided_repo(tmp_path, extra={"AGENTS.md": f"Deploy with GITHUB_TOKEN={token}\n"})
+    script_file(fake_api, "services/pay.py")
+    script_file(fake_api, "web/app.py")
+    run = run_review(repo, sdk_env, tmp_path / "out")
+    assert run.code == 0, run.proc.stderr
+    assert fake_api.requests
+    for req in fake_api.requests:
+        assert "Deploy with GITHUB_TOKEN=" in system_text(req)
+        assert token.encode() not in req.raw
+    assert any("1 likely secret(s) were masked" in n for n in run.report["notes"]), run.report["notes"]

@@ -6,6 +6,7 @@ import hashlib
 import json
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
@@ -69,14 +70,15 @@ class _FileResult:
 
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
-                      mask: SecretMasker, other_paths: tuple[str, ...]) -> _FileResult:
+                      mask: SecretMasker, other_paths: tuple[str, ...],
+                      guidance: FileGuidance | None = None) -> _FileResult:
     from ocr_hook.agent.loop import FileReview, FileTask
     from ocr_hook.agent.post_review import finish_file
 
     path = change.path
     job.on_event(path, "reviewing", "")
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                    budget=job.budget, other_paths=other_paths, guidance=job.guidance.get(path))
+                    budget=job.budget, other_paths=other_paths, guidance=guidance)
     outcome = await FileReview(task, api, mask).run()
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
@@ -88,7 +90,7 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
                              api=None if outcome.stopped_by in ("api", "internal") else api,
-                             guidance=job.guidance.get(path))
+                             guidance=guidance)
     notes = outcome.notes + post.notes
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
@@ -166,6 +168,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         check_credentials(job.settings, job.environ)
         _check_prices(job)
         mask = SecretMasker(mask_secrets)
+        guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
 
@@ -180,7 +183,8 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                     continue
                 others = tuple(p for p in all_paths if p != change.path)
                 try:
-                    results[change.path] = await _review_one(job, change, key, api, mask, others)
+                    results[change.path] = await _review_one(job, change, key, api, mask, others,
+                                                             guidance.get(change.path))
                 except Exception as exc:  # one file's bug must not sink the others' results
                     reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
                     job.on_event(change.path, "failed", reason)
@@ -195,6 +199,23 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         masked_count = mask.count
 
     return _assemble(job, results, masked_count, time.monotonic() - started)
+
+
+def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -> dict[str, FileGuidance]:
+    """Guidance is repository text too: it passes the secret mask like everything else, each distinct
+    section once (so a secret in the root REVIEW.md is counted once, not once per file)."""
+    from ocr_hook.agent import FileGuidance
+
+    masked: dict[str, str] = {}
+    out = {}
+    for path, item in guidance.items():
+        sections = []
+        for section in item.sections:
+            if section not in masked:
+                masked[section] = mask(section)
+            sections.append(masked[section])
+        out[path] = FileGuidance(tuple(sections), item.shared)
+    return out
 
 
 def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elapsed: float) -> ReviewResult:

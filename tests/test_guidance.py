@@ -430,3 +430,30 @@ def test_a_secret_in_guidance_is_masked_before_it_is_sent(tmp_path, fake_api, sd
         assert "Deploy with GITHUB_TOKEN=" in system_text(req)
         assert token.encode() not in req.raw
     assert any("1 likely secret(s) were masked" in n for n in run.report["notes"]), run.report["notes"]
+
+
+def test_each_scope_reads_guidance_from_the_side_not_under_review(tmp_path, sdk_env_without_key):
+    repo = guided_repo(tmp_path)
+    first = commit_all(repo, "code")  # REVIEW.md holds ROOT_RULE here
+    write(repo, "REVIEW.md", HOSTILE + "\n")
+    write(repo, "web/app.py", APP_AFTER + "# more\n")
+    second = commit_all(repo, "rewrite REVIEW.md")
+
+    def root_guidance(*scope: str, env: dict[str, str] | None = None) -> tuple[str, int]:
+        proc = run_cli(repo, "rules", "--format", "json", *scope, env={**sdk_env_without_key, **(env or {})})
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        web = next(f for f in doc["files"] if f["path"] == "web/app.py")
+        root = next(g for g in web["guidance"] if g["source"] == "REVIEW.md")
+        assert root["revision"] == doc["trusted_revision"]
+        return doc["trusted_revision"], root["bytes"]
+
+    old_size = len(ROOT_RULE) + 1
+    assert root_guidance("--commit", second) == (first, old_size)
+    assert root_guidance("--from", first, "--to", second) == (first, old_size)
+    assert root_guidance("--base", first) == (first, old_size)
+    assert root_guidance("--push", env={"PRE_COMMIT_FROM_REF": first, "PRE_COMMIT_TO_REF": second}) == \
+        (first, old_size)
+    write(repo, "web/app.py", APP_AFTER + "# staged\n")
+    git(repo, "add", "web/app.py")
+    assert root_guidance() == (second, len(HOSTILE) + 1)  # staged: HEAD, which now holds the new text

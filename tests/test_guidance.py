@@ -457,3 +457,16 @@ def test_each_scope_reads_guidance_from_the_side_not_under_review(tmp_path, sdk_
     write(repo, "web/app.py", APP_AFTER + "# staged\n")
     git(repo, "add", "web/app.py")
     assert root_guidance() == (second, len(HOSTILE) + 1)  # staged: HEAD, which now holds the new text
+
+
+def test_language_alone_asks_for_comments_in_that_language(tmp_path, fake_api, sdk_env):
+    repo = guided_repo(tmp_path, "language: Deutsch\nreview_files: []\ncontext_files: []\n")
+    script_file(fake_api, "services/pay.py")
+    script_file(fake_api, "web/app.py")
+    run = run_review(repo, sdk_env, tmp_path / "out")
+    assert run.code == 0, run.proc.stderr
+    for req in fake_api.requests:
+        system = req.body["system"]
+        assert len(system) == 2 and "cache_control" in system[1]
+        assert "comment in Deutsch" in system[1]["text"].replace("\n", " ")
+        assert "review guidance" not in system[1]["text"] and ROOT_RULE not in system_text(req)

@@ -74,11 +74,12 @@ def system_blocks(own: str, guidance: FileGuidance | None, language: str, *, hea
     language_applies = uses_language(language) and header == "guidance.md"
     if not sections and not language_applies:
         return [{"type": "text", "text": own, "cache_control": cache}]
-    shared_text = template(header).strip()
+    parts = [template(header).strip()] if sections else []
     if language_applies:
-        shared_text += "\n\n" + render("language.md", language=language.strip()).strip()
+        parts.append(render("language.md", language=language.strip()).strip())
     if sections[:shared]:
-        shared_text += "\n\n" + "\n".join(sections[:shared]).strip()
+        parts.append("\n".join(sections[:shared]).strip())
+    shared_text = "\n\n".join(parts)
     blocks: list[dict[str, Any]] = [{"type": "text", "text": own},
                                     {"type": "text", "text": shared_text, "cache_control": cache}]
     if sections[shared:]:

@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from ocr_hook.changes.globs import GitIgnoreGlobs
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.errors import ConfigError
-from ocr_hook.guidance.discovery import PER_REVIEWED_FILE_CAP_BYTES, GuidanceReader, GuidanceText, cut_to
+from ocr_hook.guidance.discovery import (
+    FILE_CAP_BYTES,
+    PER_REVIEWED_FILE_CAP_BYTES,
+    GuidanceReader,
+    GuidanceText,
+    cut_to,
+)
 from ocr_hook.guidance.rules import GuidanceRule
 from ocr_hook.settings import REPO_CONFIG_NAME, Settings
 
@@ -114,11 +120,10 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
                     for category in rule.ignore_categories:
                         plan.ignore.setdefault(path, {})[category] = rule.label
             capped = _cap(items)
-            for before, after in zip(items, capped, strict=False):
-                if after.text != before.text:
-                    cut_counts[before.source] = cut_counts.get(before.source, 0) + 1
-            for item in items[len(capped):]:
-                cut_counts[item.source] = cut_counts.get(item.source, 0) + 1
+            kept = {item.source: item.text for item in capped}
+            for item in items:
+                if kept.get(item.source) != item.text:  # cut, or left out altogether
+                    cut_counts[item.source] = cut_counts.get(item.source, 0) + 1
             plan.per_path[path] = tuple(capped)
         plan.notes = list(dict.fromkeys(reader.notes))
         for source, count in cut_counts.items():
@@ -136,7 +141,10 @@ def _rule_items(rules: Sequence[GuidanceRule], reader: GuidanceReader, revision:
     items: list[GuidanceText | None] = []
     for rule in rules:
         if rule.instructions is not None:
-            text = cut_to(rule.instructions, 16 * 1024)
+            text = cut_to(rule.instructions, FILE_CAP_BYTES)
+            if text != rule.instructions:
+                reader.notes.append(f"{rule.label}: instructions cut to their first {len(text.encode('utf-8')):,} "
+                                    "bytes (16 KiB per guidance part)")
             items.append(GuidanceText(rule.label, "rule", None, text, len(rule.instructions.encode("utf-8"))))
             continue
         file = rule.instructions_file or ""

@@ -94,6 +94,17 @@ _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "co
              "max_file_lines", "max_file_bytes", "max_diff_lines"}
 
 
+# Guidance file names, looked for in every directory (ocr_hook.guidance): plain names, no paths.
+_FILE_NAME_LISTS = ("review_files", "context_files")
+
+
+def _check_file_names(key: str, names: Any, source: str) -> None:
+    for name in names:
+        if not name.strip() or "/" in name or "\\" in name or name in (".", ".."):
+            raise ConfigError(f"{source}: setting '{key}' takes plain file names (looked for in every "
+                              f"directory), got {name!r}")
+
+
 def _type_name(key: str) -> str:
     ann = str(_FIELDS[key].type)
     if key in CHOICES:
@@ -116,10 +127,6 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         from ocr_hook.guidance.rules import parse_rules
 
         return parse_rules(value, source)
-    if key in ("review_files", "context_files"):
-        from ocr_hook.guidance.rules import check_names
-
-        return check_names(key, value, source)
     ann = str(_FIELDS[key].type)
 
     def bad() -> ConfigError:
@@ -151,6 +158,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if ann == "tuple[str, ...]":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise bad()
+        if key in _FILE_NAME_LISTS:
+            _check_file_names(key, value, source)
         return tuple(value)
     if ann == "Mapping[str, Price]":
         if not isinstance(value, Mapping):

@@ -1,4 +1,4 @@
-"""The `rules`, `review_files` and `context_files` settings: shapes checked when the settings load.
+"""The `rules` setting: its shapes checked when the settings load.
 
 Called from settings._coerce, so every bad shape is a one-line ConfigError naming the key and the
 layer it came from (file, environment variable), exactly like any other setting.
@@ -92,14 +92,3 @@ def _repo_path(value: Any) -> str | None:
     if value.startswith("/") or not parts or ".." in parts:
         return None
     return "/".join(parts)
-
-
-def check_names(key: str, value: Any, source: str) -> tuple[str, ...]:
-    """`review_files` / `context_files`: plain file names, looked for in every directory."""
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{source}: setting '{key}' must be a list of file names, got {value!r}"[:300])
-    for name in value:
-        if not name.strip() or "/" in name or "\\" in name or name in (".", ".."):
-            raise ConfigError(f"{source}: setting '{key}' takes plain file names (looked for in every "
-                              f"directory), got {name!r}")
-    return tuple(value)

@@ -138,6 +138,19 @@ def baseline(**kw: Any) -> None:
                             quiet=kw.pop("quiet"), baseline_out=kw.pop("output")))
 
 
+@cli.command()
+@_scope_options
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+def rules(**kw: Any) -> None:
+    """Show which project guidance (REVIEW.md, AGENTS.md/CLAUDE.md, rules) applies to each changed file,
+    and from which revision. Calls no model."""
+    from ocr_hook.commands import rules as rules_cmd
+
+    scope = _scope(kw)
+    sys.exit(rules_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
+
+
 @cli.command("merge-sarif")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, metavar="FILE", help="The merged SARIF file.")

@@ -16,6 +16,8 @@ from ocr_hook.errors import ConfigError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ocr_hook.guidance.rules import GuidanceRule
+
 REPO_CONFIG_NAME = ".ocr-hook.yaml"
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -71,6 +73,10 @@ class Settings:
     max_file_lines: int
     max_file_bytes: int
     max_diff_lines: int
+    rules: tuple[GuidanceRule, ...]  # project guidance (ocr_hook.guidance)
+    review_files: tuple[str, ...]
+    context_files: tuple[str, ...]
+    language: str
     pricing: Mapping[str, Price] = field(default_factory=dict)
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
 
@@ -89,6 +95,17 @@ _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "co
              "max_file_lines", "max_file_bytes", "max_diff_lines"}
 
 
+# Guidance file names, looked for in every directory (ocr_hook.guidance): plain names, no paths.
+_FILE_NAME_LISTS = ("review_files", "context_files")
+
+
+def _check_file_names(key: str, names: Any, source: str) -> None:
+    for name in names:
+        if not name.strip() or "/" in name or "\\" in name or name in (".", ".."):
+            raise ConfigError(f"{source}: setting '{key}' takes plain file names (looked for in every "
+                              f"directory), got {name!r}")
+
+
 def _type_name(key: str) -> str:
     ann = str(_FIELDS[key].type)
     if key in CHOICES:
@@ -105,6 +122,12 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if key not in _FIELDS:
         known = ", ".join(sorted(_FIELDS))
         raise ConfigError(f"{source}: unknown setting '{key}' (known settings: {known})")
+    if key == "rules":  # its own shapes and messages; no import for the default empty list
+        if value in (None, [], ()):
+            return ()
+        from ocr_hook.guidance.rules import parse_rules
+
+        return parse_rules(value, source)
     ann = str(_FIELDS[key].type)
 
     def bad() -> ConfigError:
@@ -136,6 +159,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if ann == "tuple[str, ...]":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise bad()
+        if key in _FILE_NAME_LISTS:
+            _check_file_names(key, value, source)
         return tuple(value)
     if ann == "Mapping[str, Price]":
         if not isinstance(value, Mapping):

@@ -21,11 +21,21 @@ if TYPE_CHECKING:
     from ocr_hook.budget import Budget
     from ocr_hook.result_cache import ResultCache
 
-__all__ = ["ReviewJob", "check_credentials", "review_files", "review_files_async"]
+__all__ = ["FileGuidance", "ReviewJob", "check_credentials", "review_files", "review_files_async"]
 
 
 def _no_event(path: str, kind: str, detail: str) -> None:
     pass
+
+
+@dataclass(frozen=True)
+class FileGuidance:
+    """The project's guidance for one file as prompt sections (built by ocr_hook.guidance, or by any
+    other entry point). The first `shared` sections are the same for every file of the run: they sit
+    in the cached part of the system prompt; the rest is this file's own."""
+
+    sections: tuple[str, ...] = ()
+    shared: int = 0
 
 
 @dataclass
@@ -39,6 +49,8 @@ class ReviewJob:
     # kinds: reviewing, done, cached, skipped, failed
     on_event: Callable[[str, str, str], None] = _no_event
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    # path → the project's guidance for that file (REVIEW.md etc. from the trusted revision)
+    guidance: Mapping[str, FileGuidance] = field(default_factory=dict)
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:

@@ -17,7 +17,6 @@ from ocr_hook.agent.conversation import (
     Conversation,
     SecretMasker,
     assistant_blocks,
-    system_param,
     text_block,
     tool_result_block,
     tools_param,
@@ -30,6 +29,7 @@ from ocr_hook.findings import Comment
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
+    from ocr_hook.agent import FileGuidance
     from ocr_hook.budget import Budget
 
 # The plan phase is a short look around, never most of a file's rounds.
@@ -54,6 +54,7 @@ class FileTask:
     settings: Settings
     budget: Budget
     other_paths: tuple[str, ...]
+    guidance: FileGuidance | None = None  # the project's guidance for this file
 
 
 @dataclass
@@ -103,7 +104,8 @@ class FileReview:
         self.path = task.change.path
         self.settings = task.settings
         self.box = CommentBox(self.path)
-        self.system = system_param(prompts.system_prompt())
+        # Plan, main loop and compaction notes all send this system prompt: the file's guidance reaches each.
+        self.system = prompts.system_blocks(prompts.system_prompt(), task.guidance, task.settings.language)
         self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path=self.path,
                                is_hidden=functools.partial(is_sensitive, settings=task.settings))
         self.requests = 0

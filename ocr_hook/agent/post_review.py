@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook.agent import prompts
 from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
@@ -22,6 +22,9 @@ from ocr_hook.findings import Comment, Finding, Fix, fingerprint
 from ocr_hook.fixes import compute_fix
 from ocr_hook.secrets_mask import mask_secrets
 from ocr_hook.settings import Settings
+
+if TYPE_CHECKING:
+    from ocr_hook.agent import FileGuidance
 
 DELETED_NOTE = "the quoted code was deleted by this change; the finding is shown where it was"
 # Re-location shows the model numbered lines; a whole file up to this size, else windows around hunks.
@@ -135,8 +138,12 @@ def _describe_comments(items: Sequence[_Placed], with_lines: bool) -> str:
     return "\n\n".join(parts)
 
 
-async def _ask(api: Api, model: str, system_name: str, user_text: str, max_tokens: int) -> str:
-    response = await api.create(model=model, max_tokens=max_tokens, system=prompts.template(system_name).strip(),
+async def _ask(api: Api, model: str, system_name: str, user_text: str, max_tokens: int,
+               guidance: FileGuidance | None = None) -> str:
+    system: Any = prompts.template(system_name).strip()
+    if guidance is not None and guidance.sections:
+        system = prompts.system_blocks(system, guidance, "", header="guidance_filter.md")
+    response = await api.create(model=model, max_tokens=max_tokens, system=system,
                                 messages=[{"role": "user", "content": [text_block(user_text)]}])
     if response.stop_reason == "refusal":
         raise RequestFailed("the model declined")
@@ -180,12 +187,12 @@ async def _relocate(items: list[_Placed], change: FileChange, new_text: str, anc
 
 async def _review_filter(findings: list[Finding], items: list[_Placed], change: FileChange,
                          api: Api, settings: Settings, mask: Callable[[str], str],
-                         result: PostReview) -> list[Finding]:
+                         result: PostReview, guidance: FileGuidance | None = None) -> list[Finding]:
     user_text = prompts.render("filter.md", path=change.path, comments=mask(_describe_comments(items, True)),
                                diff=prompts.fence(mask(change.patch), "diff"))
     try:
         answer = await _ask(api, settings.model_for("filter"), "filter_system.md", user_text,
-                            min(FILTER_MAX_TOKENS, settings.max_output_tokens))
+                            min(FILTER_MAX_TOKENS, settings.max_output_tokens), guidance)
     except (BudgetStop, RequestFailed) as exc:
         result.complete = False
         result.notes.append(f"{change.path}: review filter skipped, all comments kept ({exc})")
@@ -244,7 +251,8 @@ def _finding(item: _Placed) -> Finding:
 
 
 async def finish_file(comments: Sequence[Comment], change: FileChange, new_text: str | None, *,
-                      api: Api | None, settings: Settings, mask: Callable[[str], str]) -> PostReview:
+                      api: Api | None, settings: Settings, mask: Callable[[str], str],
+                      guidance: FileGuidance | None = None) -> PostReview:
     """Findings for one file's comments. With `api` None no model step runs (e.g. after an API error)."""
     result = PostReview(findings=[])
     if not comments:
@@ -261,7 +269,8 @@ async def finish_file(comments: Sequence[Comment], change: FileChange, new_text:
     _quote_file_lines(items, text)
     findings = [_finding(item) for item in items]
     if settings.review_filter and api is not None:
-        findings = await _review_filter(findings, items, change, api, settings, mask, result)
+        # The filter must know what the team asked for, or it would drop exactly those comments.
+        findings = await _review_filter(findings, items, change, api, settings, mask, result, guidance)
     unique = dedupe(findings)
     if len(unique) < len(findings):
         result.dropped["duplicates"] = len(findings) - len(unique)

@@ -7,13 +7,17 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from string import Template
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook import config_files
+
+if TYPE_CHECKING:
+    from ocr_hook.agent import FileGuidance
 
 PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
-    "compact.md", "compact_notes.md",
+    "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200
@@ -53,6 +57,34 @@ def digest() -> str:
 def system_prompt() -> str:
     """Identical for every file and phase of a run, so the API can cache it once."""
     return template("system.md").strip()
+
+
+def uses_language(language: str) -> bool:
+    return bool(language.strip()) and language.strip().lower() not in ("english", "en")
+
+
+def system_blocks(own: str, guidance: FileGuidance | None, language: str, *, header: str = "guidance.md",
+                  ephemeral: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The system prompt as blocks: our instructions, then the part of the project's guidance every file
+    shares (ending in the cache breakpoint, so all files of a run reuse one cached prefix), then this
+    file's own guidance. Without guidance or a language it is one block, as before."""
+    cache = ephemeral or {"type": "ephemeral"}
+    sections = guidance.sections if guidance is not None else ()
+    shared = guidance.shared if guidance is not None else 0
+    language_applies = uses_language(language) and header == "guidance.md"
+    if not sections and not language_applies:
+        return [{"type": "text", "text": own, "cache_control": cache}]
+    parts = [template(header).strip()] if sections else []
+    if language_applies:
+        parts.append(render("language.md", language=language.strip()).strip())
+    if sections[:shared]:
+        parts.append("\n".join(sections[:shared]).strip())
+    shared_text = "\n\n".join(parts)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": own},
+                                    {"type": "text", "text": shared_text, "cache_control": cache}]
+    if sections[shared:]:
+        blocks.append({"type": "text", "text": "\n".join(sections[shared:]).strip()})
+    return blocks
 
 
 def other_files_list(paths: Sequence[str]) -> str:

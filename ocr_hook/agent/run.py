@@ -6,6 +6,7 @@ import hashlib
 import json
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
-    from ocr_hook.agent import ReviewJob
+    from ocr_hook.agent import FileGuidance, ReviewJob
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
 
@@ -33,7 +34,8 @@ def tools_digest() -> str:
     return hashlib.sha256(config_files.read_text("tools.yaml").encode("utf-8")).hexdigest()
 
 
-def result_key(change: FileChange, content: str | None, settings: Settings) -> str:
+def result_key(change: FileChange, content: str | None, settings: Settings,
+               guidance: FileGuidance | None = None) -> str:
     """Everything that decides a file's findings; any change means a fresh review."""
     from ocr_hook.result_cache import cache_key
 
@@ -42,7 +44,7 @@ def result_key(change: FileChange, content: str | None, settings: Settings) -> s
         "provider": settings.provider, "max_rounds": settings.max_rounds,
         "plan_threshold": settings.plan_threshold,
         "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
-        "context_window": settings.context_window,
+        "context_window": settings.context_window, "language": settings.language,
     }
     return cache_key({
         "path": change.path,
@@ -53,6 +55,9 @@ def result_key(change: FileChange, content: str | None, settings: Settings) -> s
         "tools": tools_digest(),
         "settings": json.dumps(relevant, sort_keys=True),
         "version": __version__,
+        # The guidance text that applies to the file (from the trusted revision): a guidance edit
+        # committed to HEAD makes staged results stale.
+        "guidance": json.dumps(list(guidance.sections) if guidance is not None else [], ensure_ascii=False),
     })
 
 
@@ -65,14 +70,15 @@ class _FileResult:
 
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
-                      mask: SecretMasker, other_paths: tuple[str, ...]) -> _FileResult:
+                      mask: SecretMasker, other_paths: tuple[str, ...],
+                      guidance: FileGuidance | None = None) -> _FileResult:
     from ocr_hook.agent.loop import FileReview, FileTask
     from ocr_hook.agent.post_review import finish_file
 
     path = change.path
     job.on_event(path, "reviewing", "")
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                    budget=job.budget, other_paths=other_paths)
+                    budget=job.budget, other_paths=other_paths, guidance=guidance)
     outcome = await FileReview(task, api, mask).run()
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
@@ -83,7 +89,8 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
-                             api=None if outcome.stopped_by in ("api", "internal") else api)
+                             api=None if outcome.stopped_by in ("api", "internal") else api,
+                             guidance=guidance)
     notes = outcome.notes + post.notes
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
@@ -138,7 +145,7 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         key = None
         if job.cache is not None:
             content = job.snapshot.read_text(change.path)
-            key = result_key(change, content, job.settings)
+            key = result_key(change, content, job.settings, job.guidance.get(change.path))
             hit = job.cache.get(key)
             if hit is not None:
                 results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit)), hit)
@@ -161,6 +168,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         check_credentials(job.settings, job.environ)
         _check_prices(job)
         mask = SecretMasker(mask_secrets)
+        guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
 
@@ -175,7 +183,8 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                     continue
                 others = tuple(p for p in all_paths if p != change.path)
                 try:
-                    results[change.path] = await _review_one(job, change, key, api, mask, others)
+                    results[change.path] = await _review_one(job, change, key, api, mask, others,
+                                                             guidance.get(change.path))
                 except Exception as exc:  # one file's bug must not sink the others' results
                     reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
                     job.on_event(change.path, "failed", reason)
@@ -190,6 +199,23 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         masked_count = mask.count
 
     return _assemble(job, results, masked_count, time.monotonic() - started)
+
+
+def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -> dict[str, FileGuidance]:
+    """Guidance is repository text too: it passes the secret mask like everything else, each distinct
+    section once (so a secret in the root REVIEW.md is counted once, not once per file)."""
+    from ocr_hook.agent import FileGuidance
+
+    masked: dict[str, str] = {}
+    out = {}
+    for path, item in guidance.items():
+        sections = []
+        for section in item.sections:
+            if section not in masked:
+                masked[section] = mask(section)
+            sections.append(masked[section])
+        out[path] = FileGuidance(tuple(sections), item.shared)
+    return out
 
 
 def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elapsed: float) -> ReviewResult:

@@ -19,6 +19,7 @@ from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
+from ocr_hook.guidance.resolve import GuidancePlan
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 from ocr_hook.tokens import estimate_tokens
@@ -49,6 +50,7 @@ class Previewed(NamedTuple):
     estimate: Estimate
     settings: Settings
     ci: AutoBase | None = None  # what `--base auto` detected
+    guidance: GuidancePlan | None = None  # the project's guidance per file
 
 
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
@@ -75,18 +77,25 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
     snapshot = open_snapshot(root, change_set)
     try:
         selected = select_files(change_set, snapshot, settings)
-        estimate = estimate_cost(selected, snapshot, settings)
+        from ocr_hook.guidance.resolve import resolve_guidance
+
+        guidance = resolve_guidance(change_set, settings, [s.change.path for s in selected])
+        estimate = estimate_cost(selected, snapshot, settings, guidance)
     finally:
         snapshot.close()
-    return Previewed(change_set, list(selected), estimate, settings, ci)
+    return Previewed(change_set, list(selected), estimate, settings, ci, guidance)
 
 
-def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings) -> Estimate:
+def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings,
+                  guidance: GuidancePlan | None = None) -> Estimate:
     reviewed = [s.change for s in selected if s.action == "review"]
     input_tokens = 0
     for change in reviewed:
         text = snapshot.read_text(change.path) or ""
-        input_tokens += (SYSTEM_ALLOWANCE + estimate_tokens(change.patch) + estimate_tokens(text)) * TURN_FACTOR
+        # The file's guidance rides in the system prompt of every request, like the allowance.
+        guide = sum(estimate_tokens(t) for t in guidance.sections(change.path)) if guidance else 0
+        input_tokens += (SYSTEM_ALLOWANCE + guide + estimate_tokens(change.patch) + estimate_tokens(text)) \
+            * TURN_FACTOR
     output_tokens = OUTPUT_ALLOWANCE * len(reviewed)
     price = settings.price_for(settings.model)
     if price is None:
@@ -99,14 +108,17 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
 
 
 def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, ci: AutoBase | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None) -> str:
     # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
-    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci), indent=2) + "\n"
+    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci, guidance), indent=2) + "\n"
 
 
 def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                 settings: Settings, ci: AutoBase | None = None) -> dict[str, Any]:
+                 settings: Settings, ci: AutoBase | None = None,
+                 guidance: GuidancePlan | None = None) -> dict[str, Any]:
     """The `preview --format json` document."""
+    from ocr_hook.guidance.resolve import describe
+
     files = [
         {
             "path": s.change.path,
@@ -117,6 +129,7 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
             "added": s.change.added,
             "removed": s.change.removed,
             "incomplete": s.incomplete,
+            "guidance": [describe(g) for g in guidance.per_path.get(s.change.path, ())] if guidance else [],
         }
         for s in selected
     ]
@@ -134,11 +147,14 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
         },
         "complete": not any(s.incomplete for s in selected),
     }
+    if guidance is not None:
+        doc["guidance_revision"] = guidance.revision
+        doc["notes"] = guidance.notes
     return doc
 
 
 def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, ci: AutoBase | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None) -> str:
     reviews = sum(1 for s in selected if s.action == "review")
     lines = [f"ocr-hook preview: {change_set.description}"]
     if ci is not None:
@@ -156,6 +172,12 @@ def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
         if s.reason:
             row += f"  {s.reason}" + ("  [incomplete]" if s.incomplete else "")
         lines.append(row.rstrip())
+    if guidance is not None:
+        guided = [s for s in selected if guidance.per_path.get(s.change.path)]
+        if guided:
+            lines.append(f"Guidance from {guidance.revision_label} applies to {len(guided)} file(s); "
+                         "`ocr-hook rules` lists it per file.")
+        lines += [f"Note: {n}" for n in guidance.notes]
     lines.append(_estimate_line(estimate, settings, reviews))
     if estimate.input_tokens + estimate.output_tokens > settings.max_tokens:
         lines.append(f"Warning: the estimate exceeds max_tokens ({settings.max_tokens:,}); the review may end "

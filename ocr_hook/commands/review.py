@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ocr_hook.budget import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.reports import ReportContext
 
 
@@ -125,11 +126,19 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     for item in coverage:
         on_event(item.path, "skipped", item.reason)
     to_review = [s.change for s in selected if s.action == "review"]
+    from ocr_hook.guidance.resolve import resolve_guidance
+
+    guidance = resolve_guidance(change_set, settings, [c.path for c in to_review])
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
-        result = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started, on_budget)
+        result = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started, on_budget,
+                            guidance)
         result.files = coverage + result.files
+    result.notes = guidance.notes + result.notes
+    from ocr_hook.guidance.policy import apply_ignore_categories
+
+    result = apply_ignore_categories(result, guidance)
     result.scope = change_set.description
     result.elapsed_s = time.monotonic() - started
     texts = _file_texts(result, snapshot)
@@ -138,11 +147,12 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
-               on_budget: Callable[[Budget], None] | None) -> ReviewResult:
+               on_budget: Callable[[Budget], None] | None,
+               guidance: GuidancePlan | None = None) -> ReviewResult:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from pathlib import Path
 
-    from ocr_hook.agent import ReviewJob, review_files
+    from ocr_hook.agent import FileGuidance, ReviewJob, review_files
     from ocr_hook.budget import Budget
     from ocr_hook.result_cache import ResultCache, default_cache_dir
 
@@ -155,6 +165,9 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
         cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ))
     job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
                     cache=cache, on_event=on_event, environ=environ)
+    if guidance is not None:
+        job.guidance = {path: FileGuidance(sections, shared) for path, (sections, shared)
+                        in guidance.prompt_guidance([f.path for f in files]).items()}
     return review_files(job)
 
 

@@ -104,6 +104,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
         for f in rest:
             first = (f.message.strip().splitlines() or ["(no message)"])[0]
             lines.append(safe_for_log(f"  {_where(f)} [{f.severity.value}] {f.category.value}: {_clip(first, 200)}"))
+    lines += [safe_for_log(f"Note: {note}") for note in result.notes]  # e.g. the gate's settings changed
     lines.append(safe_for_log(summary_line(result)))
     lines.append(safe_for_log(gate.verdict_line(result, ctx.fail_on, ctx.on_error)))
     return "\n".join(lines) + "\n"
@@ -143,6 +144,8 @@ def step_summary(result: ReviewResult, ctx: ReportContext) -> str:
         out += ["### Not reviewed", ""]
         out += [f"- {escape_markdown(f.path)}: {escape_markdown(f.reason or f.state)}" for f in unreviewed]
         out.append("")
+    if result.notes:
+        out += ["### Notes", ""] + [f"- {escape_markdown(n)}" for n in result.notes] + [""]
     return "\n".join(out) + "\n"
 
 

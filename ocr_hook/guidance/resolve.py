@@ -1,0 +1,204 @@
+"""Which guidance applies to each changed file, read from the trusted revision, and the run notes.
+
+The trusted revision is the side of the change that is not under review: staged → HEAD; --base →
+the merge base; --from A → A; --commit C → C's first parent; --push → the remote side. That is the
+change set's old side (`ChangeSet.base`), except before the first commit (the empty tree), where
+there is none. Rules in the settings follow the configuration file as it is read today.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ocr_hook.changes.globs import GitIgnoreGlobs
+from ocr_hook.changes.model import ChangeSet
+from ocr_hook.errors import ConfigError
+from ocr_hook.guidance.discovery import (
+    FILE_CAP_BYTES,
+    PER_REVIEWED_FILE_CAP_BYTES,
+    GuidanceReader,
+    GuidanceText,
+    cut_to,
+)
+from ocr_hook.guidance.rules import GuidanceRule
+from ocr_hook.settings import REPO_CONFIG_NAME, Settings
+
+MIN_PART_BYTES = 1024  # less room than this for a part that is longer: left out rather than cut
+_KIND_WORDS = {"review": "review guidance", "context": "project context", "rule": "path rule"}
+
+
+@dataclass
+class GuidancePlan:
+    revision: str | None  # the trusted revision's commit; None before the first commit
+    revision_label: str  # e.g. "abc123def456 (HEAD)"
+    per_path: dict[str, tuple[GuidanceText, ...]]  # after the per-reviewed-file cap
+    ignore: dict[str, dict[str, str]]  # path → category → the rule that silences it
+    notes: list[str] = field(default_factory=list)
+
+    def sections(self, path: str) -> tuple[str, ...]:
+        return tuple(section_text(item) for item in self.per_path.get(path, ()))
+
+    def prompt_guidance(self, paths: Sequence[str]) -> dict[str, tuple[tuple[str, ...], int]]:
+        """Per path: its guidance sections and how many of the first ones every path of `paths` shares
+        (that part goes where prompt caching reuses it across files)."""
+        lists = {p: self.sections(p) for p in paths}
+        shared = _common_prefix(list(lists.values()))
+        return {p: (sections, shared) for p, sections in lists.items() if sections}
+
+
+def _common_prefix(lists: list[tuple[str, ...]]) -> int:
+    if not lists:
+        return 0
+    n = 0
+    for items in zip(*lists, strict=False):
+        if any(x != items[0] for x in items):
+            break
+        n += 1
+    return n if all(len(x) >= n for x in lists) else 0
+
+
+def section_text(item: GuidanceText) -> str:
+    """One guidance part as the model sees it. No commit id in it: the text must stay the same (for the
+    result cache and the prompt cache) as long as the guidance itself does not change."""
+    title, _, file = item.source.partition(" file ")
+    if item.kind == "rule" and not file:
+        origin = "from the ocr-hook settings"
+    else:
+        origin = f"{file or item.source}, as committed before the change under review"
+    body = item.text if item.text.endswith("\n") else item.text + "\n"
+    if item.cut:
+        body += f"[the rest of this guidance ({item.size - len(item.text.encode('utf-8')):,} bytes) was cut]\n"
+    return f"## {title}: {_KIND_WORDS[item.kind]} ({origin})\n\n{body}"
+
+
+def describe(item: GuidanceText) -> dict[str, object]:
+    """One guidance part of a file, as `preview` and `rules` list it."""
+    source, _, file = item.source.partition(" file ")
+    return {
+        "source": source,
+        "kind": item.kind,
+        "file": file or (None if item.kind == "rule" else item.source),
+        "revision": item.revision,  # None: inline text of the settings file as read today
+        "bytes": len(item.text.encode("utf-8")),
+        "original_bytes": item.size,
+        "cut": item.cut,
+    }
+
+
+def trusted_revision(change_set: ChangeSet) -> str | None:
+    from ocr_hook.changes import git
+
+    if change_set.base == git.empty_tree(change_set.repo_root):
+        return None
+    return change_set.base
+
+
+def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[str]) -> GuidancePlan:
+    """Guidance for `paths` (changed files) from the trusted revision. Raises ConfigError when a rule's
+    instructions_file is missing or refused there."""
+    revision = trusted_revision(change_set)
+    side = "HEAD" if change_set.target is None else "the side before the change"
+    label = f"{revision[:12]} ({side})" if revision else "(none: no commit yet)"
+    snapshot = None
+    if revision is not None:
+        from ocr_hook.changes.snapshot import GitSnapshot
+
+        snapshot = GitSnapshot(change_set.repo_root, revision)
+    try:
+        reader = GuidanceReader(snapshot, revision, settings)
+        rule_items = _rule_items(settings.rules, reader, revision, label)
+        plan = GuidancePlan(revision, label, {}, {})
+        globs = [GitIgnoreGlobs(rule.paths) for rule in settings.rules]
+        cut_counts: dict[str, int] = {}
+        for path in dict.fromkeys(paths):
+            items = reader.files_for(path, settings.review_files, settings.context_files)
+            for rule, spec, item in zip(settings.rules, globs, rule_items, strict=True):
+                if spec.check_file(path).include:
+                    if item is not None:
+                        items.append(item)
+                    for category in rule.ignore_categories:
+                        plan.ignore.setdefault(path, {})[category] = rule.label
+            capped = _cap(items)
+            kept = {item.source: item.text for item in capped}
+            for item in items:
+                if kept.get(item.source) != item.text:  # cut, or left out altogether
+                    cut_counts[item.source] = cut_counts.get(item.source, 0) + 1
+            plan.per_path[path] = tuple(capped)
+        plan.notes = list(dict.fromkeys(reader.notes))
+        for source, count in cut_counts.items():
+            plan.notes.append(f"guidance {source}: cut or left out for {count} file(s) to stay within 48 KiB of "
+                              "guidance per reviewed file")
+        plan.notes += edit_notes(change_set, settings, label, revision)
+        return plan
+    finally:
+        if snapshot is not None:
+            snapshot.close()
+
+
+def _rule_items(rules: Sequence[GuidanceRule], reader: GuidanceReader, revision: str | None,
+                label: str) -> list[GuidanceText | None]:
+    items: list[GuidanceText | None] = []
+    for rule in rules:
+        if rule.instructions is not None:
+            text = cut_to(rule.instructions, FILE_CAP_BYTES)
+            if text != rule.instructions:
+                reader.notes.append(f"{rule.label}: instructions cut to their first {len(text.encode('utf-8')):,} "
+                                    "bytes (16 KiB per guidance part)")
+            items.append(GuidanceText(rule.label, "rule", None, text, len(rule.instructions.encode("utf-8"))))
+            continue
+        file = rule.instructions_file or ""
+        where = f"{rule.source}: setting 'rules' item {rule.number}" if rule.source else \
+            f"setting 'rules' item {rule.number}"
+        if revision is None:
+            reader.notes.append(f"{rule.label}: instructions_file {file} not read: there is no trusted revision "
+                                "before the first commit")
+            items.append(None)
+            continue
+        if not reader.exists(file):
+            raise ConfigError(f"{where}: instructions_file {file!r} does not exist at the trusted revision {label} "
+                              "(guidance is read from the side of the change not under review: commit it first)")
+        item = reader.read(file, "rule")
+        if item is None:
+            why = reader.refused.get(file, "it is empty")
+            raise ConfigError(f"{where}: instructions_file {file!r} cannot be used: {why}")
+        items.append(GuidanceText(f"{rule.label} file {file}", "rule", item.revision, item.text, item.size))
+    return items
+
+
+def _cap(items: list[GuidanceText]) -> list[GuidanceText]:
+    """At most PER_REVIEWED_FILE_CAP_BYTES in all; review guidance and rules keep their room first,
+    project context files get what is left. Order is kept; what does not fit is cut or left out."""
+    left = PER_REVIEWED_FILE_CAP_BYTES
+    allowed: dict[int, int] = {}
+    for wanted in (lambda k: k != "context", lambda k: k == "context"):
+        for i, item in enumerate(items):
+            if wanted(item.kind):
+                size = len(item.text.encode("utf-8"))
+                allowed[i] = min(size, left)
+                left -= allowed[i]
+    out = []
+    for i, item in enumerate(items):
+        if allowed[i] < min(MIN_PART_BYTES, len(item.text.encode("utf-8"))):
+            continue  # a few hundred bytes of a long file would be a fragment, not guidance
+        text = cut_to(item.text, allowed[i])
+        if text.strip():
+            out.append(GuidanceText(item.source, item.kind, item.revision, text, item.size))
+    return out
+
+
+def edit_notes(change_set: ChangeSet, settings: Settings, label: str, revision: str | None) -> list[str]:
+    """Run notes for a change that edits guidance or the reviewer's own settings."""
+    names = set(settings.review_files) | set(settings.context_files)
+    rule_files = {r.instructions_file for r in settings.rules if r.instructions_file}
+    notes = []
+    for change in change_set.files:
+        for path in dict.fromkeys(p for p in (change.path, change.old_path) if p):
+            if path == REPO_CONFIG_NAME:
+                notes.append(f"this change modifies {REPO_CONFIG_NAME}, the reviewer's own settings (rules "
+                             "included): the gate's settings moved; review that file with care")
+            elif path.rsplit("/", 1)[-1] in names or path in rule_files:
+                used = f"its version at the trusted revision {label}" if revision else \
+                    "no guidance files (there is no trusted revision before the first commit)"
+                notes.append(f"this change edits guidance file {path}: the review used {used}, not the edited one")
+    return list(dict.fromkeys(notes))

@@ -33,6 +33,7 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 4
 fi
 mkdir -p "$DIR"
+rm -rf "$DIR/node_modules"  # whatever an earlier, broken or older install left: npm would keep it
 # --prefer-offline: the version is exact, so a copy in npm's cache is the right one (no registry round trip).
 # --ignore-scripts: the package's only script is a chmod, done below (npm 11 would not run it unapproved).
 npm install --prefix "$DIR" --prefer-offline --ignore-scripts --no-audit --no-fund --no-save --loglevel=error \

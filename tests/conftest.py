@@ -1,13 +1,40 @@
-"""Shared fixtures. Fake Messages API: `fake_api`, `sdk_env`, `sdk_env_without_key` (see tests/fake_api.py)."""
+"""Shared fixtures. Fake Messages API: `fake_api`, `sdk_env`, `sdk_env_without_key` (see tests/fake_api.py).
+
+Isolation (tests/hermetic.py): every process of the run (the controller and each xdist worker) and every test
+gets an empty home of its own; git has no user or system configuration and a fixed identity (gitrepo).
+A skip not on tests/skip_allowlist.py fails the run (tests/skip_guard.py).
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import gitrepo  # noqa: F401  (isolates git for this process; imports hermetic first)
+import hermetic
 import pytest
+import skip_guard
 from fake_api import FakeMessagesAPI
+from hypothesis import settings
+
+# Until the first test's own home exists (collection, session and module fixtures), the process has an
+# empty one too.
+_PROCESS_HOME = Path(tempfile.mkdtemp(prefix="ocr-hook-tests-home-"))
+atexit.register(shutil.rmtree, _PROCESS_HOME, ignore_errors=True)
+hermetic.isolate_home(_PROCESS_HOME)
+
+# Hypothesis would replay examples saved by earlier runs (.hypothesis/ in the working directory): each run
+# stands on its own. The rest of the active profile stays (under CI=true hypothesis's own "ci" profile).
+settings.register_profile("ocr-hook", parent=settings.default, database=None)
+settings.load_profile("ocr-hook")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    skip_guard.install(config)
 
 TEST_API_KEY = "test-key-not-secret"
 
@@ -62,7 +89,9 @@ def sdk_env_without_key(
 
 
 @pytest.fixture(autouse=True)
-def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The result cache defaults to the user cache directory: keep every test (and its CLI
-    subprocesses) away from the real one, and from each other's cached findings."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+def _private_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty HOME and XDG directories per test: nothing from the user's home (~/.gitconfig, a warm
+    ~/.cache, tool settings) and nothing another test left, such as the result cache's findings, which
+    default to the user cache directory."""
+    for name, value in hermetic.home_env(tmp_path_factory.mktemp("home")).items():
+        monkeypatch.setenv(name, value)

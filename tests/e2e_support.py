@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from fake_api import Reply, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
+from hermetic import terminal_signals
 from validators import schema_errors, validate_gitlab
 
 CALC_PATH = "calc.py"
@@ -138,10 +139,13 @@ def assert_one_line(reason: str) -> None:
 
 
 def popen_review(repo: Path, env: Mapping[str, str], *args: str) -> subprocess.Popen[str]:
-    """The CLI started in the background (for signals); stdout and stderr are pipes."""
-    return subprocess.Popen([sys.executable, "-m", "ocr_hook", "review", *args], cwd=repo,
-                            env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace")
+    """The CLI started in the background (for signals); stdout and stderr are pipes. It gets the signal
+    dispositions a terminal gives a foreground command even when the suite was started with SIGINT ignored
+    (a background job, nohup in a script): a test that sends Ctrl-C must reach a review that can hear it."""
+    with terminal_signals():
+        return subprocess.Popen([sys.executable, "-m", "ocr_hook", "review", *args], cwd=repo,
+                                env={**os.environ, "NO_COLOR": "1", **env}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace")
 
 
 def all_files(root: Path) -> dict[str, int]:

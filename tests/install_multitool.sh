@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# Install the Microsoft SARIF multitool (npm package @microsoft/sarif-multitool) for the tests.
-# It goes into a cache directory outside the repository; the tests find it there.
-#   OCR_HOOK_TOOLS   install directory (default: $HOME/.cache/ocr-hook-test-tools)
-# The Linux package ships a self-contained .NET single-file executable (x86-64): no dotnet is
-# needed. It would use libicu for globalisation; the tests run it with
-# DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 so it needs nothing from Debian besides node/npm here.
+# Install the Microsoft SARIF multitool for the tests (npm package @microsoft/sarif-multitool-linux, the
+# Linux build the package @microsoft/sarif-multitool would pick; installed directly so the version is exact).
+# tests/validators.py runs this on first use; .ci/run runs it up front. Already installed: exits at once.
+#   OCR_HOOK_TOOLS   install directory (default: .test-tools/ in this checkout, gitignored)
+# Exit codes: 0 installed and runs · 3 no build for this platform · 4 npm not installed · other: failed.
+# The package ships a self-contained .NET single-file executable (x86-64): no dotnet is needed. It would use
+# libicu for globalisation; it is run with DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 so it needs only node/npm.
 set -euo pipefail
 
 VERSION="5.7.0"
-DIR="${OCR_HOOK_TOOLS:-$HOME/.cache/ocr-hook-test-tools}"
-BIN="$DIR/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool"
+PACKAGE="@microsoft/sarif-multitool-linux"
+DIR="${OCR_HOOK_TOOLS:-$(cd "$(dirname "$0")/.." && pwd)/.test-tools}"
+BIN="$DIR/node_modules/$PACKAGE/Sarif.Multitool"
 
 runs() {
     local out
     [ -f "$BIN" ] && chmod u+x "$BIN" 2>/dev/null \
-        && out="$(DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 "$BIN" --version 2>&1)" \
+        && out="$(DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 DOTNET_CLI_TELEMETRY_OPTOUT=1 "$BIN" --version 2>&1)" \
         && [[ "$out" == *"Multitool $VERSION"* ]]
 }
 
@@ -23,16 +25,19 @@ if runs; then
     exit 0
 fi
 if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
-    echo "install_multitool.sh: the npm package only ships a Linux x86-64 binary; this is $(uname -s)-$(uname -m)" >&2
-    exit 1
+    echo "install_multitool.sh: npm has no multitool build for $(uname -s)-$(uname -m), only Linux x86-64" >&2
+    exit 3
 fi
 if ! command -v npm >/dev/null 2>&1; then
     echo "install_multitool.sh: npm not found (Debian: apt-get install -y nodejs npm)" >&2
-    exit 1
+    exit 4
 fi
 mkdir -p "$DIR"
-npm install --prefix "$DIR" --no-audit --no-fund --loglevel=error "@microsoft/sarif-multitool@$VERSION"
-# npm 11 does not run the package's own postinstall (a chmod) unless approved; do it here.
+rm -rf "$DIR/node_modules"  # whatever an earlier, broken or older install left: npm would keep it
+# --prefer-offline: the version is exact, so a copy in npm's cache is the right one (no registry round trip).
+# --ignore-scripts: the package's only script is a chmod, done below (npm 11 would not run it unapproved).
+npm install --prefix "$DIR" --prefer-offline --ignore-scripts --no-audit --no-fund --no-save --loglevel=error \
+    "$PACKAGE@$VERSION"
 chmod u+x "$BIN"
 if ! runs; then
     echo "install_multitool.sh: $BIN was installed but does not run" >&2

@@ -1,4 +1,11 @@
-"""The real pre-commit runs our hooks from a committed copy of this repository (try-repo)."""
+"""The real pre-commit runs our hooks from a committed copy of this repository, pinned by repository and
+commit the way a user's .pre-commit-config.yaml pins them.
+
+pre-commit builds the hook's environment (a virtualenv with ocr-hook and its dependencies) once per store and
+commit. `pre-commit try-repo` would build it again for every call, in a store of its own (about 30 s each);
+a configuration and a module-wide PRE_COMMIT_HOME build it once for all the tests here (xdist runs a
+module on one worker: `--dist loadfile` in pyproject.toml).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from agent_support import is_filter
 from fake_api import Reply, text, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, write
@@ -42,9 +50,19 @@ def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def _try_repo(target: Path, source: Path, home: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def hook_config(hook_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Both hooks of the committed copy, outside the target repository (as try-repo keeps its own)."""
+    rev = git(hook_source, "rev-parse", "HEAD").strip()
+    config = tmp_path_factory.mktemp("pre-commit-config") / ".pre-commit-config.yaml"
+    hooks = [{"id": "ocr-hook"}, {"id": "ocr-hook-push"}]
+    config.write_text(yaml.safe_dump({"repos": [{"repo": str(hook_source), "rev": rev, "hooks": hooks}]}))
+    return config
+
+
+def _run_hook(target: Path, config: Path, home: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **env, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
-    return subprocess.run([*PRE_COMMIT, "try-repo", str(source), *extra, "--verbose"], cwd=target,
+    return subprocess.run([*PRE_COMMIT, "run", "--config", str(config), *args, "--verbose"], cwd=target,
                           env=full_env, capture_output=True, text=True, timeout=600)
 
 
@@ -58,7 +76,7 @@ def _target_repo(tmp_path: Path) -> Path:
 
 
 def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
-        tmp_path, hook_source, pre_commit_home, fake_api, sdk_env):
+        tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
     repo = _target_repo(tmp_path)
     fake_api.script("app.py", [
         Reply([tool_use("code_comment", {"comments": [{
@@ -68,7 +86,7 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
         Reply([tool_use("task_done", {"state": "DONE"})]),
     ])
     before = repo_state(repo)
-    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env, "ocr-hook")
+    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env, "ocr-hook")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Failed" in proc.stdout
     assert "app.py:2" in proc.stdout
@@ -76,24 +94,24 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
     assert repo_state(repo) == before
 
 
-def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_source, pre_commit_home, fake_api, sdk_env):
+def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
     repo = _target_repo(tmp_path)
-    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env, "ocr-hook")
+    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env, "ocr-hook")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Passed" in proc.stdout
 
 
-def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_source, pre_commit_home,
+def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_config, pre_commit_home,
                                                      sdk_env_without_key):
     repo = _target_repo(tmp_path)
-    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env_without_key, "ocr-hook")
+    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env_without_key, "ocr-hook")
     assert proc.returncode == 1  # pre-commit reports any non-zero hook exit as its own 1
     assert "exit code: 2" in proc.stdout
     assert "ANTHROPIC_API_KEY" in proc.stdout
     assert "Traceback" not in proc.stdout
 
 
-def test_push_hook_reviews_the_pushed_range(tmp_path, hook_source, pre_commit_home, fake_api, sdk_env):
+def test_push_hook_reviews_the_pushed_range(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
     repo = _target_repo(tmp_path)
     base = git(repo, "rev-parse", "HEAD").strip()
     commit_all(repo, "subtract")
@@ -103,7 +121,7 @@ def test_push_hook_reviews_the_pushed_range(tmp_path, hook_source, pre_commit_ho
             "content": "Subtraction where the function name promises addition.",
             "existing_code": "return a - b", "severity": "critical", "category": "bug"}]})]),
     ])
-    proc = _try_repo(repo, hook_source, pre_commit_home, sdk_env, "ocr-hook-push", "--hook-stage", "pre-push",
+    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env, "ocr-hook-push", "--hook-stage", "pre-push",
                      "--from-ref", base, "--to-ref", head)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "app.py:2" in proc.stdout

@@ -1,14 +1,17 @@
 """Shared test helpers: validate SARIF and GitLab Code Quality output with the real validators.
 
-SARIF is checked twice: the official 2.1.0 JSON schema (Draft 4) and then the Microsoft SARIF
-multitool with GitHub's ingestion rules (shared/README.md). shared/ lives beside the repository;
-without it these checks skip with a reason. The multitool is installed by tests/install_multitool.sh
-into ${OCR_HOOK_TOOLS:-~/.cache/ocr-hook-test-tools}; when it is missing the helper runs that script
-once; if it still cannot run, the check fails under CI=true and skips elsewhere.
+SARIF is checked twice: the official 2.1.0 JSON schema (Draft 4) and then the Microsoft SARIF multitool
+with GitHub's ingestion rules. The schemas and the multitool's settings are in tests/schemas/ (origin and
+licences in its README). The multitool is installed by tests/install_multitool.sh on first use, into
+$OCR_HOOK_TOOLS or else .test-tools/ in the checkout (gitignored, kept between runs); a file lock makes
+concurrent sessions and xdist workers install it once. Where it cannot be had (no npm, a platform npm has
+no build for) the check fails under CI=true and skips elsewhere with a reason on tests/skip_allowlist.py;
+any other installation failure fails the test.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
@@ -20,60 +23,65 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hermetic import INHERITED_ENV, in_ci
+from skip_allowlist import MULTITOOL_NO_NPM, MULTITOOL_PLATFORM
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
-SARIF_SCHEMA = SHARED / "schemas" / "sarif-schema-2.1.0.json"
-GITHUB_RULES = SHARED / "schemas" / "sarif-multitool-github-rules.xml"
-GITLAB_SCHEMA = SHARED / "schemas" / "gitlab-codequality-codeclimate.json"
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+SARIF_SCHEMA = SCHEMAS / "sarif-schema-2.1.0.json"
+GITHUB_RULES = SCHEMAS / "sarif-multitool-github-rules.xml"
+GITLAB_SCHEMA = SCHEMAS / "gitlab-codequality-codeclimate.json"
 INSTALL_SCRIPT = Path(__file__).resolve().parent / "install_multitool.sh"
 MULTITOOL_REL = Path("node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool")
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
-
-
-def _need(path: Path) -> Path:
-    if not path.is_file():
-        pytest.skip(f"{path} is absent: the shared/ folder is expected beside the repository at {SHARED}")
-    return path
-
-
-@functools.cache
-def _load_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+# install_multitool.sh's exit codes for "cannot be had here" (anything else non-zero is a failure).
+_EXIT_UNSUPPORTED = {3: MULTITOOL_PLATFORM, 4: MULTITOOL_NO_NPM}
 
 
 def tools_dir() -> Path:
-    return Path(os.environ.get("OCR_HOOK_TOOLS") or Path.home() / ".cache" / "ocr-hook-test-tools")
+    """Where the multitool lives: $OCR_HOOK_TOOLS as the suite was started, else .test-tools/ in the
+    checkout (not under $HOME: the tests run with an empty home of their own)."""
+    return Path(INHERITED_ENV.get("OCR_HOOK_TOOLS") or REPO_ROOT / ".test-tools")
 
 
 @functools.cache
-def _multitool() -> tuple[Path | None, str]:
-    """The multitool binary, installing it once if needed; else None and why."""
-    binary = tools_dir() / MULTITOOL_REL
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True, timeout=300)
-        if proc.returncode != 0:
-            return None, f"tests/install_multitool.sh failed: {(proc.stderr or proc.stdout).strip()[-500:]}"
-    if not (binary.is_file() and os.access(binary, os.X_OK)):
-        return None, f"the SARIF multitool is not at {binary}"
-    return binary, ""
+def _multitool() -> tuple[Path | None, str, str]:
+    """(the binary, "", "") or (None, allow-listed skip reason, "") or (None, "", failure)."""
+    directory = tools_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    # The script checks that the pinned version runs and installs it if not. npm gets the environment the
+    # suite was started with: the user's registry, proxy, certificates and download cache.
+    env = {**INHERITED_ENV, "OCR_HOOK_TOOLS": str(directory)}
+    with open(directory / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time: xdist workers, parallel sessions
+        proc = subprocess.run(["bash", str(INSTALL_SCRIPT)], capture_output=True, text=True, timeout=900, env=env)
+    said = (proc.stderr or proc.stdout).strip()[-500:]
+    if proc.returncode in _EXIT_UNSUPPORTED:
+        return None, f"{_EXIT_UNSUPPORTED[proc.returncode]} ({said})", ""
+    binary = directory / MULTITOOL_REL
+    if proc.returncode != 0 or not os.access(binary, os.X_OK):
+        return None, "", f"tests/install_multitool.sh failed (exit {proc.returncode}): {said}"
+    return binary, "", ""
 
 
 def multitool_path() -> Path:
-    """The multitool binary; fails under CI=true when it cannot be had, skips elsewhere."""
-    binary, why = _multitool()
-    if binary is None:
-        if in_ci():
-            pytest.fail(f"SARIF multitool unavailable in CI: {why}")
-        pytest.skip(f"SARIF multitool unavailable: {why}")
-    return binary
+    """The multitool binary; fails under CI=true when it cannot be had, skips (allow-listed) elsewhere."""
+    binary, skip_reason, failure = _multitool()
+    if binary is not None:
+        return binary
+    if failure:
+        pytest.fail(f"SARIF multitool unavailable: {failure}")
+    if in_ci():
+        pytest.fail(f"SARIF multitool unavailable in CI: {skip_reason}")
+    pytest.skip(skip_reason)
+
+
+@functools.cache
+def _validator(schema: Path) -> jsonschema.Draft4Validator:
+    return jsonschema.Draft4Validator(json.loads(schema.read_text(encoding="utf-8")))
 
 
 def schema_errors(sarif: Mapping[str, Any]) -> list[str]:
-    validator = jsonschema.Draft4Validator(_load_json(_need(SARIF_SCHEMA)))
+    validator = _validator(SARIF_SCHEMA)
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(sarif)]
 
 
@@ -84,7 +92,7 @@ def multitool_results(sarif_file: Path) -> list[dict[str, Any]]:
         out = Path(tmp) / "validation.sarif"
         env = {**os.environ, "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT": "1", "DOTNET_CLI_TELEMETRY_OPTOUT": "1"}
         proc = subprocess.run(
-            [str(binary), "validate", str(sarif_file), "-c", str(_need(GITHUB_RULES)),
+            [str(binary), "validate", str(sarif_file), "-c", str(GITHUB_RULES),
              "--rule-kind", "Sarif;Ghas", "-o", str(out), "--log", "ForceOverwrite"],
             capture_output=True, text=True, timeout=120, env=env,
         )
@@ -126,7 +134,7 @@ def validate_sarif(path_or_dict: str | os.PathLike[str] | Mapping[str, Any]) -> 
 def validate_gitlab(entries: Sequence[Mapping[str, Any]]) -> None:
     """Assert that a Code Quality report is a list of valid entries with unique fingerprints."""
     assert isinstance(entries, list), "a GitLab Code Quality report is a JSON array"
-    validator = jsonschema.Draft4Validator(_load_json(_need(GITLAB_SCHEMA)))
+    validator = _validator(GITLAB_SCHEMA)
     for i, entry in enumerate(entries):
         errors = [e.message for e in validator.iter_errors(entry)]
         assert not errors, f"entry {i} is invalid: {errors}"

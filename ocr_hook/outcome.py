@@ -18,6 +18,17 @@ class FileCoverage:
     incomplete: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class FileNote:
+    """A run note about one file of the change (e.g. it edits guidance or the reviewer's own settings).
+
+    Its text is also in `ReviewResult.notes`; reports that can only show notes tied to a place (GitLab
+    Code Quality) read these instead."""
+
+    path: str
+    text: str
+
+
 @dataclass(slots=True)
 class Usage:
     requests: int = 0
@@ -43,6 +54,7 @@ class ReviewResult:
     usage: Usage = field(default_factory=Usage)
     scope: str = ""
     notes: list[str] = field(default_factory=list)  # run-level warnings (budget ran out, filtered counts, …)
+    file_notes: list[FileNote] = field(default_factory=list)  # the notes of `notes` that are about one file
     dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"filter_mode": 3, "review_filter": 1}
     elapsed_s: float = 0.0
 

@@ -17,6 +17,7 @@ from agent_support import is_filter
 from e2e_support import assert_clean_stderr, run_review
 from fake_api import FakeMessagesAPI, RecordedRequest, Reply, task_done, text, tool_use
 from gitrepo import commit_all, git, head, make_repo, repo_state, run_cli, write
+from validators import validate_gitlab
 
 ROOT_RULE = "ROOT-RULE: every print() call left in code is a medium maintainability finding."
 SERVICES_RULE = "SERVICES-RULE: money amounts are Decimal, never float."
@@ -132,9 +133,15 @@ def test_a_branch_that_rewrites_review_md_is_reviewed_with_the_base_version(tmp_
     note = f"this change edits guidance file REVIEW.md: the review used its version at the trusted revision {base[:12]}"
     assert any(n.startswith(note) for n in run.report["notes"]), run.report["notes"]
     assert any("services/REVIEW.md" in n for n in run.report["notes"])
-    sarif_notes = [n["message"]["text"] for n in run.sarif["runs"][0]["invocations"][0]
-                   ["toolExecutionNotifications"]]
-    assert any(n.startswith(note) for n in sarif_notes)
+    sarif_notes = {n["message"]["text"]: n for n in run.sarif["runs"][0]["invocations"][0]
+                   ["toolExecutionNotifications"]}
+    sarif_note = next(n for text, n in sarif_notes.items() if text.startswith(note))
+    assert sarif_note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "REVIEW.md"
+    # GitLab: one info entry at line 1 of each edited guidance file
+    validate_gitlab(run.gitlab)
+    notes = {e["location"]["path"]: e for e in run.gitlab if e["check_name"] == "ocr-hook/run-note"}
+    assert sorted(notes) == ["REVIEW.md", "services/REVIEW.md"]
+    assert notes["REVIEW.md"]["description"].startswith(note) and notes["REVIEW.md"]["severity"] == "info"
     assert note in run.proc.stdout
 
 
@@ -351,9 +358,17 @@ def test_a_change_to_the_settings_file_is_named_in_every_output(tmp_path, fake_a
 
     assert note in run.proc.stdout
     assert any(n.startswith(note) for n in run.report["notes"])
-    sarif_notes = [n["message"]["text"] for n in run.sarif["runs"][0]["invocations"][0]
-                   ["toolExecutionNotifications"]]
-    assert any(n.startswith(note) for n in sarif_notes)
+    sarif_notes = {n["message"]["text"]: n for n in run.sarif["runs"][0]["invocations"][0]
+                   ["toolExecutionNotifications"]}
+    sarif_note = next(n for text, n in sarif_notes.items() if text.startswith(note))
+    assert sarif_note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == ".ocr-hook.yaml"
+    # GitLab Code Quality has no run notes: the note is an info entry on the settings file itself,
+    # and it does not turn the clean review into a failed one
+    validate_gitlab(run.gitlab)
+    assert run.code == 0 and run.report["status"] == "complete"
+    assert [(e["check_name"], e["severity"], e["location"]) for e in run.gitlab] == [
+        ("ocr-hook/run-note", "info", {"path": ".ocr-hook.yaml", "lines": {"begin": 1, "end": 1}})]
+    assert run.gitlab[0]["description"].startswith(note)
     summary = tmp_path / "summary.md"
     github = run_cli(repo, "review", "--format", "github", env={**sdk_env, "GITHUB_STEP_SUMMARY": str(summary)})
     assert note in github.stdout

@@ -136,6 +136,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                             guidance)
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
+    result.file_notes = guidance.file_notes + result.file_notes
     from ocr_hook.guidance.policy import apply_ignore_categories
 
     result = apply_ignore_categories(result, guidance)

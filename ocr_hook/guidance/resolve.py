@@ -22,6 +22,7 @@ from ocr_hook.guidance.discovery import (
     cut_to,
 )
 from ocr_hook.guidance.rules import GuidanceRule
+from ocr_hook.outcome import FileNote
 from ocr_hook.settings import REPO_CONFIG_NAME, Settings
 
 MIN_PART_BYTES = 1024  # less room than this for a part that is longer: left out rather than cut
@@ -35,6 +36,7 @@ class GuidancePlan:
     per_path: dict[str, tuple[GuidanceText, ...]]  # after the per-reviewed-file cap
     ignore: dict[str, dict[str, str]]  # path → category → the rule that silences it
     notes: list[str] = field(default_factory=list)
+    file_notes: list[FileNote] = field(default_factory=list)  # their text is in `notes` too
 
     def sections(self, path: str) -> tuple[str, ...]:
         return tuple(section_text(item) for item in self.per_path.get(path, ()))
@@ -129,7 +131,8 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
         for source, count in cut_counts.items():
             plan.notes.append(f"guidance {source}: cut or left out for {count} file(s) to stay within 48 KiB of "
                               "guidance per reviewed file")
-        plan.notes += edit_notes(change_set, settings, label, revision)
+        plan.file_notes = edit_notes(change_set, settings, label, revision)
+        plan.notes += [note.text for note in plan.file_notes]
         return plan
     finally:
         if snapshot is not None:
@@ -187,18 +190,19 @@ def _cap(items: list[GuidanceText]) -> list[GuidanceText]:
     return out
 
 
-def edit_notes(change_set: ChangeSet, settings: Settings, label: str, revision: str | None) -> list[str]:
-    """Run notes for a change that edits guidance or the reviewer's own settings."""
+def edit_notes(change_set: ChangeSet, settings: Settings, label: str, revision: str | None) -> list[FileNote]:
+    """Run notes for a change that edits guidance or the reviewer's own settings, one per file named."""
     names = set(settings.review_files) | set(settings.context_files)
     rule_files = {r.instructions_file for r in settings.rules if r.instructions_file}
-    notes = []
+    notes: list[FileNote] = []
     for change in change_set.files:
         for path in dict.fromkeys(p for p in (change.path, change.old_path) if p):
             if path == REPO_CONFIG_NAME:
-                notes.append(f"this change modifies {REPO_CONFIG_NAME}, the reviewer's own settings (rules "
-                             "included): the gate's settings moved; review that file with care")
+                notes.append(FileNote(path, f"this change modifies {REPO_CONFIG_NAME}, the reviewer's own settings "
+                                            "(rules included): the gate's settings moved; review that file with care"))
             elif path.rsplit("/", 1)[-1] in names or path in rule_files:
                 used = f"its version at the trusted revision {label}" if revision else \
                     "no guidance files (there is no trusted revision before the first commit)"
-                notes.append(f"this change edits guidance file {path}: the review used {used}, not the edited one")
+                notes.append(FileNote(path, f"this change edits guidance file {path}: the review used {used}, "
+                                            "not the edited one"))
     return list(dict.fromkeys(notes))

@@ -5,6 +5,11 @@ so every entry is complete and every fingerprint unique. Severity mapping (GitLa
 major, critical, blocker): critical → critical, high → major, medium → minor, low → info.
 Suppressed findings are left out (GitLab has no notion of them). An incomplete review adds one
 `major` entry per file that was not reviewed, so the merge request never looks clean.
+
+GitLab has no place for run notes, so only the notes about one file appear, as an `info` entry at
+that file's line 1 (`ocr-hook/run-note`): a change that edits guidance or modifies `.ocr-hook.yaml`
+is named here too. They are informational: the gate and the exit code ignore them. Run-level notes
+with no file (budget, filter counts, …) stay in the other reports.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ CODECLIMATE_CATEGORY = {
     Category.OTHER: "Clarity",
 }
 INCOMPLETE_CHECK = f"{TOOL_NAME}/review-incomplete"
+NOTE_CHECK = f"{TOOL_NAME}/run-note"
 
 
 def _digest(*parts: str) -> str:
@@ -88,6 +94,19 @@ def entries(result: ReviewResult) -> list[dict[str, Any]]:
             "fingerprint": unique_fingerprint(_digest(INCOMPLETE_CHECK, cov.path), taken),
             "engine_name": TOOL_NAME,
             "location": {"path": cov.path, "lines": {"begin": 1, "end": 1}},
+        })
+    for note in sorted(result.file_notes, key=lambda n: (n.path, n.text)):
+        out.append({
+            "type": "issue",
+            "check_name": NOTE_CHECK,
+            "description": note.text,
+            "categories": ["Clarity"],
+            "severity": "info",
+            # From the path alone: the text names the trusted revision, which moves with every commit,
+            # and GitLab pairs entries across pipelines by fingerprint.
+            "fingerprint": unique_fingerprint(_digest(NOTE_CHECK, note.path), taken),
+            "engine_name": TOOL_NAME,
+            "location": {"path": note.path, "lines": {"begin": 1, "end": 1}},
         })
     return out
 

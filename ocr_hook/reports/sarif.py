@@ -248,8 +248,9 @@ def sarif_log(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     for f in groups["failed"]:
         notifications.append(_notification("error", f"{f.path}: review failed: {f.reason or 'unknown error'}",
                                            f"{TOOL_NAME}/file-failed", f.path))
+    note_paths = {note.text: note.path for note in result.file_notes}  # a note about one file points at it
     for note in result.notes:
-        notifications.append(_notification("note", note, f"{TOOL_NAME}/note"))
+        notifications.append(_notification("note", note, f"{TOOL_NAME}/note", note_paths.get(note)))
     if dropped:
         notifications.append(cut_notification(dropped, MAX_RESULTS))
 

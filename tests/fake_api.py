@@ -123,6 +123,7 @@ class RecordedRequest:
     raw: bytes = b""
     status: int = 0  # what the fake answered (0 while pending; 0 also for a reset connection)
     usage: dict[str, int] | None = None  # the usage billed for this request (200 answers only)
+    answered_at: float = 0.0  # time.monotonic() when the answer was written (0 while pending)
 
     @property
     def first_user_text(self) -> str:
@@ -677,7 +678,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reset_after(payload[: len(payload) - max(1, len(answer.body) // 2)])
             return
         # Recorded before the write: once the client has the answer, a test may read the record.
-        req.status, req.usage = answer.status, answer.usage
+        req.status, req.usage, req.answered_at = answer.status, answer.usage, time.monotonic()
         try:
             self.wfile.write(payload)  # one write: headers and body leave together
             self.wfile.flush()

@@ -94,6 +94,16 @@ _FINDING: dict[str, Any] = {
         "fingerprint": {"type": "string"},
         "suppressed": {"type": ["string", "null"], "description": "Why the finding does not count, if it does not."},
         "anchor_note": {"type": ["string", "null"]},
+        "fix": {
+            "type": ["object", "null"],
+            "description": ("The suggestion as an edit that applies: lines start_line..end_line of the reviewed "
+                            "file replaced by `replacement` (re-indented to the file). Null when there is no "
+                            "safe edit."),
+            "required": ["start_line", "end_line", "replacement"],
+            "properties": {"start_line": {"type": "integer", "minimum": 1},
+                           "end_line": {"type": "integer", "minimum": 1},
+                           "replacement": {"type": "string"}},
+        },
     },
 }
 

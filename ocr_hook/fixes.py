@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ocr_hook.anchoring_normalise import clean_lines, norm_line, unfenced, without_line_numbers, without_markers
+from ocr_hook.anchoring_normalise import clean_lines, unfenced, without_line_numbers, without_markers
 from ocr_hook.findings import Finding, Fix
 
 # Control characters and bidirectional overrides: never written into a file by a one-click fix (they
@@ -59,7 +59,15 @@ def _readings(quote: str) -> list[_Reading]:
 
 
 def _keys(lines: Iterable[str]) -> list[str]:
-    return [key for key in (norm_line(line) for line in lines) if key]
+    """The lines as a fix must find them: only leading and trailing whitespace may differ (that is what
+    re-indentation explains), blank lines count, blank lines around the quote do not. Spacing inside a
+    line or a left-out blank line would otherwise be silently rewritten by the fix."""
+    keys = [line.strip() for line in lines]
+    while keys and not keys[0]:
+        keys.pop(0)
+    while keys and not keys[-1]:
+        keys.pop()
+    return keys
 
 
 def _indent(line: str) -> str:
@@ -67,7 +75,7 @@ def _indent(line: str) -> str:
 
 
 def _matching_reading(quote: str, block: Sequence[str]) -> _Reading | None:
-    """The first literal reading of the quote whose lines are exactly the block's (whitespace aside).
+    """The first literal reading of the quote whose lines are exactly the block's (indentation aside).
 
     The model saw secrets masked, so a quote may match the masked block only."""
     from ocr_hook.secrets_mask import mask_secrets  # here: settling cached findings needs none of it
@@ -242,13 +250,21 @@ def split_keeping_ends(text: str) -> list[str]:
     return lines
 
 
+def _line_break(old: Sequence[str], lines: Sequence[str]) -> str:
+    """The line break of the replaced lines, else (the last line of a file without a final one) the file's."""
+    for line in (*old, *lines):
+        if line.endswith("\n"):
+            return "\r\n" if line.endswith("\r\n") else "\n"
+    return "\n"
+
+
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> str:
     """`text` with non-overlapping fixes applied. Replacement lines take the line break of the lines
     they replace (CRLF stays CRLF), and a file without a final line break keeps it that way."""
     lines = split_keeping_ends(text)
     for fix in sorted(fixes, key=lambda f: f.start_line, reverse=True):
         old = lines[fix.start_line - 1 : fix.end_line]
-        eol = "\r\n" if old[0].endswith("\r\n") else "\n"
+        eol = _line_break(old, lines)
         new = [line + eol for line in fix.replacement.split("\n")]
         if not old[-1].endswith("\n"):
             new[-1] = new[-1][: -len(eol)]

@@ -163,6 +163,24 @@ def test_no_fix(quote: str, suggestion: str, start: int, end: int) -> None:
     assert compute_fix(quote, suggestion, PY, start, end) is None
 
 
+@pytest.mark.parametrize(("quote", "suggestion", "text", "start", "end"), [
+    # spacing inside a line differs from the file's: applying would rewrite the string's three spaces
+    ('msg = "Hello, world"', 'msg = "Bye, world"', 'x = 1\nmsg = "Hello,   world"\n', 2, 2),
+    # aligned fields quoted with single spaces: the "fix" would only break the alignment
+    ("Name string\nAge int", "Name string\nAge int", "type P struct {\n\tName string\n\tAge  int\n}\n", 2, 3),
+    # a blank line of the anchored range left out of the quote: the fix would delete it
+    ("First paragraph.\nSecond paragraph.", "One.\nTwo.", "First paragraph.\n\nSecond paragraph.\n", 1, 3),
+])
+def test_no_fix_when_the_quote_is_not_the_lines_as_written(quote: str, suggestion: str, text: str, start: int,
+                                                          end: int) -> None:
+    assert compute_fix(quote, suggestion, text, start, end) is None
+
+
+def test_blank_lines_around_the_quote_do_not_matter() -> None:
+    assert compute_fix("\nfh = open(path)\n\n", "fh = open(path, 'rb')", PY, 4, 4) == \
+        Fix(4, 4, "            fh = open(path, 'rb')")
+
+
 def _finding(path: str, start: int, end: int, severity: Severity, name: str, suppressed: str | None = None) -> Finding:
     return Finding(path=path, start_line=start, end_line=end, severity=severity, category=Category.BUG,
                    message=name, suggestion="x", anchored=True, fingerprint=name, suppressed=suppressed,
@@ -189,6 +207,8 @@ def test_apply_fixes_keeps_crlf_and_the_missing_final_line_break() -> None:
     out = apply_fixes(text, [Fix(2, 2, "B1\nB2"), Fix(4, 4, "D")])
     assert out == "a\r\nB1\r\nB2\r\nc\r\nD"
     assert apply_fixes("one\ntwo\n", [Fix(1, 2, "three")]) == "three\n"
+    # the last line of a CRLF file without a final line break: new lines take the file's CRLF
+    assert apply_fixes("a\r\nb = 1", [Fix(2, 2, "b = 2\nc = 3")]) == "a\r\nb = 2\r\nc = 3"
 
 
 @pytest.mark.parametrize("name", ["plain.py", "with space.py", 'quote"d.py', "back\\slash.py", "tab\there.py",

@@ -8,6 +8,7 @@ is a symbolic link; binary or undecodable content is refused after reading and n
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -65,10 +66,12 @@ class GuidanceReader:
 
     def read(self, path: str, kind: str) -> GuidanceText | None:
         """The file's guidance text (cut to FILE_CAP_BYTES), or None when absent or refused."""
-        if path in self._read:
-            return self._read[path]
-        self._read[path] = item = self._load(path, kind)
-        return item
+        if path not in self._read:
+            self._read[path] = self._load(path, kind)
+        item = self._read[path]
+        # One file may serve as REVIEW.md for some paths and as a rule's instructions_file for others:
+        # each use keeps its own kind (how it is labelled and what the cap keeps first).
+        return item if item is None or item.kind == kind else dataclasses.replace(item, kind=kind)
 
     def _load(self, path: str, kind: str) -> GuidanceText | None:
         if self.snapshot is None or path not in self._present:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ocr_hook.changes.globs import GitIgnoreGlobs
-from ocr_hook.changes.model import ChangeSet
+from ocr_hook.changes.model import ChangeSet, FileStatus
 from ocr_hook.errors import ConfigError
 from ocr_hook.guidance.discovery import (
     FILE_CAP_BYTES,
@@ -57,7 +57,7 @@ def _common_prefix(lists: list[tuple[str, ...]]) -> int:
         if any(x != items[0] for x in items):
             break
         n += 1
-    return n if all(len(x) >= n for x in lists) else 0
+    return n
 
 
 def section_text(item: GuidanceText) -> str:
@@ -201,8 +201,12 @@ def edit_notes(change_set: ChangeSet, settings: Settings, label: str, revision: 
                 notes.append(FileNote(path, f"this change modifies {REPO_CONFIG_NAME}, the reviewer's own settings "
                                             "(rules included): the gate's settings moved; review that file with care"))
             elif path.rsplit("/", 1)[-1] in names or path in rule_files:
-                used = f"its version at the trusted revision {label}" if revision else \
-                    "no guidance files (there is no trusted revision before the first commit)"
+                if not revision:
+                    used = "no guidance files (there is no trusted revision before the first commit)"
+                elif path == change.path and change.status is FileStatus.ADDED:
+                    used = f"no version of it: it is new, and guidance comes from the trusted revision {label}"
+                else:
+                    used = f"its version at the trusted revision {label}"
                 notes.append(FileNote(path, f"this change edits guidance file {path}: the review used {used}, "
                                             "not the edited one"))
     return list(dict.fromkeys(notes))

@@ -110,7 +110,8 @@ import atexit, json, sys
 # (Not difflib: click itself loads it to parse "-q", trying it as a long option first. pathlib counts only
 # where the interpreter did not load it at start-up: an editable install's site hook does.)
 WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib", "pathlib",
-         "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server")
+         "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server",
+         "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.fixes")
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
@@ -133,6 +134,13 @@ def test_nothing_staged_loads_only_the_start_up_code(tmp_path: Path, sdk_env: di
     report, loaded = light_run(repo, sdk_env, tmp_path / "modules.json")
     assert report["status"] == "complete" and report["coverage"]["reviewed"] == []
     assert loaded == []
+    # With a patch file asked for, it is written empty, still without the fixes' code (pathlib and hashlib
+    # aside: output paths are checked with the one, and the atomic writer's tempfile loads the other).
+    patch = tmp_path / "fixes.patch"
+    patch.write_text("stale\n")
+    report, loaded = light_run(repo, {**sdk_env, "OCR_HOOK_PATCH_OUTPUT": str(patch)}, tmp_path / "modules2.json")
+    assert report["status"] == "complete" and patch.read_text() == ""
+    assert [m for m in loaded if m not in ("pathlib", "hashlib")] == []
 
 
 def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: Path, fake_api: FakeMessagesAPI,
@@ -153,6 +161,7 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     report, loaded = light_run(repo, sdk_env, tmp_path / "modules.json")
     assert len(fake_api.requests) == sent
     assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
-    # unidiff parses the diff and hashlib keys the cache; nothing else on the watch list is needed
-    # (pathlib aside: the result cache works with paths).
-    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "unidiff"]
+    # unidiff parses the diff, hashlib keys the cache, the project's guidance is part of that key and the cached
+    # finding's fix is settled against the others; nothing else on the watch list is needed (pathlib aside:
+    # the result cache works with paths).
+    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.fixes", "ocr_hook.guidance", "unidiff"]

@@ -178,9 +178,12 @@ def test_call_arguments_set_scope_gate_and_lower_caps(tmp_path: Path, fake_api: 
             staged = await client.call("review", {})  # nothing staged any more
             commit = await client.call("review", {"commit": "HEAD", "fail_on": "medium"})
             ranged = await client.call("review", {"scope": "range", "from": base, "to": "HEAD", "fail_on": "low"})
-            return staged, commit, ranged, starved
+            lax = await client.call("review", {"commit": "HEAD", "fail_on": "never"})
+            return staged, commit, ranged, starved, lax
 
-    staged, commit, ranged, starved = anyio.run(main)
+    staged, commit, ranged, starved, lax = anyio.run(main)
+    # A call may make the gate stricter, never more lenient: 'never' leaves the configured 'high'.
+    assert lax.structured_content["fail_on"] == "high"  # type: ignore[index]
     assert staged.structured_content["coverage"]["reviewed"] == []  # type: ignore[index]
     assert staged.structured_content["exit_code"] == 0  # type: ignore[index]
     assert commit.structured_content["scope"].startswith("commit ")  # type: ignore[index]

@@ -14,9 +14,8 @@ from ocr_hook.cienv import azure, bitbucket, buildkite, github, gitlab, jenkins
 from ocr_hook.cienv.guess import Guess
 from ocr_hook.errors import FatalError
 
-__all__ = ["AUTO", "DETECTORS", "Guess", "detect", "looked_for"]
+__all__ = ["DETECTORS", "Guess", "detect", "looked_for"]
 
-AUTO = "auto"  # the --base value that asks for detection
 
 # First match wins. GitHub comes first because Gitea and Forgejo runners set GITHUB_* as well.
 DETECTORS: tuple[tuple[Callable[[Mapping[str, str]], Guess | None], tuple[str, ...]], ...] = (

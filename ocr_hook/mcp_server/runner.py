@@ -52,6 +52,10 @@ class RunControl:
             return self._reason is not None
 
 
+# fail_on values from the gate that fails on the most findings to the one that fails on none.
+STRICTEST_FIRST = ("low", "medium", "high", "critical", "never")
+
+
 def capped(settings: Settings, call: ReviewCall) -> Settings:
     """The settings of one call: its caps lower the configured ones, never raise them; no output files
     (the document goes back to the client, nothing is written into the repository)."""
@@ -61,6 +65,8 @@ def capped(settings: Settings, call: ReviewCall) -> Settings:
         changes["max_cost"] = min(settings.max_cost, call.max_cost)
     if call.timeout is not None:
         changes["timeout"] = min(settings.timeout, call.timeout)
+    if call.fail_on is not None:  # a stricter gate only: an agent cannot wave its own findings through
+        changes["fail_on"] = min(settings.fail_on, call.fail_on, key=STRICTEST_FIRST.index)
     return dataclasses.replace(settings, **changes)
 
 
@@ -70,8 +76,7 @@ def run_review(root: str, call: ReviewCall, on_event: Callable[[str, str, str], 
     from ocr_hook.commands import review as review_cmd
     from ocr_hook.reports.json_report import report_dict
 
-    flags = {"fail_on": call.fail_on} if call.fail_on else {}
-    done = review_cmd.review(call.scope, call.paths, None, flags, cwd=root, on_event=on_event, environ=os.environ,
+    done = review_cmd.review(call.scope, call.paths, None, {}, cwd=root, on_event=on_event, environ=os.environ,
                              adjust=lambda settings: capped(settings, call), on_budget=control.attach)
     ctx = review_cmd.report_context(done.result, done.change_set, done.texts, done.settings)
     return report_dict(done.result, ctx)

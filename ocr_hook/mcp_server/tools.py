@@ -53,7 +53,8 @@ REVIEW_INPUT: dict[str, Any] = {
             "type": "string",
             "enum": list(FAIL_ON_CHOICES),
             "description": ("Lowest severity that makes the gate fail (exit_code 1). Default: the repository's "
-                            "setting (high unless .ocr-hook.yaml says otherwise). 'never' turns the gate off."),
+                            "setting (high unless .ocr-hook.yaml says otherwise). It can make the gate stricter "
+                            "than configured, never more lenient: a laxer value is ignored."),
         },
         "max_cost": {
             "type": "number",

@@ -16,12 +16,10 @@ note; they stay in SARIF and JSON, which carry only the replacement text.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Mapping
 
 from ocr_hook.findings import Finding, Fix
-from ocr_hook.fixes import apply_fixes, settle, split_keeping_ends
 from ocr_hook.reports.atomic_write import write_atomic
 
 CONTEXT_LINES = 3  # git's default, so the patch reads like `git diff`
@@ -53,6 +51,10 @@ def file_diff(path: str, old: str, new: str) -> str:
     name_a, name_b = git_quoted("a/" + path), git_quoted("b/" + path)
     tab = "\t" if " " in path else ""  # as git does, so that GNU patch finds where the name ends
     out = [f"diff --git {name_a} {name_b}\n", f"--- {name_a}{tab}\n", f"+++ {name_b}{tab}\n"]
+    import difflib  # here, like the fixes: a hook run with no fix to write needs neither
+
+    from ocr_hook.fixes import split_keeping_ends
+
     body = difflib.unified_diff(split_keeping_ends(old), split_keeping_ends(new), n=CONTEXT_LINES)
     for number, line in enumerate(body):
         if number < 2:  # difflib's own ---/+++ lines, without git's names
@@ -63,6 +65,10 @@ def file_diff(path: str, old: str, new: str) -> str:
 
 def build_patch(findings: Iterable[Finding], file_texts: Mapping[str, str]) -> tuple[str, list[str]]:
     """The patch of every fix (files in path order) and notes about fixes left out of it."""
+    findings = list(findings)
+    if all(f.fix is None for f in findings):  # e.g. the idle hook run: an empty patch, nothing loaded
+        return "", []
+    from ocr_hook.fixes import apply_fixes, settle, split_keeping_ends
     from ocr_hook.secrets_mask import mask_secrets
 
     by_path: dict[str, list[Fix]] = {}

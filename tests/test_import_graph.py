@@ -139,7 +139,8 @@ def test_nothing_staged_loads_only_the_start_up_code(tmp_path: Path, sdk_env: di
     patch = tmp_path / "fixes.patch"
     patch.write_text("stale\n")
     report, loaded = light_run(repo, {**sdk_env, "OCR_HOOK_PATCH_OUTPUT": str(patch)}, tmp_path / "modules2.json")
-    assert report["status"] == "complete" and patch.read_text() == ""
+    assert report["status"] == "complete"
+    assert patch.read_text() == ""
     assert [m for m in loaded if m not in ("pathlib", "hashlib")] == []
 
 

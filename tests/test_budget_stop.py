@@ -6,8 +6,11 @@ import asyncio
 import threading
 import time
 
+from fake_api import FakeMessagesAPI, Reply, text
+
 from ocr_hook.budget import Budget
 from ocr_hook.settings import Price
+from ocr_hook.settings import load as load_settings
 
 PRICES = {"m": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3)}
 
@@ -50,25 +53,47 @@ def test_watchers_run_on_stop_or_at_once_when_already_stopped_and_can_be_removed
     assert calls == ["first", "late"]
 
 
-def test_stopping_from_another_thread_cuts_a_request_in_flight_at_once() -> None:
-    """What Api.create does around each request: the stop moves its timeout to now."""
-    from ocr_hook.agent.client import _expire_soon
+def test_stopping_from_another_thread_cuts_off_api_create_in_flight(
+    fake_api: FakeMessagesAPI, sdk_env: dict[str, str]
+) -> None:
+    """The real Api.create, through the real SDK over HTTP: a request the fake holds for 60 s ends at
+    once when another thread stops the budget, counted at its worst case, and nothing is sent after."""
+    from ocr_hook.agent.client import Api, BudgetStop, open_api
 
+    fake_api.script("held request", [Reply([text("too late")], delay_s=60)])
     budget = _budget()
+    api = open_api(load_settings(None, environ={}), sdk_env, budget)
+    messages = [{"role": "user", "content": "held request"}]
 
-    async def in_flight() -> float:
-        loop = asyncio.get_running_loop()
-        threading.Timer(0.1, budget.stop, args=("cancelled",)).start()
+    async def run(api: Api) -> tuple[float, BaseException | None]:
+        threading.Timer(0.3, budget.stop, args=("the review was cancelled",)).start()
         started = time.monotonic()
+        outcome: BaseException | None = None
         try:
-            async with asyncio.timeout(budget.remaining_seconds()) as limit:
-                unwatch = budget.on_stop(lambda: _expire_soon(loop, limit))
-                try:
-                    await asyncio.sleep(30)
-                finally:
-                    unwatch()
-        except TimeoutError:
-            return time.monotonic() - started
-        raise AssertionError("the sleep was not cut off")
+            # The outer bound only keeps a broken wiring from hanging the test for the whole 60 s; it
+            # raises TimeoutError, which is not what the deadline path raises.
+            await asyncio.wait_for(api.create(model="m", max_tokens=100, messages=messages), 10)
+        except BaseException as exc:  # asserted on below, outside the loop
+            outcome = exc
+        elapsed = time.monotonic() - started
+        try:
+            await api.create(model="m", max_tokens=100, messages=messages)
+        except BudgetStop:
+            pass
+        else:
+            raise AssertionError("a request was sent after the budget was stopped")
+        finally:
+            await api.aclose()
+        return elapsed, outcome
 
-    assert asyncio.run(in_flight()) < 2.0
+    elapsed, outcome = asyncio.run(run(api))
+    assert isinstance(outcome, BudgetStop), f"expected BudgetStop, got {outcome!r}"
+    assert str(outcome) == "the review was cancelled"
+    assert elapsed < 10.0
+    assert len(fake_api.requests) == 1  # the held request reached the fake; the later one was never sent
+    assert fake_api.requests[0].status == 0  # and it was cut off before the fake answered
+    assert budget.forfeited_requests == 1
+    # Worst case: the whole output cap is counted (besides the input estimate), not a real usage.
+    assert budget.spent_usd == budget.forfeited_usd >= float(budget.worst_case("m", 0, 100)[1]) > 0
+    assert budget.spent_tokens > 100 and budget.usage.requests == 0
+    assert budget.reserved_usd == 0

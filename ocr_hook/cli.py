@@ -14,7 +14,7 @@ import click
 
 from ocr_hook import __version__
 from ocr_hook.errors import FatalError
-from ocr_hook.scope import Scope
+from ocr_hook.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 
 
 def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -38,23 +38,23 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+_FLAG_OF_SCOPE = {"staged": "--staged", "base": "--base", "range": "--from/--to", "commit": "--commit",
+                  "push": "--push"}
+_FLAG_OF_REF = {"base": "--base", "from_ref": "--from", "to_ref": "--to", "commit": "--commit"}
+
+
 def scope_from_flags(staged: bool, base: str | None, from_ref: str | None, to_ref: str | None,
                      commit: str | None, push: bool) -> Scope:
-    chosen = [name for name, on in (("--staged", staged), ("--base", base), ("--from/--to", from_ref or to_ref),
-                                     ("--commit", commit), ("--push", push)) if on]
-    if len(chosen) > 1:
-        raise click.UsageError(f"choose one scope, got {' and '.join(chosen)}")
-    if base:
-        return Scope("base", base=base)
-    if from_ref or to_ref:
-        if not (from_ref and to_ref):
-            raise click.UsageError("--from and --to go together")
-        return Scope("range", from_ref=from_ref, to_ref=to_ref)
-    if commit:
-        return Scope("commit", commit=commit)
-    if push:
-        return Scope("push")
-    return Scope("staged")
+    named = [kind for kind, on in (("staged", staged), ("push", push)) if on]
+    try:
+        # An empty ref counts as not given, as it always has on the command line.
+        return choose_scope(named, base=base or None, from_ref=from_ref or None, to_ref=to_ref or None,
+                            commit=commit or None)
+    except ScopeConflict as exc:
+        raise click.UsageError(f"choose one scope, got {' and '.join(_FLAG_OF_SCOPE[k] for k in exc.kinds)}") from None
+    except ScopeIncomplete as exc:
+        flags = [_FLAG_OF_REF[ref] for ref in SCOPE_REFS[exc.kind]]
+        raise click.UsageError(f"{' and '.join(flags)} go together") from None
 
 
 def _scope(kw: dict[str, Any]) -> Scope:

@@ -1,7 +1,8 @@
 """Tool arguments → what the commands take, with defaults filled in here and errors that say how to call.
 
 The JSON schemas in tools.py are checked with jsonschema (the client may not have); the rules a schema
-cannot say well (which ref goes with which scope) are checked after it.
+cannot say well (which ref goes with which scope) are checked after it, by the same function the
+command line uses (ocr_hook.scope.choose_scope); the messages here add how to call correctly.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocr_hook.mcp_server import tools
-from ocr_hook.scope import Scope
+from ocr_hook.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 
-_NEEDS = {"base": ("base",), "range": ("from", "to"), "commit": ("commit",), "staged": ()}
 _REF_ARGS = ("base", "from", "to", "commit")
+_REF_OF_ARG = {"base": "base", "from": "from_ref", "to": "to_ref", "commit": "commit"}  # argument -> Scope field
 _EXAMPLES = {
     "staged": {"scope": "staged"},
     "base": {"scope": "base", "base": "main"},
@@ -62,29 +63,21 @@ def _schema_error(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, 
 def _scope(tool: str, args: Mapping[str, Any]) -> Scope:
     given = [name for name in _REF_ARGS if name in args]
     scope = args.get("scope")
-    if scope is None:
-        # Default on our side: the scope the refs given imply, else what is staged.
-        implied = {k for k, needs in _NEEDS.items() if needs and set(needs) & set(given)}
-        if len(implied) > 1:
+    try:
+        return choose_scope(() if scope is None else (scope,), base=args.get("base"), from_ref=args.get("from"),
+                            to_ref=args.get("to"), commit=args.get("commit"))
+    except ScopeConflict:
+        if scope is None:
             raise ArgumentError(f"{tool}: {' and '.join(given)} belong to different scopes; pick one scope, e.g. "
-                                f"{json.dumps(_EXAMPLES['base'])} or {json.dumps(_EXAMPLES['range'])}")
-        scope = implied.pop() if implied else "staged"
-    needs = _NEEDS[scope]
-    missing = [name for name in needs if name not in args]
-    if missing:
-        raise ArgumentError(f"{tool}: scope '{scope}' needs {' and '.join(map(repr, missing))}; "
-                            f"call it like {json.dumps(_EXAMPLES[scope])}")
-    extra = [name for name in given if name not in needs]
-    if extra:
+                                f"{json.dumps(_EXAMPLES['base'])} or {json.dumps(_EXAMPLES['range'])}") from None
+        extra = [name for name in given if _REF_OF_ARG[name] not in SCOPE_REFS[scope]]
         raise ArgumentError(f"{tool}: {', '.join(map(repr, extra))} do not go with scope '{scope}'; drop "
-                            f"them, or choose the scope they belong to (e.g. {json.dumps(_EXAMPLES['base'])})")
-    if scope == "base":
-        return Scope("base", base=args["base"])
-    if scope == "range":
-        return Scope("range", from_ref=args["from"], to_ref=args["to"])
-    if scope == "commit":
-        return Scope("commit", commit=args["commit"])
-    return Scope("staged")
+                            f"them, or choose the scope they belong to (e.g. {json.dumps(_EXAMPLES['base'])})"
+                            ) from None
+    except ScopeIncomplete as exc:
+        missing = [name for name in _REF_ARGS if _REF_OF_ARG[name] in exc.missing]
+        raise ArgumentError(f"{tool}: scope '{exc.kind}' needs {' and '.join(map(repr, missing))}; "
+                            f"call it like {json.dumps(_EXAMPLES[exc.kind])}") from None
 
 
 def _checked(tool: str, schema: Mapping[str, Any], arguments: Any) -> Mapping[str, Any]:

@@ -57,6 +57,10 @@ class Fix:
     end_line: int
     replacement: str
 
+    def as_dict(self) -> dict[str, int | str]:
+        """The JSON form, as the report and the result cache write it."""
+        return {"start_line": self.start_line, "end_line": self.end_line, "replacement": self.replacement}
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:

@@ -63,10 +63,7 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "existing_code": finding.existing_code,
         "anchor_note": finding.anchor_note,
         "suppressed": finding.suppressed,
-        "fix": None if finding.fix is None else {
-            "start_line": finding.fix.start_line, "end_line": finding.fix.end_line,
-            "replacement": finding.fix.replacement,
-        },
+        "fix": None if finding.fix is None else finding.fix.as_dict(),
         "extra": dict(finding.extra),
     }
 

@@ -36,10 +36,6 @@ def tools_param(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return tools
 
 
-def system_param(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text, "cache_control": EPHEMERAL}]
-
-
 def assistant_blocks(content: Sequence[Any]) -> list[dict[str, Any]]:
     """The response's content as request params, keeping only what may be sent back."""
     blocks: list[dict[str, Any]] = []

@@ -10,6 +10,7 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import config_files
+from ocr_hook.agent.conversation import EPHEMERAL
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
@@ -63,17 +64,16 @@ def uses_language(language: str) -> bool:
     return bool(language.strip()) and language.strip().lower() not in ("english", "en")
 
 
-def system_blocks(own: str, guidance: FileGuidance | None, language: str, *, header: str = "guidance.md",
-                  ephemeral: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def system_blocks(own: str, guidance: FileGuidance | None, language: str, *,
+                  header: str = "guidance.md") -> list[dict[str, Any]]:
     """The system prompt as blocks: our instructions, then the part of the project's guidance every file
     shares (ending in the cache breakpoint, so all files of a run reuse one cached prefix), then this
     file's own guidance. Without guidance or a language it is one block, as before."""
-    cache = ephemeral or {"type": "ephemeral"}
     sections = guidance.sections if guidance is not None else ()
     shared = guidance.shared if guidance is not None else 0
     language_applies = uses_language(language) and header == "guidance.md"
     if not sections and not language_applies:
-        return [{"type": "text", "text": own, "cache_control": cache}]
+        return [{"type": "text", "text": own, "cache_control": EPHEMERAL}]
     parts = [template(header).strip()] if sections else []
     if language_applies:
         parts.append(render("language.md", language=language.strip()).strip())
@@ -81,7 +81,7 @@ def system_blocks(own: str, guidance: FileGuidance | None, language: str, *, hea
         parts.append("\n".join(sections[:shared]).strip())
     shared_text = "\n\n".join(parts)
     blocks: list[dict[str, Any]] = [{"type": "text", "text": own},
-                                    {"type": "text", "text": shared_text, "cache_control": cache}]
+                                    {"type": "text", "text": shared_text, "cache_control": EPHEMERAL}]
     if sections[shared:]:
         blocks.append({"type": "text", "text": "\n".join(sections[shared:]).strip()})
     return blocks

@@ -29,9 +29,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "suppressed": f.suppressed,
         "anchor_note": f.anchor_note,
         # The suggestion as an edit: whole lines start..end become `replacement` (no final line break).
-        "fix": None if f.fix is None else {
-            "start_line": f.fix.start_line, "end_line": f.fix.end_line, "replacement": f.fix.replacement,
-        },
+        "fix": None if f.fix is None else f.fix.as_dict(),
     }
 
 

@@ -371,6 +371,77 @@ class PromptCache:
         }
 
 
+# ---------------------------------------------------------------------------------------------- compatible servers
+
+
+@dataclass
+class ServerMode:
+    """How a compatible server (Ollama, vLLM, LiteLLM, a company proxy) differs from the API; the
+    defaults behave like the API. Set `fake.mode = ServerMode(...)`.
+
+    The wording follows what real servers answer: a strict pydantic schema (Vertex, several proxies)
+    says "tools.5.cache_control: Extra inputs are not permitted"; LiteLLM without drop_params says
+    "litellm.UnsupportedParamsError: ... does not support parameters: {...}". Ollama accepts
+    cache_control and ignores it (no cache tokens in the usage), and with its small default context
+    it drops the front of a long prompt and reports only what it kept."""
+
+    reject_fields: tuple[str, ...] = ()  # a request carrying one of these (anywhere) gets a 400
+    rejection_style: str = "pydantic"  # "pydantic" | "litellm"
+    models_api: bool = True  # False: every /v1/models route answers 404, as on servers without it
+    input_fraction: float | None = None  # the usage reports this share of the input tokens
+    prompt_cache: bool = True  # False: cache markers are accepted and ignored (no cache tokens)
+    text_only: bool = False  # the model answers every turn with text, never a tool call
+
+    def route(self, req: RecordedRequest) -> _Answer | None:
+        """An answer that replaces the normal routing (before authentication, like a missing route)."""
+        if not self.models_api and req.path.split("?", 1)[0].startswith("/v1/models"):
+            return _error(404, f"fake API (compatible server): no Models API at {req.path}")
+        return None
+
+    def reject(self, body: Mapping[str, Any]) -> _Answer | None:
+        for name in self.reject_fields:
+            where = _field_path(body, name)
+            if where is None:
+                continue
+            if self.rejection_style == "litellm":
+                message = (f"litellm.UnsupportedParamsError: anthropic does not support parameters: "
+                           f"{{'{name}': ...}}, for model={body.get('model')}. To drop these, set "
+                           f"`litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params: true`")
+            else:
+                message = f"{where}: Extra inputs are not permitted"
+            return _error(400, message)
+        return None
+
+    def reply(self, body: Mapping[str, Any], reply: Reply) -> Reply:
+        if self.text_only:
+            reply = Reply([text("The change looks fine to me. No issues found.")], usage=reply.usage,
+                          delay_s=reply.delay_s)
+        if self.input_fraction is None and self.prompt_cache:
+            return reply
+        total = sum(tokens_of(part) for part in _segments(body)[0])
+        counted = max(1, int(total * self.input_fraction)) if self.input_fraction is not None else total
+        usage = {"input_tokens": counted, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                 **(reply.usage or {})}
+        return Reply(reply.blocks, reply.stop_reason, usage, reply.delay_s)
+
+
+def _field_path(value: Any, name: str, where: str = "") -> str | None:
+    """The dotted path of the first `name` key in `value` (pydantic's `loc` wording), or None."""
+    if isinstance(value, Mapping):
+        if name in value:
+            return f"{where}.{name}" if where else name
+        for key, item in value.items():
+            found = _field_path(item, name, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _field_path(item, name, f"{where}.{i}" if where else str(i))
+            if found is not None:
+                return found
+    return None
+
+
 # ---------------------------------------------------------------------------------------------- the server
 
 
@@ -397,6 +468,7 @@ class FakeMessagesAPI:
         self._scripts: dict[str, list[Turn]] = {}
         self._handlers: list[tuple[Predicate, Responder]] = []
         self._default: Responder = lambda body: task_done()
+        self.mode = ServerMode()  # how this server differs from the API (compatible servers)
         self._fail_all: Fault | None = None
         self._fail_all_left: int | None = None
         self._fault_fired: dict[tuple[Any, ...], int] = {}
@@ -520,6 +592,9 @@ class FakeMessagesAPI:
         return req
 
     def _answer(self, req: RecordedRequest) -> _Answer:
+        routed = self.mode.route(req)
+        if routed is not None:
+            return routed
         if req.method != "POST" or req.path.split("?", 1)[0] != MESSAGES_PATH:
             return _error(404, f"fake API: no route {req.method} {req.path} (only POST {MESSAGES_PATH})")
         if not req.headers.get("x-api-key") and not req.headers.get("authorization"):
@@ -531,6 +606,9 @@ class FakeMessagesAPI:
             return _error(400, f"The request body is not valid JSON: {exc}")
         except _Invalid as exc:
             return _error(400, exc.message)
+        rejected = self.mode.reject(body)
+        if rejected is not None:
+            return rejected
         with self._lock:
             fault = self._fail_all
             if fault is not None and self._fail_all_left is not None:
@@ -548,7 +626,7 @@ class FakeMessagesAPI:
             return _error(500, f"fake API: responder raised {type(exc).__name__}: {exc}")
         if isinstance(turn, Fault):
             return _fault_answer(turn)
-        return self._reply_answer(body, turn)
+        return self._reply_answer(body, self.mode.reply(body, turn))
 
     def _choose(self, body: dict[str, Any]) -> Turn:
         """The Turn for this request, with each Fault counted against its `times` (→ its `then`)."""

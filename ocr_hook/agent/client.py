@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ocr_hook.agent import compat
 from ocr_hook.errors import ConfigError
 from ocr_hook.settings import Settings
 from ocr_hook.tokens import estimate_tokens
@@ -32,6 +33,10 @@ class BudgetStop(Exception):
 
 class RequestFailed(Exception):
     """The request produced no usable response; str(exc) is a one-line reason without secrets."""
+
+
+class PromptCut(RequestFailed):
+    """The server reported far fewer input tokens than were sent: it cut the prompt (compat.prompt_cut)."""
 
 
 class UnreadableResponse(Exception):
@@ -156,11 +161,15 @@ def _expire_soon(loop: asyncio.AbstractEventLoop, limit: asyncio.Timeout) -> Non
 class Api:
     """Sends Messages API requests within the budget; one instance per run, shared by all files."""
 
-    def __init__(self, client: Any, budget: Budget, secrets: Sequence[str] = ()) -> None:
+    def __init__(self, client: Any, budget: Budget, secrets: Sequence[str] = (),
+                 fields: compat.FieldPolicy | None = None) -> None:
         self._client = client
         self._budget = budget
         self._secrets = tuple(secrets)
         self.requests = 0
+        # The optional fields a compatible server rejected: left out of later requests (compat.py).
+        self.fields = fields if fields is not None else compat.FieldPolicy()
+        self.first_reply_s: float | None = None  # how long the first answered request took
         self._background: set[asyncio.Task[Any]] = set()
 
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
@@ -192,8 +201,10 @@ class Api:
                 # A budget stopped early (the run was cancelled) moves this deadline to now.
                 unwatch = self._budget.on_stop(lambda: _expire_soon(loop, limit))
                 try:
-                    response = await self._client.messages.create(
-                        **payload, timeout=max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+                    sent_at = loop.time()
+                    response = await self._send(payload, max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+                    if self.first_reply_s is None:
+                        self.first_reply_s = loop.time() - sent_at
                 finally:
                     unwatch()
         except TimeoutError:
@@ -214,7 +225,26 @@ class Api:
             self._budget.release(reservation)
             raise RequestFailed(describe_error(exc, self._secrets)) from None
         self._budget.settle(reservation, response.usage)
+        reported = compat.prompt_cut(estimate, response.usage)
+        if reported is not None:
+            raise PromptCut(compat.prompt_cut_reason(estimate, reported))
         return response
+
+    async def _send(self, payload: dict[str, Any], timeout: float) -> Any:
+        """Send, leaving out the fields the server rejected; a 400 rejecting another optional field is
+        sent once more without it (each retry drops a field the request carried: at most three)."""
+        import anthropic
+
+        sent = self.fields.prepare(payload)
+        while True:
+            try:
+                return await self._client.messages.create(**sent, timeout=timeout)
+            except anthropic.APIStatusError as exc:
+                retry = self.fields.after_rejection(exc.status_code, exc.body, describe_error(exc, self._secrets),
+                                                    sent)
+                if retry is None:
+                    raise
+                sent = retry
 
     def keep_until_close(self, task: asyncio.Task[Any]) -> None:
         """Let a request nobody waits for any more finish while the run goes on: once sent it is

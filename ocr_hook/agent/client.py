@@ -266,10 +266,15 @@ class Api:
         await self._client.close()
 
 
+def secrets_of(environ: Mapping[str, str]) -> list[str]:
+    """The credential values no message may ever show."""
+    values = [environ.get(name, "") for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                  "AWS_BEARER_TOKEN_BEDROCK")]
+    return [value for value in values if value]
+
+
 def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
-    secrets = [environ.get(name, "") for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                                                   "AWS_BEARER_TOKEN_BEDROCK")]
-    secrets = [s for s in secrets if s]
+    secrets = secrets_of(environ)
     try:
         client = _make_sdk_client(settings, environ)
     except Exception as exc:  # the SDK's own complaint (no region, no credentials, …) as a one-liner
@@ -277,4 +282,31 @@ def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> 
         for secret in secrets:
             reason = reason.replace(secret, "***")
         raise ConfigError(f"cannot set up the {settings.provider} API client: {reason}") from None
-    return Api(client, budget, secrets)
+    return Api(client, budget, secrets, fields=_field_policy(settings, environ, client))
+
+
+# The capability record's key for the fields a server rejected: {field: the server's answer}.
+REJECTED_FIELDS_KEY = "rejected_fields"
+
+
+def _field_policy(settings: Settings, environ: Mapping[str, str], client: Any) -> compat.FieldPolicy:
+    """Rejected fields are kept with the model's capabilities (same cache directory, provider and base
+    URL as the Models API lookup), so they expire with them."""
+    from pathlib import Path
+
+    from ocr_hook.agent import capabilities
+    from ocr_hook.result_cache import default_cache_dir
+
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
+    provider, base_url = settings.provider, str(getattr(client, "base_url", "") or "")
+
+    def load(model: str) -> dict[str, str]:
+        record = capabilities.read_record(cache_dir, provider, base_url, model)
+        found = record.get(REJECTED_FIELDS_KEY) if record is not None else None
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def remember(model: str, field: str, reason: str) -> None:
+        capabilities.remember(cache_dir, provider, base_url, model, REJECTED_FIELDS_KEY,
+                              {**load(model), field: reason})
+
+    return compat.FieldPolicy(load=load, remember=remember)

@@ -159,18 +159,28 @@ class Rejection:
 class FieldPolicy:
     """Which optional fields each model's requests leave out, for one run and every file in it.
 
-    `remember(model, field, reason)` keeps a new rejection with the model's capabilities."""
+    `load(model)` gives the fields (→ the server's answer) rejected on earlier runs, kept with the
+    model's capabilities; `remember(model, field, reason)` keeps a new rejection there."""
 
+    load: Callable[[str], Mapping[str, str]] | None = None
     remember: Callable[[str, str, str], None] | None = None
     _dropped: dict[tuple[str, str], Rejection] = field(default_factory=dict)
+    _loaded: set[str] = field(default_factory=set)
 
-    def seed(self, model: str, fields: Iterable[str]) -> None:
+    def seed(self, model: str, fields: Mapping[str, str]) -> None:
         """Fields the server rejected on an earlier run: left out from the first request on."""
-        for name in fields:
+        for name, reason in fields.items():
             if name in DROPPABLE and (model, name) not in self._dropped:
-                self._dropped[(model, name)] = Rejection(name, model, "rejected on an earlier run", remembered=True)
+                self._dropped[(model, name)] = Rejection(name, model, str(reason), remembered=True)
 
     def dropped(self, model: str) -> list[str]:
+        if model not in self._loaded:
+            self._loaded.add(model)
+            if self.load is not None:
+                try:
+                    self.seed(model, self.load(model))
+                except (OSError, ValueError, TypeError):  # an unreadable record is no record
+                    pass
         return [name for (m, name) in self._dropped if m == model]
 
     def prepare(self, payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -201,7 +211,8 @@ class FieldPolicy:
             what = _WHAT_IT_COSTS[rejection.field]
             if rejection.remembered:
                 notes.append(f"`{rejection.field}` was left out of every request to {rejection.model}: the server "
-                             f"rejected it on an earlier run (kept with the model's capabilities); {what}")
+                             f"rejected it on an earlier run ({rejection.reason}; kept with the model's "
+                             f"capabilities for up to 24 hours); {what}")
             else:
                 notes.append(f"the server rejected `{rejection.field}` for {rejection.model} ({rejection.reason}); "
                              f"the request was sent again without it and it was left out for the rest of the run; "

@@ -263,6 +263,8 @@ class FileReview:
             conv.add_user(results)
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
+        if self.tool_calls == 0:
+            raise _End("model", NO_TOOL_USE)
         raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
 
     def _older_turns_changed(self) -> None:

@@ -402,6 +402,15 @@ class ServerMode:
     input_fraction: float | None = None  # the usage reports this share of the input tokens
     prompt_cache: bool = True  # False: cache markers are accepted and ignored (no cache tokens)
     text_only: bool = False  # the model answers every turn with text, never a tool call
+    openai_models: bool = False  # GET /v1/models/{id} answers OpenAI's model object, as Ollama does
+
+    def route(self, req: RecordedRequest) -> _Answer | None:
+        """An answer that replaces the normal routing, or None."""
+        if self.openai_models and req.method == "GET" and req.path.startswith(MODELS_PATH):
+            model = req.path.split("?", 1)[0][len(MODELS_PATH):]
+            return _Answer(200, json.dumps({"id": model, "object": "model", "created": 1767225600,
+                                            "owned_by": "library"}).encode())
+        return None
 
     def reject(self, body: Mapping[str, Any]) -> _Answer | None:
         for name in self.reject_fields:
@@ -800,6 +809,9 @@ class FakeMessagesAPI:
         return req
 
     def _answer(self, req: RecordedRequest) -> _Answer:
+        routed = self.mode.route(req)
+        if routed is not None:
+            return routed
         if req.method == "GET" and req.path.startswith(MODELS_PATH):
             return self.models.answer(req)
         if req.method != "POST" or req.path.split("?", 1)[0] != MESSAGES_PATH:

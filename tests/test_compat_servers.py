@@ -243,6 +243,7 @@ def test_without_fields_strips_nested_markers_and_keeps_the_original() -> None:
     (10_000, {"input_tokens": 200, "cache_read_input_tokens": 7_000}, False),  # cached input counts
     (10_000, {"input_tokens": 3_400}, False),
     (3_900, {"input_tokens": 10}, False),  # small requests are never judged
+    (10_000, {"input_tokens": 0}, False),  # no count at all is not a cut
 ])
 def test_prompt_cut(estimate: int, usage: dict[str, int], cut: bool) -> None:
     assert (compat.prompt_cut(estimate, usage) is not None) is cut

@@ -98,6 +98,18 @@ def test_a_model_the_models_api_knows_is_reported_with_its_context_window(
     assert len(fake_api.models.requests) == 1
 
 
+def test_an_openai_shaped_model_object_is_a_warning(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                   sdk_env: dict[str, str]) -> None:
+    """Ollama answers /v1/models/{id} with OpenAI's model object: no capabilities to read."""
+    repo = calc_repo(tmp_path / "repo")
+    fake_api.mode = ServerMode(openai_models=True)
+    code, checks = doctor_json(repo, sdk_env)
+    assert code == 0
+    line = checks[f"model {MODEL}"]
+    assert line["status"] == "WARN" and "no capabilities" in line["message"]
+    assert "context_window" in line["message"]
+
+
 def test_an_endpoint_ending_in_v1_is_flagged(tmp_path: Path, fake_api: FakeMessagesAPI,
                                             sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")

@@ -11,7 +11,9 @@ Two things such servers do that the real API does not, and how the client copes 
   at most once per field: never a loop. Other 400s fail as before.
 * **They cut prompts.** Ollama's default context (a few thousand tokens) silently drops the front
   of a longer prompt, tool definitions and instructions included; the usage it reports then counts
-  what was kept. Far fewer input tokens than were sent means the review would go on blind.
+  what was kept. Far fewer input tokens than were sent means the review would go on blind. (Ollama
+  counts the whole prompt, KV-cached part included, since its fix of June 2026; the 0.30 releases
+  before it counted only the newly evaluated tokens, which this check would take for a cut.)
 
 Pure code: no SDK import; the client hands over the status and the decoded error body.
 """
@@ -138,7 +140,9 @@ def prompt_cut(estimated_input: int, usage: Any) -> int | None:
     for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
         reported += value if isinstance(value, int) else 0
-    return reported if reported < estimated_input * PROMPT_CUT_FRACTION else None
+    # 0 is no count at all (older Ollama versions leave prompt_eval_count out when its KV cache served
+    # the prompt), not a cut.
+    return reported if 0 < reported < estimated_input * PROMPT_CUT_FRACTION else None
 
 
 def prompt_cut_reason(estimated_input: int, reported: int) -> str:

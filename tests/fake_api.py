@@ -382,80 +382,6 @@ class PromptCache:
         }
 
 
-# ---------------------------------------------------------------------------------------------- compatible servers
-
-
-@dataclass
-class ServerMode:
-    """How a compatible server (Ollama, vLLM, LiteLLM, a company proxy) differs from the API; the
-    defaults behave like the API. Set `fake.mode = ServerMode(...)`.
-
-    The wording follows what real servers answer: a strict pydantic schema (Vertex, several proxies)
-    says "tools.5.cache_control: Extra inputs are not permitted"; LiteLLM without drop_params says
-    "litellm.UnsupportedParamsError: ... does not support parameters: {...}". (A server without the
-    Models API is the default of `fake.models`: an unregistered model's lookup answers 404.) Ollama accepts
-    cache_control and ignores it (no cache tokens in the usage), and with its small default context
-    it drops the front of a long prompt and reports only what it kept."""
-
-    reject_fields: tuple[str, ...] = ()  # a request carrying one of these (anywhere) gets a 400
-    rejection_style: str = "pydantic"  # "pydantic" | "litellm"
-    input_fraction: float | None = None  # the usage reports this share of the input tokens
-    prompt_cache: bool = True  # False: cache markers are accepted and ignored (no cache tokens)
-    text_only: bool = False  # the model answers every turn with text, never a tool call
-    openai_models: bool = False  # GET /v1/models/{id} answers OpenAI's model object, as Ollama does
-
-    def route(self, req: RecordedRequest) -> _Answer | None:
-        """An answer that replaces the normal routing, or None."""
-        if self.openai_models and req.method == "GET" and req.path.startswith(MODELS_PATH):
-            model = req.path.split("?", 1)[0][len(MODELS_PATH):]
-            return _Answer(200, json.dumps({"id": model, "object": "model", "created": 1767225600,
-                                            "owned_by": "library"}).encode())
-        return None
-
-    def reject(self, body: Mapping[str, Any]) -> _Answer | None:
-        for name in self.reject_fields:
-            where = _field_path(body, name)
-            if where is None:
-                continue
-            if self.rejection_style == "litellm":
-                message = (f"litellm.UnsupportedParamsError: anthropic does not support parameters: "
-                           f"{{'{name}': ...}}, for model={body.get('model')}. To drop these, set "
-                           f"`litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params: true`")
-            else:
-                message = f"{where}: Extra inputs are not permitted"
-            return _error(400, message)
-        return None
-
-    def reply(self, body: Mapping[str, Any], reply: Reply) -> Reply:
-        if self.text_only:
-            reply = Reply([text("The change looks fine to me. No issues found.")], usage=reply.usage,
-                          delay_s=reply.delay_s)
-        if self.input_fraction is None and self.prompt_cache:
-            return reply
-        total = sum(tokens_of(part) for part in _segments(body)[0])
-        counted = max(1, int(total * self.input_fraction)) if self.input_fraction is not None else total
-        usage = {"input_tokens": counted, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
-                 **(reply.usage or {})}
-        return Reply(reply.blocks, reply.stop_reason, usage, reply.delay_s)
-
-
-def _field_path(value: Any, name: str, where: str = "") -> str | None:
-    """The dotted path of the first `name` key in `value` (pydantic's `loc` wording), or None."""
-    if isinstance(value, Mapping):
-        if name in value:
-            return f"{where}.{name}" if where else name
-        for key, item in value.items():
-            found = _field_path(item, name, f"{where}.{key}" if where else str(key))
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found = _field_path(item, name, f"{where}.{i}" if where else str(i))
-            if found is not None:
-                return found
-    return None
-
-
 # ---------------------------------------------------------------------------------------------- models, thinking
 
 
@@ -1011,3 +937,77 @@ def iter_tool_uses(body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     for message in body.get("messages") or []:
         if message.get("role") == "assistant" and isinstance(message.get("content"), list):
             yield from (b for b in message["content"] if b.get("type") == "tool_use")
+
+
+# ---------------------------------------------------------------------------------------------- compatible servers
+
+
+@dataclass
+class ServerMode:
+    """How a compatible server (Ollama, vLLM, LiteLLM, a company proxy) differs from the API; the
+    defaults behave like the API. Set `fake.mode = ServerMode(...)`.
+
+    The wording follows what real servers answer: a strict pydantic schema (Vertex, several proxies)
+    says "tools.5.cache_control: Extra inputs are not permitted"; LiteLLM without drop_params says
+    "litellm.UnsupportedParamsError: ... does not support parameters: {...}". (A server without the
+    Models API is the default of `fake.models`: an unregistered model's lookup answers 404.) Ollama accepts
+    cache_control and ignores it (no cache tokens in the usage), and with its small default context
+    it drops the front of a long prompt and reports only what it kept."""
+
+    reject_fields: tuple[str, ...] = ()  # a request carrying one of these (anywhere) gets a 400
+    rejection_style: str = "pydantic"  # "pydantic" | "litellm"
+    input_fraction: float | None = None  # the usage reports this share of the input tokens
+    prompt_cache: bool = True  # False: cache markers are accepted and ignored (no cache tokens)
+    text_only: bool = False  # the model answers every turn with text, never a tool call
+    openai_models: bool = False  # GET /v1/models/{id} answers OpenAI's model object, as Ollama does
+
+    def route(self, req: RecordedRequest) -> _Answer | None:
+        """An answer that replaces the normal routing, or None."""
+        if self.openai_models and req.method == "GET" and req.path.startswith(MODELS_PATH):
+            model = req.path.split("?", 1)[0][len(MODELS_PATH):]
+            return _Answer(200, json.dumps({"id": model, "object": "model", "created": 1767225600,
+                                            "owned_by": "library"}).encode())
+        return None
+
+    def reject(self, body: Mapping[str, Any]) -> _Answer | None:
+        for name in self.reject_fields:
+            where = _field_path(body, name)
+            if where is None:
+                continue
+            if self.rejection_style == "litellm":
+                message = (f"litellm.UnsupportedParamsError: anthropic does not support parameters: "
+                           f"{{'{name}': ...}}, for model={body.get('model')}. To drop these, set "
+                           f"`litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params: true`")
+            else:
+                message = f"{where}: Extra inputs are not permitted"
+            return _error(400, message)
+        return None
+
+    def reply(self, body: Mapping[str, Any], reply: Reply) -> Reply:
+        if self.text_only:
+            reply = Reply([text("The change looks fine to me. No issues found.")], usage=reply.usage,
+                          delay_s=reply.delay_s)
+        if self.input_fraction is None and self.prompt_cache:
+            return reply
+        total = sum(tokens_of(part) for part in _segments(body)[0])
+        counted = max(1, int(total * self.input_fraction)) if self.input_fraction is not None else total
+        usage = {"input_tokens": counted, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                 **(reply.usage or {})}
+        return Reply(reply.blocks, reply.stop_reason, usage, reply.delay_s)
+
+
+def _field_path(value: Any, name: str, where: str = "") -> str | None:
+    """The dotted path of the first `name` key in `value` (pydantic's `loc` wording), or None."""
+    if isinstance(value, Mapping):
+        if name in value:
+            return f"{where}.{name}" if where else name
+        for key, item in value.items():
+            found = _field_path(item, name, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _field_path(item, name, f"{where}.{i}" if where else str(i))
+            if found is not None:
+                return found
+    return None

@@ -38,17 +38,17 @@ PLAN_MIN_TOTAL_ROUNDS = 4  # below this many rounds per file there is no room fo
 MAX_CHECKLIST_CHARS = 3_000
 MAX_REPEATS = 3
 MAX_NUDGES = 3
+# A model that answers every turn with text alone, never a tool call, is usually one without tool
+# support (many local models), or one whose prompt the server cut before the tool definitions.
+NO_TOOL_USE = ("the model never called a tool (it answered with text only): it may not support tool use; use a "
+               "model with tool support (Ollama: `ollama show MODEL` lists tools), or check that the server "
+               "does not cut long prompts")
 MAX_TOOL_RESULT_CHARS = 80_000
 # Output allowance of the one closing round a file gets when the budget refuses its next round.
 CLOSING_MAX_TOKENS = 2_048
 # Output allowance and length asked for of the notes that replace older turns (see compaction).
 NOTES_MAX_TOKENS = 2_048
 NOTES_WORDS = 700
-# A model that answers every turn with text alone, never a tool call, is usually one without tool
-# support (many local models), or one whose prompt the server cut before the tool definitions.
-NO_TOOL_USE = ("the model never called a tool (it answered with text only): it may not support tool use; use a "
-               "model with tool support (Ollama: `ollama show MODEL` lists tools), or check that the server "
-               "does not cut long prompts")
 
 
 @dataclass(frozen=True)
@@ -247,9 +247,9 @@ class FileReview:
                                         f"(max_output_tokens {self.settings.max_output_tokens})")
             if not calls:
                 nudges += 1
+                if self.tool_calls == 0 and (nudges > MAX_NUDGES or final):
+                    raise _End("model", NO_TOOL_USE)
                 if nudges > MAX_NUDGES:
-                    if self.tool_calls == 0:
-                        raise _End("model", NO_TOOL_USE)
                     raise _End("model", "the model stopped calling tools and never called task_done")
                 conv.add_user([text_block(prompts.cut_off() if cut else prompts.nudge(self.path))])
                 continue
@@ -263,8 +263,6 @@ class FileReview:
             conv.add_user(results)
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
-        if self.tool_calls == 0:
-            raise _End("model", NO_TOOL_USE)
         raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
 
     def _older_turns_changed(self) -> None:

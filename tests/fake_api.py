@@ -735,9 +735,6 @@ class FakeMessagesAPI:
         return req
 
     def _answer(self, req: RecordedRequest) -> _Answer:
-        routed = self.mode.route(req)
-        if routed is not None:
-            return routed
         if req.method == "GET" and req.path.startswith(MODELS_PATH):
             return self.models.answer(req)
         if req.method != "POST" or req.path.split("?", 1)[0] != MESSAGES_PATH:
@@ -882,7 +879,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length > 0 else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         req = fake._record(self.command, self.path, headers, raw)
-        answer = fake._answer(req)
+        answer = fake.mode.route(req) or fake._answer(req)
         if not fake._sleep(fake.latency_s + answer.delay_s):
             self.close_connection = True
             return

@@ -273,16 +273,20 @@ def secrets_of(environ: Mapping[str, str]) -> list[str]:
     return [value for value in values if value]
 
 
-def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
-    secrets = secrets_of(environ)
+def sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:
+    """The SDK client for the provider; its complaints (no region, no credentials, …) as a ConfigError."""
     try:
-        client = _make_sdk_client(settings, environ)
-    except Exception as exc:  # the SDK's own complaint (no region, no credentials, …) as a one-liner
+        return _make_sdk_client(settings, environ)
+    except Exception as exc:
         reason = _one_line(f"{exc}")
-        for secret in secrets:
+        for secret in secrets_of(environ):
             reason = reason.replace(secret, "***")
         raise ConfigError(f"cannot set up the {settings.provider} API client: {reason}") from None
-    return Api(client, budget, secrets, fields=_field_policy(settings, environ, client))
+
+
+def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
+    client = sdk_client(settings, environ)
+    return Api(client, budget, secrets_of(environ), fields=_field_policy(settings, environ, client))
 
 
 # The capability record's key for the fields a server rejected: {field: the server's answer}.

@@ -23,6 +23,7 @@ from ocr_hook.agent import capabilities
 from ocr_hook.outcome import Usage
 from ocr_hook.settings import Settings
 
+NO_MODELS_API = ("bedrock", "vertex")  # as capabilities: nothing is asked
 PROBE_MAX_COST = 0.05
 PROBE_MAX_TOKENS = 60_000
 PROBE_TIMEOUT_S = 120.0
@@ -77,9 +78,12 @@ def check_models(settings: Settings, environ: Mapping[str, str], models: Sequenc
 
 
 async def _check_models(settings: Settings, environ: Mapping[str, str], models: Sequence[str]) -> list[ModelReport]:
-    from ocr_hook.agent.client import REJECTED_FIELDS_KEY, _make_sdk_client, secrets_of
+    from ocr_hook.agent.client import REJECTED_FIELDS_KEY, sdk_client, secrets_of
 
-    client = _make_sdk_client(settings, environ)
+    if settings.provider in NO_MODELS_API:
+        why = f"provider {settings.provider} has no Models API of this shape"
+        return [ModelReport(m, capabilities.Capabilities.unknown(), False, error=why) for m in models]
+    client = sdk_client(settings, environ)
     try:
         url = str(getattr(client, "base_url", "") or "")
         cache_dir = cache_dir_of(settings, environ)
@@ -103,8 +107,6 @@ async def _one_model(client: Any, provider: str, url: str, cache_dir: Path, mode
     from ocr_hook.agent.client import describe_error
 
     unknown = capabilities.Capabilities.unknown()
-    if provider in ("bedrock", "vertex"):
-        return ModelReport(model, unknown, False, error=f"provider {provider} has no Models API of this shape")
     record = capabilities.read_record(cache_dir, provider, url, model)
     if record is not None:
         caps = capabilities.Capabilities.from_json(record["capabilities"])

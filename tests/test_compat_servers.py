@@ -210,6 +210,8 @@ PAYLOAD = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "conten
     # A FastAPI gateway returning pydantic's validation errors as they are.
     (422, {"detail": [{"type": "extra_forbidden", "loc": ["body", "output_config"], "msg": "Extra inputs are not "
                        "permitted", "input": {"effort": "low"}}]}, ["output_config"]),
+    # A model without the effort setting, in the words of the setting.
+    (400, error_json(400, "effort is not supported on this model"), ["output_config"]),
     # The API's own message for a model without adaptive thinking.
     (400, error_json(400, "adaptive thinking is not supported on this model"), ["thinking"]),
     # Mentions a field without rejecting it: a conversation error, not a compatibility one.

@@ -157,6 +157,22 @@ def test_probe_on_a_server_without_caching_warns(tmp_path: Path, fake_api: FakeM
     assert checks["probe: caching"]["status"] == "WARN" and "does not cache" in checks["probe: caching"]["message"]
 
 
+def test_probe_flags_a_server_that_counts_part_of_the_prompt(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                             sdk_env: dict[str, str]) -> None:
+    """The sample's prompt is under the review's 4,000-token rule; the probe still sees a cut prompt."""
+    repo = calc_repo(tmp_path / "repo")
+    script_sample(fake_api)
+    fake_api.mode = ServerMode(input_fraction=0.4, prompt_cache=False)
+    code, checks = doctor_json(repo, sdk_env, "--probe")
+    assert code == 0
+    line = checks["probe: context"]
+    assert line["status"] == "WARN" and "OLLAMA_CONTEXT_LENGTH" in line["fix"]
+
+    fake_api.mode = ServerMode(prompt_cache=False)
+    _, checks = doctor_json(repo, sdk_env, "--probe")
+    assert checks["probe: context"]["status"] == "OK"
+
+
 def test_probe_with_a_model_without_tool_use_fails(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                    sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")

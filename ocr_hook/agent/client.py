@@ -170,6 +170,7 @@ class Api:
         # The optional fields a compatible server rejected: left out of later requests (compat.py).
         self.fields = fields if fields is not None else compat.FieldPolicy()
         self.first_reply_s: float | None = None  # how long the first answered request took
+        self.estimated_input_tokens = 0  # our estimate of the input of the answered requests
         self._background: set[asyncio.Task[Any]] = set()
 
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
@@ -225,6 +226,7 @@ class Api:
             self._budget.release(reservation)
             raise RequestFailed(describe_error(exc, self._secrets)) from None
         self._budget.settle(reservation, response.usage)
+        self.estimated_input_tokens += estimate
         reported = compat.prompt_cut(estimate, response.usage)
         if reported is not None:
             raise PromptCut(compat.prompt_cut_reason(estimate, reported))

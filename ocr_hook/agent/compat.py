@@ -49,12 +49,19 @@ PROMPT_CUT_MIN_ESTIMATE = 4_000
 PROMPT_CUT_FRACTION = 1 / 3
 
 
-def _names(field_name: str) -> re.Pattern[str]:
-    # The field as a word or a path component: `tools.5.cache_control`, 'thinking', {'output_config': …}.
-    return re.compile(rf"(?<![A-Za-z0-9_]){re.escape(field_name)}(?![A-Za-z0-9_])")
+# The words that name each field in servers' messages: the field itself, and for output_config its one
+# setting ocr-hook sends ("effort is not supported on this model").
+_FIELD_WORDS = {"cache_control": ("cache_control",), "output_config": ("output_config", "effort"),
+                "thinking": ("thinking",)}
 
 
-_FIELD_PATTERNS = {name: _names(name) for name in DROPPABLE}
+def _names(words: tuple[str, ...]) -> re.Pattern[str]:
+    # A word or a path component: `tools.5.cache_control`, 'thinking', {'output_config': …}.
+    alternatives = "|".join(re.escape(word) for word in words)
+    return re.compile(rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+_FIELD_PATTERNS = {name: _names(_FIELD_WORDS[name]) for name in DROPPABLE}
 
 
 def error_texts(body: Any) -> list[str]:

@@ -142,6 +142,7 @@ class ProbeReport:
     first_reply_s: float | None
     comments: int
     cap_usd: float
+    estimated_input_tokens: int = 0  # what the client estimated the answered requests' input at
     notes: list[str] = field(default_factory=list)
 
 
@@ -220,4 +221,4 @@ async def _probe(settings: Settings, environ: Mapping[str, str], root: str) -> P
     return ProbeReport(state=outcome.state, reason=outcome.reason, stopped_by=outcome.stopped_by,
                        tool_calls=outcome.tool_calls, requests=usage.requests, usage=usage,
                        first_reply_s=api.first_reply_s, comments=len(post.findings), cap_usd=cap,
-                       notes=api.fields.notes())
+                       estimated_input_tokens=api.estimated_input_tokens, notes=api.fields.notes())

@@ -31,6 +31,9 @@ OK, WARN, FAIL = "OK", "WARN", "FAIL"
 _TASKS = ("main", "plan", "filter", "relocate", "compact")
 _DEFAULT_ENDPOINT = "https://api.anthropic.com"
 _SLOW_FIRST_REPLY_S = 30.0
+# The estimate (3 bytes a token) is usually 15-30 % above what a tokenizer counts; a server that counts
+# under 60 % of it kept only part of the prompt (Ollama at its default context keeps about 2,000 tokens).
+_PROBE_MIN_COUNTED = 0.6
 _MIN_SECRET_CHARS = 6  # shorter values ("x") cannot be told from ordinary text; they are no real keys
 # The hooks this repository ships (.pre-commit-hooks.yaml) and the git hook each one runs in.
 _OUR_HOOKS = {"ocr-hook": "pre-commit", "ocr-hook-push": "pre-push"}
@@ -382,6 +385,7 @@ def probe_checks(report: ProbeReport) -> list[Check]:
         checks.append(Check("probe: caching", WARN, "no cache tokens reported: the server does not cache prompts "
                                                     "(or the prompt is below the model's minimum cacheable length); "
                                                     "every request pays for its whole prompt"))
+    checks += _context_check(report)
     if report.first_reply_s is not None:
         slow = report.first_reply_s > _SLOW_FIRST_REPLY_S
         checks.append(Check("probe: speed", WARN if slow else OK,
@@ -392,6 +396,23 @@ def probe_checks(report: ProbeReport) -> list[Check]:
         checks.append(Check("probe: speed", WARN, f"no reply; {spent}"))
     checks += [Check("probe: note", WARN, note) for note in report.notes]
     return checks
+
+
+def _context_check(report: ProbeReport) -> list[Check]:
+    """The sample's prompt is too small for the review's own prompt-cut rule (over 4,000 tokens): here a
+    tighter ratio flags a server that keeps only part of even a small prompt."""
+    usage = report.usage
+    counted = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    estimated = report.estimated_input_tokens
+    if not estimated or not counted:
+        return []
+    what = f"the server counted {counted:,} of about {estimated:,} input tokens (our estimate errs high)"
+    if counted < estimated * _PROBE_MIN_COUNTED:
+        return [Check("probe: context", WARN, f"{what}: it probably cuts prompts to a small context, and "
+                                              "reviews of real files will fail",
+                      "raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH=32768; vLLM: "
+                      "--max-model-len), and context_window to match")]
+    return [Check("probe: context", OK, f"{what}: the whole prompt arrived")]
 
 
 # --- output -----------------------------------------------------------------------------------------------

@@ -82,7 +82,12 @@ def diagnose(cwd: str, environ: Mapping[str, str], config_file: str | None = Non
     if probe:
         steps.append(check_probe)
     for step in steps:
-        checks.extend(step(ctx))
+        try:
+            checks.extend(step(ctx))
+        except Exception as exc:  # a check that breaks must not hide the others' answers
+            name = step.__name__.removeprefix("check_").replace("_", "-")
+            checks.append(Check(name, FAIL, f"the check itself failed: {type(exc).__name__}: {_first_line(exc)}",
+                                "please report this as a bug"))
     return checks
 
 

@@ -278,6 +278,24 @@ def test_refused_comment_lines_move_into_the_body(case: Case, github: FakeGitHub
     assert len(pull.reviews) == 1
 
 
+def test_lines_that_moved_on_the_head_are_not_commented(case: Case, github: FakeGitHub, tmp_path: Path) -> None:
+    # What a review of GitHub's merge commit meets when the base branch added lines at the top of the file:
+    # the pull request's head has them elsewhere. GitHub would accept comments on lines 3-4 and 6, but
+    # they are other code there, and the suggested change would replace the wrong lines.
+    other = make_repo(tmp_path / "head")
+    write(other, PATH, BEFORE)
+    commit_all(other, "base")
+    write(other, PATH, "# one\n# two\n" + AFTER)
+    diff = git(other, "diff", "--", PATH)
+    pull = github.add_pull(7, case.head, {PATH: diff[diff.index("@@"):]})
+    line = one_line(publish(case, github, pr_event(tmp_path, case.head)))
+    assert "0 inline comment(s), 4 finding(s) in the body" in line
+    [post] = posted_reviews(github)
+    assert post.body["comments"] == [] and suggestion_blocks(post.body["body"]) == []
+    assert post.body["body"].count("these lines read differently on the pull request's head") == 2
+    assert len(pull.reviews) == 1
+
+
 def test_pagination_links_off_the_api_are_not_followed(case: Case, github: FakeGitHub, pull: Pull,
                                                        tmp_path: Path) -> None:
     github.add_comment(7, PATH, 5, "A third comment: the list has a second page.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from ocr_hook.publish.report_input import load_report
 
@@ -38,11 +39,11 @@ def run(report_path: str) -> int:
         return 0
 
     from ocr_hook.publish.github_api import ApiRefusal, GitHubApi
-    from ocr_hook.publish.pr_review import publish_review
+    from ocr_hook.publish.pr_review import checkout_root, publish_review
 
     try:
         with GitHubApi(os.environ.get("GITHUB_API_URL", ""), token) as api:
-            line = publish_review(api, pr, report)
+            line = publish_review(api, pr, report, checkout_root(Path.cwd()))
     except ApiRefusal as exc:
         hint = _HINTS.get(exc.status or 0)
         say(f"review not published on {pr}: {exc}" + (f" ({hint})" if hint else ""))

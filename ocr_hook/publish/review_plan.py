@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ocr_hook.publish.pr_diff import CommentableLines, accepts
+from ocr_hook.publish.pr_diff import CommentableLines, accepts, same_text
 from ocr_hook.publish.report_input import Report, ReportFinding
 
 MAX_INLINE = 50
@@ -30,6 +30,7 @@ _REVIEW_MARKER = re.compile(r"\A<!-- ocr-hook review exit=(\d+) status=([a-z]+) 
 # Why a finding is in the body rather than on its lines.
 UNANCHORED = "about the whole file"
 OUTSIDE_DIFF = "outside the pull request's diff"
+MOVED = "these lines read differently on the pull request's head"
 OVER_CAP = f"beyond the {MAX_INLINE} inline comments"
 REFUSED = "GitHub refused the inline comments"
 
@@ -104,8 +105,12 @@ def earlier(comments: Iterable[Mapping[str, Any]], reviews: Iterable[Mapping[str
 # --- the plan -------------------------------------------------------------------------------------------
 
 
-def plan_review(report: Report, lines: CommentableLines, before: Earlier, *, inline: bool = True) -> ReviewPlan:
-    """`inline=False` lists every finding in the body (GitHub refused a comment's lines)."""
+def plan_review(report: Report, lines: CommentableLines, before: Earlier, *, inline: bool = True,
+                reviewed: Mapping[str, Sequence[str]] | None = None) -> ReviewPlan:
+    """`inline=False` lists every finding in the body (GitHub refused a comment's lines). `reviewed`:
+    the reviewed files' lines where they can be read; a finding whose lines differ from the head's
+    (a merge commit was reviewed) goes in the body. A file not in it is not checked."""
+    reviewed = reviewed or {}
     live = sorted((f for f in report.findings if f.suppressed is None), key=_importance)
     suppressed = len(report.findings) - len(live)
     new = [f for f in live if f.fingerprint not in before.fingerprints]
@@ -117,6 +122,8 @@ def plan_review(report: Report, lines: CommentableLines, before: Earlier, *, inl
             in_body.append((f, UNANCHORED))
         elif not accepts(lines, f.path, start, end):
             in_body.append((f, OUTSIDE_DIFF))
+        elif f.path in reviewed and not same_text(lines, f.path, start, end, reviewed[f.path]):
+            in_body.append((f, MOVED))
         elif not inline:
             in_body.append((f, REFUSED))
         elif len(comments) >= MAX_INLINE:

@@ -80,6 +80,8 @@ def upload_sarif(environ: dict[str, str]) -> int:
     try:
         with open(path, encoding="utf-8") as fh:
             log = json.load(fh)
+        if not isinstance(log, dict):
+            raise ValueError("not a SARIF log")
         with GitHubApi(environ.get("GITHUB_API_URL", ""), token) as api:
             upload_id = upload_sarif(api, repository, log, commit_sha=commit, ref=ref, category=category)
     except (OSError, ValueError) as exc:

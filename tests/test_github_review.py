@@ -245,6 +245,16 @@ def test_a_bad_token_is_one_line(case: Case, github: FakeGitHub, pull: Pull, tmp
     assert github.writes() == []
 
 
+def test_a_token_with_a_line_break_is_never_quoted(case: Case, github: FakeGitHub, pull: Pull,
+                                                   tmp_path: Path) -> None:
+    odd = TOKEN[:20] + "\n" + TOKEN[20:]
+    proc = publish(case, github, pr_event(tmp_path, case.head), token=odd)
+    line = one_line(proc)
+    assert "the token has characters no token has" in line
+    assert TOKEN[:20] not in proc.stderr and TOKEN[20:] not in proc.stderr
+    assert github.requests == []
+
+
 def test_an_unreachable_api_is_one_line(case: Case, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

@@ -7,6 +7,7 @@ followed. No error message carries it (httpx's errors name the URL, never the he
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -20,6 +21,7 @@ DEFAULT_API_URL = "https://api.github.com"
 PER_PAGE = 100
 MAX_PAGES = 100  # 10,000 items: more than any pull request GitHub lists (3,000 files at most)
 TIMEOUT_S = 30.0
+_TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
 
 
 class ApiRefusal(Exception):
@@ -46,6 +48,9 @@ def api_base(value: str | None) -> str:
 class GitHubApi:
     def __init__(self, base_url: str, token: str, *, timeout: float = TIMEOUT_S) -> None:
         self.base = api_base(base_url)
+        if not _TOKEN.fullmatch(token):
+            # Checked here: the HTTP library's error for a bad header value would quote it.
+            raise ApiRefusal(None, "the token has characters no token has (spaces, line breaks, non-ASCII)")
         self._client = httpx2.Client(
             base_url=self.base + "/",
             headers={"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",

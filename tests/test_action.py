@@ -5,7 +5,8 @@ SchemaStore's schemas (check-jsonschema's vendored copies, no network) and actio
 passes shellcheck. The script then runs as the composite step would: the environment action.yml maps
 from its inputs, a simulated runner (event payload, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, RUNNER_TEMP)
 and a shallow checkout of a pull request's merge commit, installing ocr-hook from this checkout and
-reviewing against the fake Messages API through the real SDK.
+reviewing against the fake Messages API through the real SDK, and publishing the pull-request review
+and the SARIF upload to the fake GitHub REST API (tests/fake_github.py) at GITHUB_API_URL.
 """
 
 from __future__ import annotations

@@ -968,7 +968,8 @@ class ServerMode:
 
     def reject(self, body: Mapping[str, Any]) -> _Answer | None:
         for name in self.reject_fields:
-            where = _field_path(body, name)
+            # Request parameters are top-level; only cache markers sit anywhere in the request.
+            where = _field_path(body, name) if name == "cache_control" else (name if name in body else None)
             if where is None:
                 continue
             if self.rejection_style == "litellm":

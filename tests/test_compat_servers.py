@@ -249,3 +249,18 @@ def test_without_fields_strips_nested_markers_and_keeps_the_original() -> None:
 ])
 def test_prompt_cut(estimate: int, usage: dict[str, int], cut: bool) -> None:
     assert (compat.prompt_cut(estimate, usage) is not None) is cut
+
+
+def test_thinking_blocks_of_earlier_turns_are_not_judged() -> None:
+    """The API may leave earlier turns' thinking out of the input it counts: no cut for that."""
+    thought = {"type": "thinking", "thinking": "x" * 60_000, "signature": "s" * 400}
+    payload = {"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "review " * 1_000}]},
+        {"role": "assistant", "content": [thought, {"type": "text", "text": "ok"}]},
+        {"role": "user", "content": [{"type": "text", "text": "go on"}]}]}
+    whole = 22_000
+    judged = compat.judged_estimate(payload, whole)
+    assert judged < 4_000 < whole
+    assert compat.prompt_cut(judged, {"input_tokens": 1_800}) is None
+    plain = {**payload, "messages": payload["messages"][:1]}
+    assert compat.judged_estimate(plain, 2_400) == 2_400

@@ -227,9 +227,10 @@ class Api:
             raise RequestFailed(describe_error(exc, self._secrets)) from None
         self._budget.settle(reservation, response.usage)
         self.estimated_input_tokens += estimate
-        reported = compat.prompt_cut(estimate, response.usage)
+        judged = compat.judged_estimate(payload, estimate)
+        reported = compat.prompt_cut(judged, response.usage)
         if reported is not None:
-            raise PromptCut(compat.prompt_cut_reason(estimate, reported))
+            raise PromptCut(compat.prompt_cut_reason(judged, reported))
         return response
 
     async def _send(self, payload: dict[str, Any], timeout: float) -> Any:

@@ -139,6 +139,28 @@ def without_fields(payload: Mapping[str, Any], fields: Iterable[str]) -> dict[st
     return out
 
 
+def judged_estimate(payload: Mapping[str, Any], estimate: int) -> int:
+    """The estimate a prompt cut is judged against: without the thinking blocks of earlier turns,
+    which the API may leave out of the input it counts (the estimate of the whole payload otherwise)."""
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not any(
+            isinstance(block, Mapping) and block.get("type") in _THINKING_BLOCKS
+            for message in messages if isinstance(message, Mapping) and isinstance(message.get("content"), list)
+            for block in message["content"]):
+        return estimate
+    import json
+
+    from ocr_hook.tokens import estimate_tokens
+
+    trimmed = [{**m, "content": [b for b in m["content"]
+                                 if not (isinstance(b, Mapping) and b.get("type") in _THINKING_BLOCKS)]}
+               if isinstance(m, Mapping) and isinstance(m.get("content"), list) else m for m in messages]
+    return estimate_tokens(json.dumps({**payload, "messages": trimmed}, ensure_ascii=False, default=str))
+
+
+_THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+
 def prompt_cut(estimated_input: int, usage: Any) -> int | None:
     """The input tokens the server reported when they show the prompt was cut, else None."""
     if estimated_input <= PROMPT_CUT_MIN_ESTIMATE:

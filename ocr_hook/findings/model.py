@@ -77,7 +77,8 @@ class Finding:
     fingerprint: str
     existing_code: str = ""
     anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
-    suppressed: str | None = None  # None, "baseline" or "inline"
+    suppressed: str | None = None  # None, "baseline", "inline" or "dismissed"
+    suppression_reason: str | None = None  # why, when the team gave a reason (a dismissal's)
     fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.findings.fixes), when it is one
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 

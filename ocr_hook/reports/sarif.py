@@ -34,7 +34,7 @@ GITHUB_LINE_HASH = "primaryLocationLineHash"
 
 LEVEL = {Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning", Severity.LOW: "note"}
 SECURITY_SEVERITY = {Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.5", Severity.LOW: "3.0"}
-SUPPRESSION_KIND = {"baseline": "external", "inline": "inSource"}
+SUPPRESSION_KIND = {"baseline": "external", "inline": "inSource", "dismissed": "external"}
 _SUPPRESSION_WHY = {
     "baseline": "Fingerprint listed in the ocr-hook baseline file.",
     "inline": "Suppressed by an 'ocr-hook: ignore' marker on or above the line.",
@@ -176,7 +176,8 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
         result["suppressions"] = [{
             "kind": SUPPRESSION_KIND.get(f.suppressed, "external"),
             "status": "accepted",
-            "justification": _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
+            "justification": f.suppression_reason
+            or _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
         }]
     return result
 

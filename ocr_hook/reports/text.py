@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ocr_hook import gate
 from ocr_hook.findings import Finding, Severity, shown_suggestion
+from ocr_hook.findings.dismissals import SHORT_ID
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
 
@@ -79,7 +80,8 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
     else:
         where = f"{path} (whole file: the quoted code was not found)"
     badge = _paint(f"[{finding.severity.value.upper()}]", _BADGE_STYLE[finding.severity], ctx.color)
-    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}"]
+    short_id = _paint(short_id_of(finding), _STYLE["dim"], ctx.color)  # what `ocr-hook dismiss` takes
+    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}  {short_id}"]
     out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
     if finding.anchor_note:
         out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
@@ -88,6 +90,36 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
         out.append(_INDENT + ("suggested fix:" if finding.fix is not None else "suggestion:"))
         out += [_INDENT + "  " + _diff_line(safe_for_log(line), ctx.color) for line in diff]
     return out
+
+
+def short_id_of(finding: Finding) -> str:
+    return finding.fingerprint[:SHORT_ID]
+
+
+def _where(finding: Finding) -> str:
+    if finding.anchored and finding.start_line >= 1:
+        end = f"-{finding.end_line}" if finding.end_line > finding.start_line else ""
+        return f"{finding.path}:{finding.start_line}{end}"
+    return f"{finding.path} (whole file)"
+
+
+def one_line(finding: Finding) -> str:
+    """`path:line [SEVERITY] category id: the message's first line` (a dismissed one: its reason instead)."""
+    head = f"{_where(finding)} [{finding.severity.value.upper()}] {finding.category.value} {short_id_of(finding)}"
+    if finding.suppressed == "dismissed":
+        return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
+    first = (finding.message.strip().splitlines() or ["(no message)"])[0]
+    return safe_for_log(f"{head}: {first}")[:300]
+
+
+def _brief(result: ReviewResult, ctx: ReportContext) -> str:
+    """A passing run under pre-commit: a line per finding (and note), then one line with verdict and summary."""
+    shown = [f for f in sorted_findings(result.findings) if f.suppressed in (None, "dismissed")]
+    lines = [one_line(f) for f in shown]
+    lines += [safe_for_log(f"note: {n}") for n in result.notes]
+    verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
+    lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))
+    return "\n".join(lines) + "\n"
 
 
 def summary_line(result: ReviewResult) -> str:
@@ -123,6 +155,9 @@ def summary_line(result: ReviewResult) -> str:
 
 
 def render(result: ReviewResult, ctx: ReportContext) -> str:
+    blocked = gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING
+    if ctx.brief and result.complete and not blocked:
+        return _brief(result, ctx)
     color = ctx.color
     lines: list[str] = []
     shown = [f for f in sorted_findings(result.findings) if f.suppressed is None]
@@ -134,6 +169,10 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             current = finding.path
             lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
         lines += _finding_block(finding, ctx)
+    dismissed = [f for f in sorted_findings(result.findings) if f.suppressed == "dismissed"]
+    if dismissed:
+        lines += ["", "Dismissed (never blocking; see `ocr-hook dismissed`):"]
+        lines += [f"  {one_line(f)}" for f in dismissed]
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
         if entries:
@@ -153,4 +192,6 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     else:
         style = _STYLE["good"] if result.complete else _STYLE["warn"]
     lines.append(_paint(verdict, style, color))
+    if blocked and ctx.next_steps:
+        lines += ["", *(safe_for_log(step) for step in ctx.next_steps)]
     return "\n".join(lines).lstrip("\n") + "\n"

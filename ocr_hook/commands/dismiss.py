@@ -40,7 +40,13 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
     root, _head = repo_top(cwd)
     settings = load(root, config_file, flags={}, environ=environ)
     existing = dismissals.load_file(root, settings.dismissals_file)  # a bad file: exit 2 before anything else
-    candidates = _from_report(from_file) if from_file else _from_memory(settings.cache_dir, root, environ)
+    if from_file:
+        candidates = _from_report(from_file)
+    elif not settings.memory:
+        raise ConfigError("review memory is off (setting memory: false): pass --from REPORT.json (a review's "
+                          "--json-output)")
+    else:
+        candidates = _from_memory(settings.cache_dir, root, environ)
     chosen = [resolve(i, candidates) for i in wanted]
     live = dismissals.active(existing, today)
     by = _user_email(root)

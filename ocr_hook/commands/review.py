@@ -275,7 +275,8 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
         kind = scope_kind or ("staged" if change_set.target is None else "base")
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
                            pre_commit=pre_commit, patch_output=settings.patch_output,
-                           json_output=settings.json_output, dismissals_file=settings.dismissals_file)
+                           json_output=settings.json_output, dismissals_file=settings.dismissals_file,
+                           memory=settings.memory)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,

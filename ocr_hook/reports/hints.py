@@ -21,7 +21,7 @@ DEFAULT_PATCH = "ocr-hook-fixes.patch"
 
 
 def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool, patch_output: str | None,
-               json_output: str | None, dismissals_file: str) -> tuple[str, ...]:
+               json_output: str | None, dismissals_file: str, memory: bool = True) -> tuple[str, ...]:
     """The hint for these blocking findings (none: no lines)."""
     blocking = list(blocking)
     if not blocking:
@@ -34,7 +34,8 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
         else:
             lines.append(f"  - apply the suggested fixes: ocr-hook review --patch-output {DEFAULT_PATCH} && "
                          f"git apply {apply_flag}{DEFAULT_PATCH}")
-    source = f" --from {_quoted(json_output)}" if json_output else ""
+    # Without --from, dismiss looks the id up in the last review's memory; with memory off it needs a report.
+    source = f" --from {_quoted(json_output)}" if json_output else ("" if memory else " --from REPORT.json")
     lines.append(f"  - a finding is wrong? Dismiss it with the reason (recorded in {dismissals_file}, for review "
                  "with your change):")
     ids = list(dict.fromkeys(f.fingerprint[:8] for f in blocking))

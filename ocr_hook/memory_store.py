@@ -55,8 +55,12 @@ def repository_id(repo_root: str | os.PathLike[str]) -> str:
     return os.path.realpath(out)
 
 
-def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str]) -> str | None:
-    """What a review's memory is reused along (see the module docstring); None: no memory."""
+def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str], *,
+                 base_ref: str | None = None) -> str | None:
+    """What a review's memory is reused along (see the module docstring); None: no memory.
+
+    `base_ref`: the base as collect_changes resolved it (ChangeSet.base_ref), so `--base auto` is
+    not detected a second time."""
     if scope.kind in ("staged", "push"):
         return _current_branch(repo_root)
     if scope.kind == "base":
@@ -65,7 +69,7 @@ def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str]) -> st
         head = head_branch(environ) if scope.base == "auto" else None
         if head is None:
             head = _current_branch(repo_root)
-        base = scope.base or ""
+        base = base_ref or scope.base or ""
         if base == "auto":
             from ocr_hook.changes.ci_base import resolve_auto_base
 
@@ -167,9 +171,10 @@ def _entry_time(entry: Any) -> float:
     return float(at) if isinstance(at, int | float) else 0.0
 
 
-def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[str, str]) -> MemoryStore | None:
+def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[str, str], *,
+                base_ref: str | None = None) -> MemoryStore | None:
     """The memory of this review's line of work; None for scopes without one (--commit, --from/--to)."""
-    line = line_of_work(repo_root, scope, environ)
+    line = line_of_work(repo_root, scope, environ, base_ref=base_ref)
     if line is None:
         return None
     return MemoryStore(cache_dir, repository_id(repo_root), line)

@@ -62,7 +62,7 @@ class CachedReview:
 
     findings: list[Finding]
     resolved: list[Finding] = field(default_factory=list)
-    memory_used: bool = False  # the stored run classified its findings against review memory
+    memory: str | None = None  # which review memory the statuses are relative to (None: none used)
 
 
 class ResultCache:
@@ -92,26 +92,26 @@ class ResultCache:
         return None if entry is None else entry.findings
 
     def get_review(self, key: str) -> CachedReview | None:
-        """The whole entry under `key` (findings, resolved, whether memory was used), or None on a miss."""
+        """The whole entry under `key` (findings, resolved, which memory was used), or None on a miss."""
         self._entry(key)
         data = self.store.read(key)
         if data is None:
             return None
         try:
-            memory_used = data.get("memory_used", False)
-            if not isinstance(memory_used, bool):
+            memory = data.get("memory")
+            if memory is not None and not isinstance(memory, str):
                 return None
             return CachedReview(findings_from_json(data.get("findings")),
-                                findings_from_json(data.get("resolved", [])), memory_used)
+                                findings_from_json(data.get("resolved", [])), memory)
         except (ValueError, KeyError, TypeError, RecursionError):
             return None
 
     def put(self, key: str, findings: Sequence[Finding], resolved: Sequence[Finding] = (), *,
-            memory_used: bool = False) -> None:
+            memory: str | None = None) -> None:
         """Store `findings` under `key` atomically. A failed write is recorded in last_error, not raised."""
         self._entry(key)
         body = {"findings": [finding_to_json(f) for f in findings],
-                "resolved": [finding_to_json(f) for f in resolved], "memory_used": memory_used}
+                "resolved": [finding_to_json(f) for f in resolved], "memory": memory}
         if self.store.write(key, body) and not self._pruned:
             self._pruned = True  # once per run: listing the directory costs more than one write
             self.store.prune(MAX_ENTRIES)

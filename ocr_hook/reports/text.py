@@ -26,6 +26,16 @@ _STYLE = {"path": "\x1b[1m", "add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b
 _INDENT = "    "
 
 
+def _status_label(status: str, late_findings: str) -> str:
+    """Review memory's status as a finding's header shows it ("new" needs no label)."""
+    if status == "carried":
+        return "  (carried from the last review)"
+    if status == "late":
+        effect = "blocking: late_findings is block" if late_findings == "block" else "advisory"
+        return f"  (late: on lines unchanged since the last review; {effect})"
+    return ""
+
+
 def _paint(text: str, style: str, color: bool) -> str:
     return f"{style}{text}{_RESET}" if color and text else text
 
@@ -71,7 +81,7 @@ def _diff_line(line: str, color: bool) -> str:
     return _paint(line, style, color) if style else line
 
 
-def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
+def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "advisory") -> list[str]:
     path = safe_for_log(finding.path)
     if finding.anchored and finding.start_line >= 1:
         where = f"{path}:{finding.start_line}"
@@ -81,7 +91,9 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
         where = f"{path} (whole file: the quoted code was not found)"
     badge = _paint(f"[{finding.severity.value.upper()}]", _BADGE_STYLE[finding.severity], ctx.color)
     short_id = _paint(short_id_of(finding), _STYLE["dim"], ctx.color)  # what `ocr-hook dismiss` takes
-    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}  {short_id}"]
+    label = _status_label(finding.status, late_findings)
+    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}  {short_id}"
+           + (_paint(label, _STYLE["dim"], ctx.color) if label else "")]
     out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
     if finding.anchor_note:
         out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
@@ -168,7 +180,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
                 lines.append("")
             current = finding.path
             lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
-        lines += _finding_block(finding, ctx)
+        lines += _finding_block(finding, ctx, result.late_findings)
     dismissed = [f for f in sorted_findings(result.findings) if f.suppressed == "dismissed"]
     if dismissed:
         lines += ["", "Dismissed (never blocking; see `ocr-hook dismissed`):"]
@@ -180,6 +192,12 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             for f in entries:
                 mark = " [review incomplete]" if f.incomplete or f.state == "failed" else ""
                 lines.append(f"  {safe_for_log(f.path)} — {safe_for_log(f.reason or f.state)}{mark}")
+    if result.resolved:
+        lines += ["", f"Resolved since the last review: {len(result.resolved)}"]
+        for f in sorted_findings(result.resolved):
+            where = safe_for_log(f.path) + (f":{f.start_line}" if f.anchored and f.start_line >= 1 else "")
+            lines.append(f"  {where}  [{f.severity.value.upper()}] {f.category.value}: "
+                         f"{safe_for_log(' '.join(f.message.split()))}")
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
         lines += ["", f"Comments dropped: {dropped}"]

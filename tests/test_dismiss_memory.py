@@ -1,6 +1,6 @@
 """`ocr-hook dismiss ID` without --from: the id is looked up in the last review's memory (ocr_hook.memory_store,
 review memory of DESIGN.md section 7) in the same cache directory the review uses. Real repositories, the real CLI,
-the real memory store on disk."""
+the real memory store on disk: the review records itself, the dismiss reads it."""
 
 from __future__ import annotations
 
@@ -13,10 +13,6 @@ from agent_support import is_filter
 from e2e_support import CALC_PATH, calc_repo, comment, comment_turn
 from fake_api import FakeMessagesAPI, Reply, task_done, text
 from gitrepo import repo_state, run_cli
-
-from ocr_hook.findings.serial import findings_from_json
-from ocr_hook.memory_store import open_memory
-from ocr_hook.scope import Scope
 
 DISMISSALS = ".ocr-hook/dismissed.yaml"
 REASON = "the caller validates the amount (api/validate.py)"
@@ -36,29 +32,24 @@ def reviewed(tmp_path: Path, fake: FakeMessagesAPI, env: dict[str, str]) -> tupl
     return repo, cache, json.loads(proc.stdout)
 
 
-def remember(repo: Path, cache: Path, report: dict) -> None:
-    """What a review records as the repository's latest review, through the memory store's own API (for a build
-    whose review does not record yet)."""
-    store = open_memory(cache, str(repo), Scope("staged"), {})
-    assert store is not None
-    store.record([], findings_from_json([{**f, "existing_code": "", "status": f.get("status", "new"), "extra": {}}
-                                         for f in report["findings"]]))
-
-
-def test_dismiss_by_short_id_finds_the_finding_in_the_last_reviews_memory(tmp_path, fake_api, sdk_env):
+def test_review_then_dismiss_by_the_short_id_without_from_then_the_review_passes(tmp_path, fake_api, sdk_env):
     repo, cache, report = reviewed(tmp_path, fake_api, sdk_env)
     fingerprint = report["findings"][0]["fingerprint"]
-    from ocr_hook.memory_store import last_review_findings
-
-    if last_review_findings(cache, repo) is None:
-        remember(repo, cache, report)
+    env = {**sdk_env, "OCR_HOOK_CACHE_DIR": str(cache)}
     before = repo_state(repo)
-    proc = run_cli(repo, "dismiss", fingerprint[:8], "--reason", REASON,
-                   env={**sdk_env, "OCR_HOOK_CACHE_DIR": str(cache)})
+    proc = run_cli(repo, "dismiss", fingerprint[:8], "--reason", REASON, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert yaml.safe_load((repo / DISMISSALS).read_text())["dismissed"][0]["fingerprint"] == fingerprint
+    assert f"dismissed {fingerprint[:8]} ({CALC_PATH}, high bug): {REASON}" in proc.stdout
+    [entry] = yaml.safe_load((repo / DISMISSALS).read_text())["dismissed"]
+    assert (entry["fingerprint"], entry["reason"]) == (fingerprint, REASON)
     after = repo_state(repo)
-    assert after["index_entries"] == before["index_entries"] and after["head"] == before["head"]
+    assert after["index_entries"] == before["index_entries"] and after["staged_diff"] == before["staged_diff"]
+    assert after["head"] == before["head"] and after["refs"] == before["refs"]
+
+    again = run_cli(repo, "review", "--format", "json", env=env)  # the result cache answers; memory too
+    assert again.returncode == 0, again.stderr
+    [finding] = json.loads(again.stdout)["findings"]
+    assert (finding["suppressed"], finding["suppression_reason"]) == ("dismissed", REASON)
 
 
 def test_without_a_remembered_review_dismiss_says_how_to_give_one(tmp_path, sdk_env):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,14 +213,13 @@ def test_dismiss_by_the_short_id_then_the_commit_passes(tmp_path, hook_config, p
     repo = _target_repo(tmp_path)
     _script(fake_api, "high")
     env = _installed(repo, hook_config, pre_commit_home, sdk_env)
-    assert _commit(repo, env).returncode == 1
-    report_file = tmp_path / "report.json"
-    subprocess.run([sys.executable, "-m", "ocr_hook", "review", "-q", "--json-output", str(report_file)],
-                   cwd=repo, env=env, capture_output=True, check=False)
-    short = json.loads(report_file.read_text())["findings"][0]["fingerprint"][:8]
+    blocked = _commit(repo, env)
+    assert blocked.returncode == 1
+    # The id as the developer reads it in the blocked commit's output; dismiss finds it in the hook's review memory.
+    short = re.search(r"ocr-hook dismiss ([0-9a-f]{8}) ", blocked.stdout + blocked.stderr).group(1)
     reason = "subtraction on purpose: add() receives negated amounts"
-    dismissed = subprocess.run([sys.executable, "-m", "ocr_hook", "dismiss", short, "--reason", reason,
-                                "--from", str(report_file)], cwd=repo, env=env, capture_output=True, text=True)
+    dismissed = subprocess.run([sys.executable, "-m", "ocr_hook", "dismiss", short, "--reason", reason],
+                               cwd=repo, env=env, capture_output=True, text=True)
     assert dismissed.returncode == 0, dismissed.stderr
     assert "git add .ocr-hook/dismissed.yaml" in dismissed.stdout
     git(repo, "add", ".ocr-hook/dismissed.yaml")

@@ -279,3 +279,39 @@ def test_a_dismissal_added_by_the_change_under_review_is_honoured_and_named(tmp_
     assert DISMISSALS in skipped  # people review it; the model is not asked
     # The branch's own dismissal does not teach its own review: the trusted revision lacks it.
     assert all(REASON not in system_text(r) for r in fake_api.requests)
+
+
+def test_a_committed_dismissal_is_part_of_the_result_cache_key(tmp_path, fake_api, sdk_env):
+    repo = calc_repo(tmp_path / "repo")
+    script_high(fake_api)
+    cache = tmp_path / "cache"
+    first = run_cli(repo, "review", "--cache-dir", str(cache), "--format", "json", env=sdk_env)
+    assert first.returncode == 1
+    fp = json.loads(first.stdout)["findings"][0]["fingerprint"]
+    cached = run_cli(repo, "review", "--cache-dir", str(cache), "--format", "json", env=sdk_env)
+    assert json.loads(cached.stdout)["coverage"]["cached"] == [CALC_PATH]
+    # Commit only the dismissal: the staged change to calc.py is the same, its guidance is not.
+    write(repo, DISMISSALS, yaml.safe_dump({"dismissed": [{
+        "fingerprint": fp, "path": CALC_PATH, "category": "bug", "severity": "high", "message": MESSAGE,
+        "reason": REASON, "on": "2026-01-01"}]}))
+    git(repo, "add", DISMISSALS)
+    git(repo, "commit", "-q", "-m", "dismiss", "--", DISMISSALS)
+    sent = len(fake_api.requests)
+
+    again = run_cli(repo, "review", "--cache-dir", str(cache), "--format", "json", env=sdk_env)
+
+    doc = json.loads(again.stdout)
+    assert doc["coverage"]["cached"] == [] and doc["coverage"]["reviewed"] == [CALC_PATH]
+    assert any(REASON in system_text(r) for r in fake_api.requests[sent:])
+    assert again.returncode == 0 and doc["findings"][0]["suppressed"] == "dismissed"
+
+
+def test_the_github_job_summary_of_a_blocked_run_says_what_to_do_next(tmp_path, fake_api, sdk_env):
+    repo = calc_repo(tmp_path / "repo")
+    script_high(fake_api)
+    summary = tmp_path / "summary.md"
+    proc = run_cli(repo, "review", "--format", "github", env={**sdk_env, "GITHUB_STEP_SUMMARY": str(summary)})
+    assert proc.returncode == 1
+    text_ = summary.read_text()
+    block = text_[text_.index("### What to do next"):]
+    assert "ocr-hook dismiss " in block and "--patch-output" in block and "SKIP=" not in block

@@ -228,8 +228,15 @@ def new_entry(finding: Mapping[str, Any], reason: str, paths: Sequence[str], by:
 def file_text(entries: Iterable[Dismissal]) -> str:
     """The whole file for these entries, in their order. Deterministic: the same entries, the same bytes."""
     data = {"dismissed": [e.as_dict() for e in entries]}
-    # width: one line per field, however long the message; no key sorting: the order above is the format.
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1_000_000, default_flow_style=False)
+    # width: one line per field, however long the message; no key sorting: the order above is the format;
+    # no anchors and aliases (two entries of one day share a date object): each entry reads on its own.
+    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=1_000_000,
+                     default_flow_style=False)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 # --- the file on disk ----------------------------------------------------------------------------------

@@ -91,8 +91,9 @@ def _rule(category: Category, severity: Severity | None) -> dict[str, Any]:
     help_text = (
         f"{full}\n\nThe finding was written by ocr-hook, an LLM code reviewer, about the lines it "
         "points at; its message says what is wrong and may suggest replacement code. To silence one "
-        "finding, put 'ocr-hook: ignore' in a comment on or above the line, or add its fingerprint "
-        "to a baseline file with 'ocr-hook baseline'."
+        "finding, put 'ocr-hook: ignore' in a comment on or above the line, dismiss it with the reason "
+        "('ocr-hook dismiss ID --reason TEXT': recorded in the repository and taught to later reviews), or add its "
+        "fingerprint to a baseline file with 'ocr-hook baseline'."
     )
     properties: dict[str, Any] = {"tags": [category.value], "precision": "medium"}
     if severity is not None:

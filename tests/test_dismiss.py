@@ -315,3 +315,23 @@ def test_the_github_job_summary_of_a_blocked_run_says_what_to_do_next(tmp_path, 
     text_ = summary.read_text()
     block = text_[text_.index("### What to do next"):]
     assert "ocr-hook dismiss " in block and "--patch-output" in block and "SKIP=" not in block
+
+
+def test_a_sensitive_dismissals_file_suppresses_but_never_teaches(tmp_path, fake_api, sdk_env):
+    repo = calc_repo(tmp_path / "repo")
+    script_high(fake_api)
+    first = run_cli(repo, "review", "--no-cache", "--format", "json", env=sdk_env)
+    fp = json.loads(first.stdout)["findings"][0]["fingerprint"]
+    write(repo, ".ocr-hook.yaml", "sensitive: ['.ocr-hook/**']\n")
+    write(repo, DISMISSALS, yaml.safe_dump({"dismissed": [{
+        "fingerprint": fp, "path": CALC_PATH, "category": "bug", "severity": "high", "message": MESSAGE,
+        "reason": REASON, "on": "2026-01-01"}]}))
+    git(repo, "add", ".ocr-hook.yaml", DISMISSALS)
+    git(repo, "commit", "-q", "-m", "sensitive dismissals", "--", ".ocr-hook.yaml", DISMISSALS)
+    sent = len(fake_api.requests)
+    again = run_cli(repo, "review", "--no-cache", "--format", "json", env=sdk_env)
+    doc = json.loads(again.stdout)
+    assert again.returncode == 0 and doc["findings"][0]["suppressed"] == "dismissed"
+    assert len(fake_api.requests) > sent
+    assert all(REASON.encode() not in r.raw for r in fake_api.requests[sent:])
+    assert any("its path is sensitive" in n for n in doc["notes"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ocr_hook.changes.globs import GitIgnoreGlobs
 from ocr_hook.changes.model import ChangeSet, FileStatus
+from ocr_hook.changes.selection import is_sensitive
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings.dismissals import Dismissal
 from ocr_hook.guidance.discovery import (
@@ -44,6 +45,7 @@ class GuidancePlan:
     # tree's file adds to it), and per path the entries taught to that file's review.
     trusted_dismissals: tuple[Dismissal, ...] = ()
     dismissals: dict[str, tuple[Dismissal, ...]] = field(default_factory=dict)
+    dismissals_teach: bool = True  # False: the file's path is sensitive
 
     def sections(self, path: str) -> tuple[str, ...]:
         return tuple(section_text(item) for item in self.per_path.get(path, ()))
@@ -121,6 +123,11 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
         rule_items = _rule_items(settings.rules, reader, revision, label)
         plan = GuidancePlan(revision, label, {}, {})
         plan.trusted_dismissals = _trusted_dismissals(reader, settings.dismissals_file, label)
+        if plan.trusted_dismissals and is_sensitive(settings.dismissals_file, settings):
+            # The same refusal as for guidance files: reasons would be sent to the model. Suppression still works.
+            plan.dismissals_teach = False
+            reader.notes.append(f"dismissals file {settings.dismissals_file}: its path is sensitive, so its reasons "
+                                "are not sent to the model (its entries still suppress)")
         today = _today()
         globs = [GitIgnoreGlobs(rule.paths) for rule in settings.rules]
         cut_counts: dict[str, int] = {}
@@ -164,6 +171,10 @@ def _trusted_dismissals(reader: GuidanceReader, name: str, label: str) -> tuple[
         return ()
     from ocr_hook.findings.dismissals import parse_text
 
+    if reader.snapshot.is_symlink(name):
+        reader.notes.append(f"dismissals file {name} at {label} not read: it is a symbolic link")
+        return ()
+
     data = reader.snapshot.read_bytes(name)
     try:
         return parse_text((data or b"").decode("utf-8"), f"{name} at {label}")
@@ -177,7 +188,7 @@ def _trusted_dismissals(reader: GuidanceReader, name: str, label: str) -> tuple[
 def _dismissed_item(plan: GuidancePlan, path: str, name: str, revision: str | None,
                     today: dt.date) -> GuidanceText | None:
     """The reasons of the trusted revision's dismissals that apply to `path`, as one guidance part."""
-    if not plan.trusted_dismissals:
+    if not plan.trusted_dismissals or not plan.dismissals_teach:
         return None
     from ocr_hook.findings.dismissals import teaching, teaching_text
 

@@ -224,6 +224,7 @@ def test_guidance_edit_means_full_review_with_a_note(tmp_path: Path, fake_api: F
     _stage(repo, shop(2, fixed_high=True))
     script_version(fake_api, 2, says(comment(LOW_CODE, "low", "style", message="Use an f-string.")))
     code, report, _ = review()
+    assert code == 0
     assert any("review memory not used for shop.py: the guidance changed since the last review" in n
                for n in report["notes"]), report["notes"]
     assert FOCUS not in fake_api.requests_for("+# version 2")[0].first_user_text

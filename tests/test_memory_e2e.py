@@ -306,3 +306,41 @@ def test_two_reviews_of_one_repository_at_once_leave_no_torn_files(tmp_path: Pat
     script_version(fake_api, 2, says())
     code, report, _ = review()
     assert code == 0 and [r["severity"] for r in report["resolved"]] == ["high"]
+
+
+def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                           sdk_env: dict[str, str]) -> None:
+    import anyio
+    from jsonschema import Draft202012Validator
+    from test_mcp_server import serving
+
+    from ocr_hook.mcp_server.tools import REVIEW_OUTPUT
+
+    repo = _repo(tmp_path, shop(1))
+    env = {**sdk_env, "OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")}
+    script_version(fake_api, 1, FIRST)
+    script_version(fake_api, 2, says(LATE))
+
+    async def main() -> list[dict[str, Any]]:
+        docs = []
+        async with serving(repo, env, tmp_path / "stderr.txt") as client:
+            for content in (None, shop(2, fixed_high=True)):
+                if content is not None:
+                    _stage(repo, content)
+                result = await client.call("review", {})
+                assert not result.is_error, result.content
+                docs.append(result.structured_content)
+        return docs
+
+    first, second = anyio.run(main)
+    for doc in (first, second):
+        Draft202012Validator(REVIEW_OUTPUT).validate(doc)
+    assert first["exit_code"] == 1 and {f["status"] for f in first["findings"]} == {"new"}
+    assert second["exit_code"] == 0, second["verdict"]
+    assert sorted((f["severity"], f["status"]) for f in second["findings"]) == [("high", "late"), ("low", "carried")]
+    assert [r["severity"] for r in second["resolved"]] == ["high"]
+    # The CLI sees the same: its unchanged re-run is the result cache with the MCP run's statuses.
+    cli = Reviewer(repo, fake_api, sdk_env, tmp_path / "cache")
+    code, report, requests = cli()
+    assert (code, requests) == (0, 0)
+    assert report["findings"] == second["findings"] and report["resolved"] == second["resolved"]

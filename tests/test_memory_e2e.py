@@ -142,6 +142,17 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
     assert sorted((f["message"], f["status"]) for f in again["findings"]) == sorted(
         (f["message"], f["status"]) for f in found.values())
     assert [r["fingerprint"] for r in again["resolved"]] == [r["fingerprint"] for r in second["resolved"]]
+    # Without the result cache the same content gets a fresh review, but against memory: the earlier
+    # findings are carried and nothing on these unchanged lines can newly block.
+    script_version(fake_api, 2, says(LATE, comment(HIGH_CODE.replace("10", "100"), "high",
+                                                   message="Another look at the discount.")))
+    code, fresh, requests = review("--no-cache")
+    assert code == 0 and requests >= 1, fresh["verdict"]
+    assert sorted((f["severity"], f["status"]) for f in fresh["findings"]) == [
+        ("high", "late"), ("high", "late"), ("low", "carried")]
+    assert fresh["resolved"] == []
+    code, fresh, requests = review("--no-cache")  # and again: the memory it wrote is the same
+    assert code == 0 and {f["status"] for f in fresh["findings"]} == {"late", "carried"}
 
     # Fix the low one too: it is re-checked, not re-reported, so resolved; the late one stays late.
     v3 = shop(3, fixed_high=True, fixed_low=True)
@@ -149,8 +160,8 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
     script_version(fake_api, 3, says())
     code, report, _ = review()
     assert code == 0, report["verdict"]
-    assert [(f["severity"], f["status"], f["start_line"]) for f in report["findings"]] == [
-        ("high", "late", line_of(v3, LATE_CODE))]
+    assert sorted((f["severity"], f["status"], f["start_line"]) for f in report["findings"]) == [
+        ("high", "late", line_of(v3, LATE_CODE)), ("high", "late", line_of(v3, "pct / 100"))]
     assert [(r["severity"], r["category"]) for r in report["resolved"]] == [("low", "style")]
     opening = fake_api.requests_for("+# version 3")[0].first_user_text
     assert "Use an f-string" in opening and "Items without a price" not in opening.split(FOCUS)[1].split(

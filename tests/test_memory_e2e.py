@@ -142,6 +142,17 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
     assert sorted((f["message"], f["status"]) for f in again["findings"]) == sorted(
         (f["message"], f["status"]) for f in found.values())
     assert [r["fingerprint"] for r in again["resolved"]] == [r["fingerprint"] for r in second["resolved"]]
+    # Without the result cache the same content gets a fresh review, but against memory: the earlier
+    # findings are carried and nothing on these unchanged lines can newly block.
+    script_version(fake_api, 2, says(LATE, comment(HIGH_CODE.replace("10", "100"), "high",
+                                                   message="Another look at the discount.")))
+    code, fresh, requests = review("--no-cache")
+    assert code == 0 and requests >= 1, fresh["verdict"]
+    assert sorted((f["severity"], f["status"]) for f in fresh["findings"]) == [
+        ("high", "late"), ("high", "late"), ("low", "carried")]
+    assert fresh["resolved"] == []
+    code, fresh, requests = review("--no-cache")  # and again: the memory it wrote is the same
+    assert code == 0 and {f["status"] for f in fresh["findings"]} == {"late", "carried"}
 
     # Fix the low one too: it is re-checked, not re-reported, so resolved; the late one stays late.
     v3 = shop(3, fixed_high=True, fixed_low=True)
@@ -149,8 +160,8 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
     script_version(fake_api, 3, says())
     code, report, _ = review()
     assert code == 0, report["verdict"]
-    assert [(f["severity"], f["status"], f["start_line"]) for f in report["findings"]] == [
-        ("high", "late", line_of(v3, LATE_CODE))]
+    assert sorted((f["severity"], f["status"], f["start_line"]) for f in report["findings"]) == [
+        ("high", "late", line_of(v3, LATE_CODE)), ("high", "late", line_of(v3, "pct / 100"))]
     assert [(r["severity"], r["category"]) for r in report["resolved"]] == [("low", "style")]
     opening = fake_api.requests_for("+# version 3")[0].first_user_text
     assert "Use an f-string" in opening and "Items without a price" not in opening.split(FOCUS)[1].split(
@@ -224,6 +235,7 @@ def test_guidance_edit_means_full_review_with_a_note(tmp_path: Path, fake_api: F
     _stage(repo, shop(2, fixed_high=True))
     script_version(fake_api, 2, says(comment(LOW_CODE, "low", "style", message="Use an f-string.")))
     code, report, _ = review()
+    assert code == 0
     assert any("review memory not used for shop.py: the guidance changed since the last review" in n
                for n in report["notes"]), report["notes"]
     assert FOCUS not in fake_api.requests_for("+# version 2")[0].first_user_text
@@ -305,3 +317,41 @@ def test_two_reviews_of_one_repository_at_once_leave_no_torn_files(tmp_path: Pat
     script_version(fake_api, 2, says())
     code, report, _ = review()
     assert code == 0 and [r["severity"] for r in report["resolved"]] == ["high"]
+
+
+def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                           sdk_env: dict[str, str]) -> None:
+    import anyio
+    from jsonschema import Draft202012Validator
+    from test_mcp_server import serving
+
+    from ocr_hook.mcp_server.tools import REVIEW_OUTPUT
+
+    repo = _repo(tmp_path, shop(1))
+    env = {**sdk_env, "OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")}
+    script_version(fake_api, 1, FIRST)
+    script_version(fake_api, 2, says(LATE))
+
+    async def main() -> list[dict[str, Any]]:
+        docs = []
+        async with serving(repo, env, tmp_path / "stderr.txt") as client:
+            for content in (None, shop(2, fixed_high=True)):
+                if content is not None:
+                    _stage(repo, content)
+                result = await client.call("review", {})
+                assert not result.is_error, result.content
+                docs.append(result.structured_content)
+        return docs
+
+    first, second = anyio.run(main)
+    for doc in (first, second):
+        Draft202012Validator(REVIEW_OUTPUT).validate(doc)
+    assert first["exit_code"] == 1 and {f["status"] for f in first["findings"]} == {"new"}
+    assert second["exit_code"] == 0, second["verdict"]
+    assert sorted((f["severity"], f["status"]) for f in second["findings"]) == [("high", "late"), ("low", "carried")]
+    assert [r["severity"] for r in second["resolved"]] == ["high"]
+    # The CLI sees the same: its unchanged re-run is the result cache with the MCP run's statuses.
+    cli = Reviewer(repo, fake_api, sdk_env, tmp_path / "cache")
+    code, report, requests = cli()
+    assert (code, requests) == (0, 0)
+    assert report["findings"] == second["findings"] and report["resolved"] == second["resolved"]

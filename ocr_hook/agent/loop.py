@@ -144,7 +144,9 @@ class FileReview:
             rounds = self.settings.max_rounds
             checklist = None
             # A re-review's focus is the interdiff since the last review, not the whole change to plan for.
-            planned = plan_rounds(self.task.change, self.settings) if self.task.memory is None else 0
+            memory = self.task.memory
+            planned = plan_rounds(self.task.change, self.settings) if memory is None or not memory.interdiff.changed \
+                else 0
             if planned:
                 checklist, used = await self._plan(planned)
                 rounds -= used
@@ -263,8 +265,8 @@ class FileReview:
     def _memory_blocks(self) -> list[dict[str, Any]]:
         """The re-review's focus, after the first main-loop message: the interdiff since the last review
         and the earlier findings on changed lines to re-check (none without review memory)."""
-        if self.task.memory is None:
-            return []
+        if self.task.memory is None or not self.task.memory.interdiff.changed:
+            return []  # same content as at the last review (cache off): a plain review, classified after
         return [text_block(self.mask(prompts.memory_focus(self.task.memory)))]
 
     def _older_turns_changed(self) -> None:

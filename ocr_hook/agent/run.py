@@ -88,17 +88,17 @@ _PART_NAMES = {"models": "the models", "prompts": "the prompts", "tools": "the t
 def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tuple[MemoryPlan | None, str | None]:
     """The file's re-review plan when review memory applies, else None and maybe a note saying why not.
 
-    It applies only when the file's content changed since the remembered review and everything else in
-    its result-cache key is the same (DESIGN.md 7); unchanged content is the result cache's job."""
+    It applies only when everything else in the file's result-cache key is the same as at the remembered
+    review (DESIGN.md 7). Unchanged content is the result cache's job; when the cache is off (or missed
+    because the diff's base moved) the plan has an empty interdiff: every earlier finding is carried and
+    whatever the fresh review adds is late, so re-running on the same code cannot make the verdict worse."""
     remembered = job.memory.get(change.path) if job.memory is not None else None
     if remembered is None or content is None:
         return None, None
-    from ocr_hook.findings.memory import changed_context, content_hash, plan_memory
+    from ocr_hook.findings.memory import changed_context, plan_memory
     from ocr_hook.secrets_mask import mask_secrets
 
     masked = mask_secrets(content)[0]  # remembered content is stored as sent: masked
-    if content_hash(masked) == remembered.sha:
-        return None, None
     changed = changed_context(remembered.context, context_parts(job.settings, job.guidance.get(change.path)))
     if changed:
         names = ", ".join(_PART_NAMES.get(name, name) for name in changed)

@@ -151,9 +151,15 @@ def summary_line(result: ReviewResult) -> str:
             f"{counts[s]} {s.value}" for s in Severity if counts[s]) + ")"
     else:
         findings = "no findings"
+    remembered = Counter(f.status for f in active if f.status != "new")
+    if remembered:  # review memory: how much of it the last review already knew
+        findings = findings[:-1] + "; " + ", ".join(f"{remembered[s]} {s}" for s in ("carried", "late")
+                                                    if remembered[s]) + ")"
     suppressed = len(result.findings) - len(active)
     if suppressed:
         findings += f", {suppressed} suppressed"
+    if result.resolved:
+        findings += f", {len(result.resolved)} resolved since the last review"
     u = result.usage
     tokens = f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
     if u.cache_read_input_tokens or u.cache_creation_input_tokens:

@@ -12,15 +12,19 @@ appends, it never reorders.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings.model import Category, Finding, Severity
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.globs import GitIgnoreGlobs
 
 DEFAULT_FILE = ".ocr-hook/dismissed.yaml"
 MESSAGE_CHARS = 200
@@ -32,6 +36,8 @@ REQUIRED = (*KEYS[:6], "on")
 # How much of the trusted revision's dismissals one reviewed file is taught: the most recent first.
 TEACH_MAX_ENTRIES = 12
 TEACH_MAX_BYTES = 6 * 1024
+# libyaml's loader when it is compiled in (as for the shipped config): a long file parses many times faster.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ class Dismissal:
 def parse_text(text: str, where: str) -> tuple[Dismissal, ...]:
     """The entries of a dismissals file's text; `where` names the file in every error."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}:" if mark is not None else ""
@@ -129,9 +135,7 @@ def _entry(item: Any, where: str) -> Dismissal:
     if isinstance(paths, str) or not isinstance(paths, list) or not paths \
             or not all(isinstance(p, str) and p.strip() for p in paths):
         raise ConfigError(f"{where}: 'paths' must be a non-empty list of glob strings, got {paths!r}"[:300])
-    from ocr_hook.changes.globs import check_patterns
-
-    problem = check_patterns(paths)
+    problem = _glob_problem(tuple(paths))
     if problem is not None:
         raise ConfigError(f"{where}: 'paths': {problem}")
     by = item.get("by")
@@ -140,6 +144,21 @@ def _entry(item: Any, where: str) -> Dismissal:
     expires = _date(item.get("expires"), where, "expires") if item.get("expires") is not None else None
     return Dismissal(fingerprint, path, category, severity, text("message", empty_ok=True), text("reason"),
                      tuple(paths), by or None, _date(item["on"], where, "on"), expires)
+
+
+@functools.cache
+def _glob_problem(paths: tuple[str, ...]) -> str | None:
+    from ocr_hook.changes.globs import check_patterns
+
+    return check_patterns(list(paths))
+
+
+@functools.cache
+def _globs(paths: tuple[str, ...]) -> GitIgnoreGlobs:
+    """One matcher per distinct `paths` list: many entries share one, and it keeps its compiled patterns."""
+    from ocr_hook.changes.globs import GitIgnoreGlobs
+
+    return GitIgnoreGlobs(paths)
 
 
 def _date(value: Any, where: str, key: str) -> dt.date:
@@ -181,10 +200,8 @@ def not_in(entries: Iterable[Dismissal], trusted: Iterable[Dismissal]) -> list[D
 
 def teaching(entries: Iterable[Dismissal], path: str, today: dt.date) -> list[Dismissal]:
     """The unexpired entries whose `paths` match `path`, the most recent first (later in the file wins a tie)."""
-    from ocr_hook.changes.globs import GitIgnoreGlobs
-
     matching = [(e.on, n, e) for n, e in enumerate(entries)
-                if not e.expired(today) and GitIgnoreGlobs(e.paths).check_file(path).include]
+                if not e.expired(today) and _globs(e.paths).check_file(path).include]
     return [e for _on, _n, e in sorted(matching, key=lambda t: (t[0], t[1]), reverse=True)]
 
 
@@ -234,7 +251,9 @@ def file_text(entries: Iterable[Dismissal]) -> str:
                      default_flow_style=False)
 
 
-class _PlainDumper(yaml.SafeDumper):
+class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter when compiled in (the same text as the pure-Python one, several times faster)."""
+
     def ignore_aliases(self, data: Any) -> bool:
         return True
 

@@ -115,9 +115,10 @@ def _where(finding: Finding) -> str:
     return f"{finding.path} (whole file)"
 
 
-def one_line(finding: Finding) -> str:
+def one_line(finding: Finding, late_findings: str = "advisory") -> str:
     """`path:line [SEVERITY] category id: the message's first line` (a dismissed one: its reason instead)."""
     head = f"{_where(finding)} [{finding.severity.value.upper()}] {finding.category.value} {short_id_of(finding)}"
+    head += _status_label(finding.status, late_findings)
     if finding.suppressed == "dismissed":
         return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
     first = (finding.message.strip().splitlines() or ["(no message)"])[0]
@@ -127,7 +128,7 @@ def one_line(finding: Finding) -> str:
 def _brief(result: ReviewResult, ctx: ReportContext) -> str:
     """A passing run under pre-commit: a line per finding (and note), then one line with verdict and summary."""
     shown = [f for f in sorted_findings(result.findings) if f.suppressed in (None, "dismissed")]
-    lines = [one_line(f) for f in shown]
+    lines = [one_line(f, result.late_findings) for f in shown]
     lines += [safe_for_log(f"note: {n}") for n in result.notes]
     verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
     lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))

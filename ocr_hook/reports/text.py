@@ -118,11 +118,10 @@ def _where(finding: Finding) -> str:
 def one_line(finding: Finding, late_findings: str = "advisory") -> str:
     """`path:line [SEVERITY] category id: the message's first line` (a dismissed one: its reason instead)."""
     head = f"{_where(finding)} [{finding.severity.value.upper()}] {finding.category.value} {short_id_of(finding)}"
-    head += _status_label(finding.status, late_findings)
-    if finding.suppressed == "dismissed":
+    if finding.suppressed == "dismissed":  # whatever its memory status: dismissed is what counts
         return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
     first = (finding.message.strip().splitlines() or ["(no message)"])[0]
-    return safe_for_log(f"{head}: {first}")[:300]
+    return safe_for_log(f"{head}{_status_label(finding.status, late_findings)}: {first}")[:300]
 
 
 def _brief(result: ReviewResult, ctx: ReportContext) -> str:

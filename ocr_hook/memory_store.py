@@ -30,7 +30,7 @@ from typing import Any
 
 from ocr_hook.file_store import JsonFileStore
 from ocr_hook.findings import Finding
-from ocr_hook.findings.memory import Remembered, content_hash
+from ocr_hook.findings.memory import Remembered, content_hash, split_lines
 from ocr_hook.findings.serial import finding_to_json, findings_from_json
 from ocr_hook.scope import Scope
 
@@ -113,8 +113,17 @@ def _remembered_from_json(path: str, data: Any) -> Remembered:
 
 
 def _remembered_to_json(item: Remembered) -> dict[str, Any]:
+    lines = split_lines(item.content)
+
+    def with_lines(f: Finding) -> dict[str, Any]:
+        # The anchored lines' text as reviewed, beside the quote: what the finding was about, readable
+        # without the content (the loader ignores it; the content is the source of truth).
+        data = finding_to_json(f)
+        data["lines_text"] = "\n".join(lines[f.start_line - 1:f.end_line]) if f.anchored and f.start_line >= 1 else ""
+        return data
+
     return {"sha": item.sha, "content": item.content, "context": dict(item.context), "at": item.at,
-            "findings": [finding_to_json(f) for f in item.findings]}
+            "findings": [with_lines(f) for f in item.findings]}
 
 
 class MemoryStore:

@@ -46,6 +46,12 @@ def test_round_trip_and_latest_review(tmp_path: Path) -> None:
     assert list(loaded) == ["a.py"]
     assert loaded["a.py"].content == "x = 0\n" and loaded["a.py"].context == {"models": "m"}
     assert [(f.start_line, f.status) for f in loaded["a.py"].findings] == [(2, "new"), (5, "late")]
+    raw = json.loads(store.store.entry(store.record_key).read_text())
+    assert [f["lines_text"] for f in raw["files"]["a.py"]["findings"]] == ["", ""]  # lines 2 and 5 of 1
+    store.record([remembered_file("a.py", "x = 0\ny = 1\n", {}, [_finding(line=2)])], [])
+    raw = json.loads(store.store.entry(store.record_key).read_text())
+    assert [f["lines_text"] for f in raw["files"]["a.py"]["findings"]] == ["y = 1"]
+    store.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
     latest = last_review_findings(cache, repo)
     assert latest is not None
     assert [(d["path"], d["start_line"], d["end_line"], d["severity"], d["status"]) for d in latest] == [

@@ -22,6 +22,7 @@ nor write memory.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -36,9 +37,10 @@ from ocr_hook.scope import Scope
 
 FORMAT_VERSION = 1
 MEMORY_DIR = "memory"
-MAX_RECORD_BYTES = 32 * 1024 * 1024
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # one line of work; its oldest files are forgotten to stay below
 MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten first
-MAX_RECORDS = 400  # lines of work and repositories remembered; the least recently written go first
+MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
 
 __all__ = ["MemoryStore", "last_review_findings", "line_of_work", "open_memory", "repository_id"]
 
@@ -165,14 +167,20 @@ class MemoryStore:
         merged: dict[str, Any] = dict(self._read())
         for item in files:
             merged[item.path] = _remembered_to_json(item)
-        if len(merged) > MAX_FILES_PER_RECORD:
-            newest = sorted(merged.items(), key=lambda kv: _entry_time(kv[1]), reverse=True)
-            merged = dict(newest[:MAX_FILES_PER_RECORD])
+        newest = sorted(merged.items(), key=lambda kv: _entry_time(kv[1]), reverse=True)[:MAX_FILES_PER_RECORD]
+        # Within the size bound: the files of this run first (they are the newest), then older ones.
+        budget = MAX_RECORD_BYTES - 4096
+        kept: dict[str, Any] = {}
+        for path, entry in newest:
+            size = len(json.dumps(entry, ensure_ascii=True, separators=(",", ":"))) + len(path) + 8
+            if size > budget:
+                continue
+            kept[path], budget = entry, budget - size
         now = time.time()
-        self.store.write(self.record_key, {"repo": self.repo, "line": self.line, "at": now, "files": merged})
+        self.store.write(self.record_key, {"repo": self.repo, "line": self.line, "at": now, "files": kept})
         self.store.write(self.latest_key, {"repo": self.repo, "line": self.line, "at": now,
                                            "findings": [finding_to_json(f) for f in run_findings]})
-        self.store.prune(MAX_RECORDS)
+        self.store.prune(MAX_RECORDS, MAX_TOTAL_BYTES)
 
 
 def _entry_time(entry: Any) -> float:

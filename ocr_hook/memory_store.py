@@ -68,9 +68,9 @@ def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str], *,
     if scope.kind == "base":
         from ocr_hook.cienv import head_branch
 
-        head = head_branch(environ) if scope.base == "auto" else None
-        if head is None:
-            head = _current_branch(repo_root)
+        # CI checks a pull request out at a detached (merge) commit that changes on every push: the CI
+        # system's head branch is the line of work there, with `--base auto` or an explicit base alike.
+        head = head_branch(environ) or _current_branch(repo_root)
         base = base_ref or scope.base or ""
         if base == "auto":
             from ocr_hook.changes.ci_base import resolve_auto_base

@@ -80,6 +80,8 @@ def test_base_line_of_work_names_head_branch_from_ci_and_the_base(tmp_path: Path
     assert line_of_work(str(repo), Scope("base", base="target"), {}) == "branch:main base:target"
     env = {"GITHUB_BASE_REF": "target", "GITHUB_HEAD_REF": "topic"}
     assert line_of_work(str(repo), Scope("base", base="auto"), env) == "topic base:target"
+    git(repo, "checkout", "-q", "--detach")  # as CI checks out a pull request's merge commit
+    assert line_of_work(str(repo), Scope("base", base="target"), env) == "topic base:target"
     for env in ({"CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "target", "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "topic"},
                 {"BITBUCKET_PR_DESTINATION_BRANCH": "target", "BITBUCKET_BRANCH": "topic"},
                 {"SYSTEM_PULLREQUEST_TARGETBRANCH": "refs/heads/target",

@@ -26,6 +26,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
     "provider": ("anthropic", "bedrock", "vertex"),
+    "late_findings": ("advisory", "block"),
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
@@ -79,6 +80,8 @@ class Settings:
     language: str
     pricing: Mapping[str, Price] = field(default_factory=dict)
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
+    memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
+    late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""

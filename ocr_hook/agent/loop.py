@@ -31,6 +31,7 @@ from ocr_hook.settings import Settings
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
     from ocr_hook.budget import Budget
+    from ocr_hook.findings.memory import MemoryPlan
 
 # The plan phase is a short look around, never most of a file's rounds.
 PLAN_MAX_ROUNDS = 5
@@ -55,6 +56,8 @@ class FileTask:
     budget: Budget
     other_paths: tuple[str, ...]
     guidance: FileGuidance | None = None  # the project's guidance for this file
+    # Review memory: the interdiff since the last review and the earlier findings to re-check
+    memory: MemoryPlan | None = None
 
 
 @dataclass
@@ -140,7 +143,10 @@ class FileReview:
         try:
             rounds = self.settings.max_rounds
             checklist = None
-            planned = plan_rounds(self.task.change, self.settings)
+            # A re-review's focus is the interdiff since the last review, not the whole change to plan for.
+            memory = self.task.memory
+            planned = plan_rounds(self.task.change, self.settings) if memory is None or not memory.interdiff.changed \
+                else 0
             if planned:
                 checklist, used = await self._plan(planned)
                 rounds -= used
@@ -208,7 +214,8 @@ class FileReview:
         conv = self._new_conversation("main")
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds, self.mask(checklist) if checklist else None))])
+            self.task.other_paths, rounds, self.mask(checklist) if checklist else None)),
+            *self._memory_blocks()])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = 0
         for round_no in range(1, rounds + 1):
@@ -254,6 +261,13 @@ class FileReview:
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
         raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
+
+    def _memory_blocks(self) -> list[dict[str, Any]]:
+        """The re-review's focus, after the first main-loop message: the interdiff since the last review
+        and the earlier findings on changed lines to re-check (none without review memory)."""
+        if self.task.memory is None or not self.task.memory.interdiff.changed:
+            return []  # same content as at the last review (cache off): a plain review, classified after
+        return [text_block(self.mask(prompts.memory_focus(self.task.memory)))]
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,

@@ -80,12 +80,13 @@ class JsonFileStore:
         except OSError:
             pass
 
-    def prune(self, keep: int) -> int:
-        """Drop all but the `keep` most recently written entries (and temporary files of dead runs).
+    def prune(self, keep: int, max_bytes: int | None = None) -> int:
+        """Drop all but the `keep` most recently written entries, and more of the oldest while they
+        total over `max_bytes` (the newest entry always stays); temporary files of dead runs go too.
 
         Returns how many entries were removed. Another run may prune at the same time: a file that is
         already gone is simply skipped."""
-        entries: list[tuple[float, Path]] = []
+        entries: list[tuple[float, int, Path]] = []
         now = time.time()
         try:
             shards = [p for p in self.directory.iterdir() if len(p.name) == 2 and set(p.name) <= _HEX]
@@ -99,20 +100,23 @@ class JsonFileStore:
             for name in names:
                 path = shard / name
                 try:
-                    mtime = path.stat().st_mtime
+                    stat = path.stat()
                 except OSError:
                     continue
                 if name.endswith(".tmp"):
-                    if now - mtime > _STALE_TEMP_S:
+                    if now - stat.st_mtime > _STALE_TEMP_S:
                         _unlink(path)
                 elif name.endswith(".json") and is_key(name[:-5]):
-                    entries.append((mtime, path))
-        if len(entries) <= keep:
-            return 0
+                    entries.append((stat.st_mtime, stat.st_size, path))
         entries.sort(key=lambda item: item[0], reverse=True)
-        for _mtime, path in entries[keep:]:
+        kept, total = 0, 0
+        for _mtime, size, _path in entries[:keep]:
+            if kept and max_bytes is not None and total + size > max_bytes:
+                break
+            kept, total = kept + 1, total + size
+        for _mtime, _size, path in entries[kept:]:
             _unlink(path)
-        return len(entries) - keep
+        return len(entries) - kept
 
 
 def _unlink(path: Path) -> None:

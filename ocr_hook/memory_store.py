@@ -22,6 +22,7 @@ nor write memory.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -30,15 +31,16 @@ from typing import Any
 
 from ocr_hook.file_store import JsonFileStore
 from ocr_hook.findings import Finding
-from ocr_hook.findings.memory import Remembered, content_hash
+from ocr_hook.findings.memory import Remembered, content_hash, split_lines
 from ocr_hook.findings.serial import finding_to_json, findings_from_json
 from ocr_hook.scope import Scope
 
 FORMAT_VERSION = 1
 MEMORY_DIR = "memory"
-MAX_RECORD_BYTES = 32 * 1024 * 1024
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # one line of work; its oldest files are forgotten to stay below
 MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten first
-MAX_RECORDS = 400  # lines of work and repositories remembered; the least recently written go first
+MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
 
 __all__ = ["MemoryStore", "last_review_findings", "line_of_work", "open_memory", "repository_id"]
 
@@ -66,9 +68,9 @@ def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str], *,
     if scope.kind == "base":
         from ocr_hook.cienv import head_branch
 
-        head = head_branch(environ) if scope.base == "auto" else None
-        if head is None:
-            head = _current_branch(repo_root)
+        # CI checks a pull request out at a detached (merge) commit that changes on every push: the CI
+        # system's head branch is the line of work there, with `--base auto` or an explicit base alike.
+        head = head_branch(environ) or _current_branch(repo_root)
         base = base_ref or scope.base or ""
         if base == "auto":
             from ocr_hook.changes.ci_base import resolve_auto_base
@@ -113,8 +115,17 @@ def _remembered_from_json(path: str, data: Any) -> Remembered:
 
 
 def _remembered_to_json(item: Remembered) -> dict[str, Any]:
+    lines = split_lines(item.content)
+
+    def with_lines(f: Finding) -> dict[str, Any]:
+        # The anchored lines' text as reviewed, beside the quote: what the finding was about, readable
+        # without the content (the loader ignores it; the content is the source of truth).
+        data = finding_to_json(f)
+        data["lines_text"] = "\n".join(lines[f.start_line - 1:f.end_line]) if f.anchored and f.start_line >= 1 else ""
+        return data
+
     return {"sha": item.sha, "content": item.content, "context": dict(item.context), "at": item.at,
-            "findings": [finding_to_json(f) for f in item.findings]}
+            "findings": [with_lines(f) for f in item.findings]}
 
 
 class MemoryStore:
@@ -156,14 +167,20 @@ class MemoryStore:
         merged: dict[str, Any] = dict(self._read())
         for item in files:
             merged[item.path] = _remembered_to_json(item)
-        if len(merged) > MAX_FILES_PER_RECORD:
-            newest = sorted(merged.items(), key=lambda kv: _entry_time(kv[1]), reverse=True)
-            merged = dict(newest[:MAX_FILES_PER_RECORD])
+        newest = sorted(merged.items(), key=lambda kv: _entry_time(kv[1]), reverse=True)[:MAX_FILES_PER_RECORD]
+        # Within the size bound: the files of this run first (they are the newest), then older ones.
+        budget = MAX_RECORD_BYTES - 4096
+        kept: dict[str, Any] = {}
+        for path, entry in newest:
+            size = len(json.dumps(entry, ensure_ascii=True, separators=(",", ":"))) + len(path) + 8
+            if size > budget:
+                continue
+            kept[path], budget = entry, budget - size
         now = time.time()
-        self.store.write(self.record_key, {"repo": self.repo, "line": self.line, "at": now, "files": merged})
+        self.store.write(self.record_key, {"repo": self.repo, "line": self.line, "at": now, "files": kept})
         self.store.write(self.latest_key, {"repo": self.repo, "line": self.line, "at": now,
                                            "findings": [finding_to_json(f) for f in run_findings]})
-        self.store.prune(MAX_RECORDS)
+        self.store.prune(MAX_RECORDS, MAX_TOTAL_BYTES)
 
 
 def _entry_time(entry: Any) -> float:

@@ -116,7 +116,12 @@ def memory_focus(plan: MemoryPlan) -> str:
     the last review (to report again when they still apply) and the interdiff, marked as the focus."""
     listed = []
     for f in plan.recheck:
-        where = f"lines {f.start_line}-{f.end_line}" if f.anchored and f.start_line >= 1 else "no line"
+        if not f.anchored or f.start_line < 1:
+            where = "no line"
+        elif f.end_line > f.start_line:
+            where = f"lines {f.start_line}-{f.end_line}"
+        else:
+            where = f"line {f.start_line}"
         entry = f"- [{f.severity.value} {f.category.value}, {where} at the last review] {f.message}"
         if f.existing_code.strip():
             entry += "\n  quoted then:\n" + "\n".join("    " + line for line in f.existing_code.splitlines())

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ocr_hook.budget import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.memory_store import MemoryStore
@@ -188,7 +189,7 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
     done = [f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete]
     if not done:
         return
-    by_path: dict[str, list[Any]] = {}
+    by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:
         by_path.setdefault(finding.path, []).append(finding)
     files = []

@@ -335,3 +335,16 @@ def test_a_sensitive_dismissals_file_suppresses_but_never_teaches(tmp_path, fake
     assert len(fake_api.requests) > sent
     assert all(REASON.encode() not in r.raw for r in fake_api.requests[sent:])
     assert any("its path is sensitive" in n for n in doc["notes"])
+
+
+def test_dismissed_lists_nothing_without_a_file_and_refuses_a_bad_one_in_one_line(tmp_path, sdk_env):
+    repo = calc_repo(tmp_path / "repo")
+    empty = run_cli(repo, "dismissed", env=sdk_env)
+    assert empty.returncode == 0 and "No dismissals" in empty.stdout
+    assert json.loads(run_cli(repo, "dismissed", "--format", "json", env=sdk_env).stdout) == {
+        "file": DISMISSALS, "exists": False, "dismissed": []}
+    write(repo, DISMISSALS, "dismissed: {not: a list}\n")
+    bad = run_cli(repo, "dismissed", env=sdk_env)
+    assert bad.returncode == 2 and bad.stdout == ""
+    [line] = bad.stderr.splitlines()
+    assert line == f"ocr-hook: error: dismissals file {DISMISSALS}: 'dismissed' must be a list, got dict"

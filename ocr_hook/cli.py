@@ -157,6 +157,41 @@ def rules(**kw: Any) -> None:
     sys.exit(rules_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
 
 
+@cli.command()
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.option("--reason", required=True, metavar="TEXT",
+              help="Why the finding is wrong; recorded, and taught to later reviews of the files in --paths.")
+@click.option("--paths", "paths", multiple=True, metavar="GLOB",
+              help="Where the reason teaches (gitignore-style; repeat for more). Default: the finding's file.")
+@click.option("--expires", metavar="YYYY-MM-DD", help="From this date on the dismissal no longer suppresses.")
+@click.option("--from", "from_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Look the ids up in this JSON report instead of the last review's memory.")
+@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def dismiss(ids: tuple[str, ...], reason: str, paths: tuple[str, ...], expires: str | None,
+            from_file: str | None, config_file: str | None) -> None:
+    """Record findings as wrong, with the reason, in the dismissals file (.ocr-hook/dismissed.yaml).
+
+    ID is a finding's fingerprint or its first 8 or more characters (the text report shows them). Later
+    reviews report the finding as dismissed and never block on it; once the file is committed, the reason
+    teaches the reviewer. Nothing is staged or committed."""
+    from ocr_hook.commands import dismiss as dismiss_cmd
+
+    sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file))
+
+
+@cli.command()
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def dismissed(format_: str, config_file: str | None) -> None:
+    """List the dismissals file's entries and which have expired."""
+    from ocr_hook.commands import dismissed as dismissed_cmd
+
+    sys.exit(dismissed_cmd.run(format_, config_file))
+
+
 @cli.command("merge-sarif")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, metavar="FILE", help="The merged SARIF file.")

@@ -94,6 +94,8 @@ _FINDING: dict[str, Any] = {
         "anchored": {"type": "boolean"},
         "fingerprint": {"type": "string"},
         "suppressed": {"type": ["string", "null"], "description": "Why the finding does not count, if it does not."},
+        "suppression_reason": {"type": ["string", "null"],
+                               "description": "The team's reason, for a finding they dismissed (ocr-hook dismiss)."},
         "anchor_note": {"type": ["string", "null"]},
         "fix": {
             "type": ["object", "null"],

@@ -148,6 +148,10 @@ def step_summary(result: ReviewResult, ctx: ReportContext) -> str:
         out.append("")
     if result.notes:
         out += ["### Notes", ""] + [f"- {escape_markdown(n)}" for n in result.notes] + [""]
+    if ctx.next_steps and gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING:
+        # Commands to copy: a code block, so nothing in them is read as markup (no fence can be closed early).
+        steps = [sanitize_text(line).replace("`", "'") for line in ctx.next_steps[1:]]
+        out += ["### What to do next", "", "```", *steps, "```", ""]
     return "\n".join(out) + "\n"
 
 

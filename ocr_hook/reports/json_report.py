@@ -27,6 +27,7 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "anchored": f.anchored,
         "fingerprint": f.fingerprint,
         "suppressed": f.suppressed,
+        "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss)
         "anchor_note": f.anchor_note,
         # The suggestion as an edit: whole lines start..end become `replacement` (no final line break).
         "fix": None if f.fix is None else f.fix.as_dict(),

@@ -34,7 +34,7 @@ GITHUB_LINE_HASH = "primaryLocationLineHash"
 
 LEVEL = {Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning", Severity.LOW: "note"}
 SECURITY_SEVERITY = {Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.5", Severity.LOW: "3.0"}
-SUPPRESSION_KIND = {"baseline": "external", "inline": "inSource"}
+SUPPRESSION_KIND = {"baseline": "external", "inline": "inSource", "dismissed": "external"}
 _SUPPRESSION_WHY = {
     "baseline": "Fingerprint listed in the ocr-hook baseline file.",
     "inline": "Suppressed by an 'ocr-hook: ignore' marker on or above the line.",
@@ -91,8 +91,9 @@ def _rule(category: Category, severity: Severity | None) -> dict[str, Any]:
     help_text = (
         f"{full}\n\nThe finding was written by ocr-hook, an LLM code reviewer, about the lines it "
         "points at; its message says what is wrong and may suggest replacement code. To silence one "
-        "finding, put 'ocr-hook: ignore' in a comment on or above the line, or add its fingerprint "
-        "to a baseline file with 'ocr-hook baseline'."
+        "finding, put 'ocr-hook: ignore' in a comment on or above the line, dismiss it with the reason "
+        "('ocr-hook dismiss ID --reason TEXT': recorded in the repository and taught to later reviews), or add its "
+        "fingerprint to a baseline file with 'ocr-hook baseline'."
     )
     properties: dict[str, Any] = {"tags": [category.value], "precision": "medium"}
     if severity is not None:
@@ -180,7 +181,8 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
         result["suppressions"] = [{
             "kind": SUPPRESSION_KIND.get(f.suppressed, "external"),
             "status": "accepted",
-            "justification": _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
+            "justification": f.suppression_reason
+            or _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
         }]
     return result
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ocr_hook import gate
 from ocr_hook.findings import Finding, Severity, shown_suggestion
+from ocr_hook.findings.dismissals import SHORT_ID
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
 
@@ -89,8 +90,9 @@ def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "a
     else:
         where = f"{path} (whole file: the quoted code was not found)"
     badge = _paint(f"[{finding.severity.value.upper()}]", _BADGE_STYLE[finding.severity], ctx.color)
+    short_id = _paint(short_id_of(finding), _STYLE["dim"], ctx.color)  # what `ocr-hook dismiss` takes
     label = _status_label(finding.status, late_findings)
-    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}"
+    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}  {short_id}"
            + (_paint(label, _STYLE["dim"], ctx.color) if label else "")]
     out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
     if finding.anchor_note:
@@ -100,6 +102,36 @@ def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "a
         out.append(_INDENT + ("suggested fix:" if finding.fix is not None else "suggestion:"))
         out += [_INDENT + "  " + _diff_line(safe_for_log(line), ctx.color) for line in diff]
     return out
+
+
+def short_id_of(finding: Finding) -> str:
+    return finding.fingerprint[:SHORT_ID]
+
+
+def _where(finding: Finding) -> str:
+    if finding.anchored and finding.start_line >= 1:
+        end = f"-{finding.end_line}" if finding.end_line > finding.start_line else ""
+        return f"{finding.path}:{finding.start_line}{end}"
+    return f"{finding.path} (whole file)"
+
+
+def one_line(finding: Finding, late_findings: str = "advisory") -> str:
+    """`path:line [SEVERITY] category id: the message's first line` (a dismissed one: its reason instead)."""
+    head = f"{_where(finding)} [{finding.severity.value.upper()}] {finding.category.value} {short_id_of(finding)}"
+    if finding.suppressed == "dismissed":  # whatever its memory status: dismissed is what counts
+        return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
+    first = (finding.message.strip().splitlines() or ["(no message)"])[0]
+    return safe_for_log(f"{head}{_status_label(finding.status, late_findings)}: {first}")[:300]
+
+
+def _brief(result: ReviewResult, ctx: ReportContext) -> str:
+    """A passing run under pre-commit: a line per finding (and note), then one line with verdict and summary."""
+    shown = [f for f in sorted_findings(result.findings) if f.suppressed in (None, "dismissed")]
+    lines = [one_line(f, result.late_findings) for f in shown]
+    lines += [safe_for_log(f"note: {n}") for n in result.notes]
+    verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
+    lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))
+    return "\n".join(lines) + "\n"
 
 
 def summary_line(result: ReviewResult) -> str:
@@ -141,6 +173,9 @@ def summary_line(result: ReviewResult) -> str:
 
 
 def render(result: ReviewResult, ctx: ReportContext) -> str:
+    blocked = gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING
+    if ctx.brief and result.complete and not blocked:
+        return _brief(result, ctx)
     color = ctx.color
     lines: list[str] = []
     shown = [f for f in sorted_findings(result.findings) if f.suppressed is None]
@@ -152,6 +187,10 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             current = finding.path
             lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
         lines += _finding_block(finding, ctx, result.late_findings)
+    dismissed = [f for f in sorted_findings(result.findings) if f.suppressed == "dismissed"]
+    if dismissed:
+        lines += ["", "Dismissed (never blocking; see `ocr-hook dismissed`):"]
+        lines += [f"  {one_line(f)}" for f in dismissed]
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
         if entries:
@@ -177,4 +216,6 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     else:
         style = _STYLE["good"] if result.complete else _STYLE["warn"]
     lines.append(_paint(verdict, style, color))
+    if blocked and ctx.next_steps:
+        lines += ["", *(safe_for_log(step) for step in ctx.next_steps)]
     return "\n".join(lines).lstrip("\n") + "\n"

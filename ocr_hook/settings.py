@@ -26,6 +26,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
     "provider": ("anthropic", "bedrock", "vertex"),
+    "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
@@ -79,6 +80,8 @@ class Settings:
     language: str
     pricing: Mapping[str, Price] = field(default_factory=dict)
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
+    effort: str = "auto"  # auto | quick | standard | deep (ocr_hook.effort)
+    risk_paths: tuple[str, ...] = ()  # gitignore-style globs auto reviews one level deeper
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""

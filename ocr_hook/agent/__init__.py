@@ -19,6 +19,7 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.budget import Budget
+    from ocr_hook.effort import Profile
     from ocr_hook.result_cache import ResultCache
 
 __all__ = ["FileGuidance", "ReviewJob", "check_credentials", "review_files", "review_files_async"]
@@ -51,6 +52,8 @@ class ReviewJob:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # path → the project's guidance for that file (REVIEW.md etc. from the trusted revision)
     guidance: Mapping[str, FileGuidance] = field(default_factory=dict)
+    # path → effort profile (ocr_hook.effort); None or a missing path: from the settings and environ
+    profiles: Mapping[str, Profile] | None = None
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:

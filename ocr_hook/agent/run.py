@@ -20,8 +20,10 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
+    from ocr_hook.agent.capabilities import CapabilityLookup
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.effort import Profile
 
 
 @cache
@@ -35,7 +37,7 @@ def tools_digest() -> str:
 
 
 def result_key(change: FileChange, content: str | None, settings: Settings,
-               guidance: FileGuidance | None = None) -> str:
+               guidance: FileGuidance | None = None, profile: Profile | None = None) -> str:
     """Everything that decides a file's findings; any change means a fresh review."""
     from ocr_hook.result_cache import cache_key
 
@@ -58,6 +60,8 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         # The guidance text that applies to the file (from the trusted revision): a guidance edit
         # committed to HEAD makes staged results stale.
         "guidance": json.dumps(list(guidance.sections) if guidance is not None else [], ensure_ascii=False),
+        # A deep review's findings are not a quick one's: each profile has its own entry.
+        "effort": profile.name if profile is not None else "standard",
     })
 
 
@@ -71,18 +75,23 @@ class _FileResult:
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
                       mask: SecretMasker, other_paths: tuple[str, ...],
-                      guidance: FileGuidance | None = None) -> _FileResult:
+                      guidance: FileGuidance | None = None,
+                      capabilities: CapabilityLookup | None = None) -> _FileResult:
     from ocr_hook.agent.loop import FileReview, FileTask
     from ocr_hook.agent.post_review import finish_file
 
     path = change.path
+    profile = _profile(job, path)
+    effort = profile.name
     job.on_event(path, "reviewing", "")
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                    budget=job.budget, other_paths=other_paths, guidance=guidance)
+                    budget=job.budget, other_paths=other_paths, guidance=guidance, profile=profile,
+                    capabilities=capabilities)
     outcome = await FileReview(task, api, mask).run()
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
-        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True), notes=outcome.notes)
+        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True, effort=effort),
+                           notes=outcome.notes)
     import asyncio
 
     content = await asyncio.to_thread(job.snapshot.read_text, path)
@@ -90,23 +99,37 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
                              api=None if outcome.stopped_by in ("api", "internal") else api,
-                             guidance=guidance)
+                             guidance=guidance, profile=profile)
     notes = outcome.notes + post.notes
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
-        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(post.findings), incomplete=True)
+        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(post.findings), incomplete=True,
+                                effort=effort)
     else:
         job.on_event(path, "done", f"{len(post.findings)} comment(s)")
-        coverage = FileCoverage(path, "reviewed", comments=len(post.findings))
+        coverage = FileCoverage(path, "reviewed", comments=len(post.findings), effort=effort)
         if job.cache is not None and key is not None and post.complete:
             job.cache.put(key, post.findings)
     return _FileResult(coverage, post.findings, notes, post.dropped)
 
 
+def _profile(job: ReviewJob, path: str) -> Profile:
+    """The file's effort profile: the entry point's choice, else what the settings and environment say."""
+    from ocr_hook.effort import EffortPlan
+
+    if job.profiles is None:
+        job.profiles = {}
+    found = job.profiles.get(path)
+    if found is None:
+        found = EffortPlan(job.settings, job.environ).for_path(path)
+        job.profiles = {**job.profiles, path: found}
+    return found
+
+
 def _check_prices(job: ReviewJob) -> None:
     """A model without a price would make the cost cap meaningless: a ConfigError before any request."""
     tasks = ["main", "relocate"]
-    if any(plan_due(change, job.settings) for change in job.files):
+    if any(plan_due(change, job.settings, _profile(job, change.path)) for change in job.files):
         tasks.append("plan")
     if job.settings.review_filter:
         tasks.append("filter")
@@ -114,10 +137,10 @@ def _check_prices(job: ReviewJob) -> None:
         job.budget.price(job.settings.model_for(task))
 
 
-def plan_due(change: FileChange, settings: Settings) -> bool:
+def plan_due(change: FileChange, settings: Settings, profile: Profile | None = None) -> bool:
     from ocr_hook.agent.loop import plan_rounds
 
-    return plan_rounds(change, settings) > 0
+    return plan_rounds(change, settings, profile) > 0
 
 
 def review_files(job: ReviewJob) -> ReviewResult:
@@ -145,10 +168,12 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         key = None
         if job.cache is not None:
             content = job.snapshot.read_text(change.path)
-            key = result_key(change, content, job.settings, job.guidance.get(change.path))
+            profile = _profile(job, change.path)
+            key = result_key(change, content, job.settings, job.guidance.get(change.path), profile)
             hit = job.cache.get(key)
             if hit is not None:
-                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit)), hit)
+                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
+                                                                effort=profile.name), hit)
                 job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
                 continue
         to_review.append((change, key))
@@ -171,6 +196,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
+        capabilities = _capability_lookup(job, api)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.
@@ -184,7 +210,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                 others = tuple(p for p in all_paths if p != change.path)
                 try:
                     results[change.path] = await _review_one(job, change, key, api, mask, others,
-                                                             guidance.get(change.path))
+                                                             guidance.get(change.path), capabilities)
                 except Exception as exc:  # one file's bug must not sink the others' results
                     reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
                     job.on_event(change.path, "failed", reason)
@@ -199,6 +225,19 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         masked_count = mask.count
 
     return _assemble(job, results, masked_count, time.monotonic() - started)
+
+
+def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
+    """What each model accepts (thinking, effort), from the day's record in the cache directory or the
+    Models API: asked only here, once there is something to send."""
+    from pathlib import Path
+
+    from ocr_hook.agent.capabilities import CapabilityLookup
+    from ocr_hook.result_cache import default_cache_dir
+
+    settings = job.settings
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(job.environ)
+    return CapabilityLookup(api.sdk_client, settings.provider, cache_dir)
 
 
 def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -> dict[str, FileGuidance]:

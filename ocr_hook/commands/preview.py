@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
 from ocr_hook.changes.ci_base import AutoBase, resolve_auto_base
@@ -23,6 +23,9 @@ from ocr_hook.guidance.resolve import GuidancePlan
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 from ocr_hook.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from ocr_hook.effort import Profile
 
 # Estimate of one file's review, deliberately on the high side:
 #   input  = (SYSTEM_ALLOWANCE + tokens(patch) + tokens(whole new file)) * TURN_FACTOR
@@ -51,23 +54,25 @@ class Previewed(NamedTuple):
     settings: Settings
     ci: AutoBase | None = None  # what `--base auto` detected
     guidance: GuidancePlan | None = None  # the project's guidance per file
+    profiles: Mapping[str, Profile] | None = None  # the effort profile of each file to review
 
 
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
-        environ: Mapping[str, str] | None = None) -> int:
-    seen = preview(scope, paths, config_file, environ=environ)
+        environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> int:
+    seen = preview(scope, paths, config_file, environ=environ, flags=flags)
     out = render_json(*seen) if fmt == "json" else render_text(*seen)
     _write(out)
     return 0
 
 
 def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd: str | None = None,
-            environ: Mapping[str, str] | None = None) -> Previewed:
-    """What would be reviewed and what it could cost, without printing anything."""
+            environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Previewed:
+    """What would be reviewed and what it could cost, without printing anything. `flags` are the
+    settings a review would take from its command line (e.g. effort)."""
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
-    settings = load(Path(root), config_file, flags={}, environ=environ)
+    settings = load(Path(root), config_file, flags=flags or {}, environ=environ)
     ci = None
     if scope.kind == "base" and scope.base == AUTO_BASE:
         # Detected here rather than inside collect_changes, so the preview can say what it found.
@@ -83,7 +88,10 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
         estimate = estimate_cost(selected, snapshot, settings, guidance)
     finally:
         snapshot.close()
-    return Previewed(change_set, list(selected), estimate, settings, ci, guidance)
+    from ocr_hook.effort import profiles_for
+
+    profiles = profiles_for([s.change.path for s in selected if s.action == "review"], settings, environ)
+    return Previewed(change_set, list(selected), estimate, settings, ci, guidance, profiles)
 
 
 def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings,
@@ -108,16 +116,21 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
 
 
 def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None,
+                profiles: Mapping[str, Profile] | None = None) -> str:
     # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
-    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci, guidance), indent=2) + "\n"
+    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci, guidance, profiles),
+                      indent=2) + "\n"
 
 
 def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
                  settings: Settings, ci: AutoBase | None = None,
-                 guidance: GuidancePlan | None = None) -> dict[str, Any]:
+                 guidance: GuidancePlan | None = None,
+                 profiles: Mapping[str, Profile] | None = None) -> dict[str, Any]:
     """The `preview --format json` document."""
     from ocr_hook.guidance.resolve import describe
+
+    profiles = profiles or {}
 
     files = [
         {
@@ -130,6 +143,9 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
             "removed": s.change.removed,
             "incomplete": s.incomplete,
             "guidance": [describe(g) for g in guidance.per_path.get(s.change.path, ())] if guidance else [],
+            # quick | standard | deep for a file to review (null for a skip), and why auto chose it
+            "effort": _effort_of(profiles, s.change.path, "name"),
+            "effort_reason": _effort_of(profiles, s.change.path, "why"),
         }
         for s in selected
     ]
@@ -153,8 +169,14 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
     return doc
 
 
+def _effort_of(profiles: Mapping[str, Profile], path: str, attr: str) -> str | None:
+    found = profiles.get(path)
+    return None if found is None else (getattr(found, attr) or None)
+
+
 def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None,
+                profiles: Mapping[str, Profile] | None = None) -> str:
     reviews = sum(1 for s in selected if s.action == "review")
     lines = [f"ocr-hook preview: {change_set.description}"]
     if ci is not None:
@@ -171,6 +193,9 @@ def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
         row = f"  {s.action:<6}  {s.change.status.value:<12}  {name:<{width}}  {counts:>13}"
         if s.reason:
             row += f"  {s.reason}" + ("  [incomplete]" if s.incomplete else "")
+        profile = (profiles or {}).get(s.change.path)
+        if profile is not None:
+            row += f"  effort: {profile.label}"
         lines.append(row.rstrip())
     if guidance is not None:
         guided = [s for s in selected if guidance.per_path.get(s.change.path)]

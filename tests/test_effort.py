@@ -357,3 +357,53 @@ def test_a_bad_risk_path_glob_is_a_config_error(tmp_path: Path) -> None:
     settings = dataclasses.replace(load(tmp_path, None, {}, environ={}), risk_paths=("!",))
     with pytest.raises(ConfigError, match="setting 'risk_paths'"):
         EffortPlan(settings, {})
+
+
+# --- compaction with thinking on -------------------------------------------------------------------------
+
+
+def test_compaction_keeps_what_the_api_requires_with_thinking_on(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                 sdk_env: dict[str, str]) -> None:
+    """Notes replace older turns and older tool output is elided while every turn carries signed thinking:
+    the fake answers 400 to any request whose pending tool call lost or changed its thinking blocks."""
+    from test_compaction import WINDOW, big_repo, main_loop, main_requests, notes_requests, read
+
+    root = big_repo(tmp_path)
+    fake_api.models.register(MODEL)
+    notes = "NOTES: read 1-260 of big.py; all calls to compute() pass literals."
+    fake_api.handle(lambda body: "Pause the review of" in str(body["messages"][-1]["content"][-1]),
+                    lambda body: Reply([thinking("Summing up."), text(notes)], delay_s=0.5))
+
+    def thoughtful(reply: Reply, n: int) -> Reply:
+        return Reply([thinking(f"Reading part {n}."), *reply.blocks])
+
+    turns = [read(1, 260), read(300, 20), read(400, 60), read(500, 170), read(700, 5)]
+    main_loop(fake_api, [thoughtful(r, n) for n, r in enumerate(turns)])
+    with review_job(root, sdk_env, context_window=WINDOW, plan_threshold=10_000, effort="standard") as job:
+        result = review_files(job)
+
+    assert [f.state for f in result.files] == ["reviewed"], result.files
+    assert fake_api.errors == [] and all(r.status == 200 for r in fake_api.requests)
+    asked = notes_requests(fake_api)
+    assert asked and asked[0].body["thinking"] == {"type": "adaptive"}  # same settings: the cached prefix holds
+    mains = main_requests(fake_api)
+    adopted = [r for r in mains if notes in str(r.body["messages"][0]["content"])]
+    assert adopted
+    for req in adopted:
+        last_assistant = req.body["messages"][-2]["content"]
+        assert last_assistant[0]["type"] == "thinking" and last_assistant[0]["signature"]
+
+
+def test_max_input_tokens_replaces_the_default_context_window(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str]) -> None:
+    from test_compaction import WINDOW, big_repo, main_loop, notes_requests, reads
+
+    fake_api.models.register(MODEL, max_input_tokens=WINDOW)
+    fake_api.handle(lambda body: "Pause the review of" in str(body["messages"][-1]["content"][-1]),
+                    lambda body: Reply([text("NOTES: nothing yet.")]))
+    main_loop(fake_api, reads(100, 6))  # within quick's 8 rounds
+    with review_job(big_repo(tmp_path), sdk_env, plan_threshold=10_000, effort="quick") as job:
+        assert job.settings.context_window == 200_000  # the shipped default: the model's own limit applies
+        result = review_files(job)
+    assert [f.state for f in result.files] == ["reviewed"]
+    assert notes_requests(fake_api)  # compaction started at 60 % of 24k, not of 200k

@@ -216,7 +216,7 @@ class FileReview:
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """Read-only look around; returns the checklist (if the model wrote one) and rounds used."""
         change = self.task.change
-        conv = self._new_conversation("plan")
+        conv = self._new_conversation("plan", await self._context_window(self.settings.model_for("plan")))
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds))])
@@ -242,7 +242,7 @@ class FileReview:
         change = self.task.change
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
-        conv = self._new_conversation("main")
+        conv = self._new_conversation("main", await self._context_window(self.settings.model_for("main")))
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
@@ -319,12 +319,23 @@ class FileReview:
 
     # --- compaction ------------------------------------------------------------------------------
 
-    def _new_conversation(self, phase: str) -> Conversation:
+    async def _context_window(self, model: str) -> int:
+        """The window compaction works against: the setting, or, while it is the shipped default, the
+        model's own max_input_tokens from the Models API when known (DESIGN.md section 8)."""
+        from ocr_hook import config_files
+
+        configured = self.settings.context_window
+        if configured != config_files.read_yaml("defaults.yaml")["context_window"]:
+            return configured
+        _, caps = await self._request_options(model)
+        return caps.max_input_tokens or configured
+
+    def _new_conversation(self, phase: str, window: int) -> Conversation:
         """A fresh conversation for a phase, with its own compactor (the previous one is closed)."""
         self._end_conversation()
         conv = Conversation()
         self._compactor = Compactor(
-            conv, self.settings.context_window, prompts.compact_request(self.path, NOTES_WORDS),
+            conv, window, prompts.compact_request(self.path, NOTES_WORDS),
             prompts.compact_notes, functools.partial(self._notes, phase=phase))
         return conv
 

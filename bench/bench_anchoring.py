@@ -38,13 +38,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ocr_hook.anchoring import Anchor, FileIndex, anchor, anchor_prepared, prepare
-from ocr_hook.anchoring_normalise import MIN_SOLE_CUT, is_ellipsis_line, is_trivial, norm_line
 from ocr_hook.changes import git
 from ocr_hook.changes.collect import diff_files
 from ocr_hook.changes.diff_parse import parse_changes
 from ocr_hook.changes.model import FileChange, FileStatus, Hunk
 from ocr_hook.errors import GitError
+from ocr_hook.findings.anchoring import Anchor, FileIndex, anchor, anchor_prepared, prepare
+from ocr_hook.findings.normalise import MIN_SOLE_CUT, is_ellipsis_line, is_trivial, norm_line
 
 PYPI = [("requests", "2.31.0", "2.32.3"), ("click", "8.1.3", "8.1.7"), ("packaging", "23.1", "24.0"),
         ("flask", "2.3.3", "3.0.3")]

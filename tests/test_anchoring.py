@@ -9,10 +9,10 @@ from pathlib import Path
 import gitrepo  # noqa: F401  (isolates git from user config for the whole test process)
 import pytest
 
-from ocr_hook.anchoring import Anchor, anchor, anchor_prepared, prepare
 from ocr_hook.changes import git
 from ocr_hook.changes.diff_parse import parse_changes
 from ocr_hook.changes.model import FileChange
+from ocr_hook.findings.anchoring import Anchor, anchor, anchor_prepared, prepare
 
 
 def change_of(tmp: Path, old: str, new: str) -> FileChange:

@@ -11,9 +11,9 @@ import difflib
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ocr_hook.anchoring import anchor, prepare
-from ocr_hook.anchoring_normalise import forms, is_trivial, norm_line
 from ocr_hook.changes.model import DiffLine, Hunk
+from ocr_hook.findings.anchoring import anchor, prepare
+from ocr_hook.findings.normalise import forms, is_trivial, norm_line
 
 # Lines chosen to collide: repeats, lines that look like diff markers, `N|` prefixes or `...`,
 # braces and keywords that are trivial, and the same code with different spacing.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ocr_hook.dedupe import dedupe
 from ocr_hook.findings import Category, Finding, Severity, fingerprint
+from ocr_hook.findings.dedupe import dedupe
 
 
 def make(path: str = "a.py", start: int = 10, end: int | None = None, severity: Severity = Severity.MEDIUM,

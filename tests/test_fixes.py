@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ocr_hook.findings import Category, Finding, Fix, Severity
-from ocr_hook.fixes import apply_fixes, compute_fix, settle
+from ocr_hook.findings.fixes import apply_fixes, compute_fix, settle
 from ocr_hook.reports.patch import file_diff, git_quoted
 from ocr_hook.secrets_mask import MARKER
 

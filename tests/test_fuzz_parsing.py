@@ -20,11 +20,11 @@ from gitrepo import commit_all, git, make_repo, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ocr_hook.anchoring import anchor
 from ocr_hook.changes import git as g
 from ocr_hook.changes.collect import diff_args
 from ocr_hook.changes.diff_parse import DiffParseError, parse_changes, parse_raw, split_patches
 from ocr_hook.changes.model import FileChange
+from ocr_hook.findings.anchoring import anchor
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 SHA_A = "a" * 40

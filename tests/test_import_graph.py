@@ -83,7 +83,7 @@ def agent_modules() -> list[str]:
 
 def test_agent_package_reaches_no_entry_point_code() -> None:
     graph = reachable_from(agent_modules())
-    assert "ocr_hook.agent.loop" in graph and "ocr_hook.anchoring" in graph  # the walk really follows imports
+    assert "ocr_hook.agent.loop" in graph and "ocr_hook.findings.anchoring" in graph  # the walk really follows imports
     bad = {name: via for name, via in graph.items()
            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)}
     assert bad == {}, f"forbidden imports reachable from ocr_hook.agent: {bad}"
@@ -111,7 +111,7 @@ import atexit, json, sys
 # where the interpreter did not load it at start-up: an editable install's site hook does.)
 WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib", "pathlib",
          "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server",
-         "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.fixes")
+         "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes")
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
@@ -165,4 +165,5 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     # unidiff parses the diff, hashlib keys the cache, the project's guidance is part of that key and the cached
     # finding's fix is settled against the others; nothing else on the watch list is needed (pathlib aside:
     # the result cache works with paths).
-    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.fixes", "ocr_hook.guidance", "unidiff"]
+    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.findings.fixes", "ocr_hook.guidance",
+                                                     "unidiff"]

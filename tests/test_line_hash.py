@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ocr_hook.line_hash import line_hash, line_hashes
+from ocr_hook.findings.line_hash import line_hash, line_hashes
 
 GREETINGS_WITH_NEWLINE = [
     "e9496ae3ebfced30:1", "fb7c023a8b9ccb3f:1", "ce8ba1a563dcdaca:1", "e20e36e16fcb0cc8:1",

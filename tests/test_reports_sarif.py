@@ -7,7 +7,7 @@ import pytest
 from report_samples import FILE_TEXTS, HOSTILE, ctx, finding, result, reviewed, rich_result
 from validators import validate_sarif
 
-from ocr_hook.line_hash import line_hash
+from ocr_hook.findings.line_hash import line_hash
 from ocr_hook.outcome import FileCoverage
 from ocr_hook.reports import renderer, write_report
 from ocr_hook.reports.sarif import MAX_RESULTS, OUR_FINGERPRINT, sarif_log

@@ -9,7 +9,7 @@ from report_samples import finding, result
 
 from ocr_hook import gate
 from ocr_hook.errors import ConfigError
-from ocr_hook.suppress import apply_suppressions, baseline_text, load_baseline, write_baseline
+from ocr_hook.findings.suppress import apply_suppressions, baseline_text, load_baseline, write_baseline
 
 TEXT = "\n".join([
     "def a():",                      # 1

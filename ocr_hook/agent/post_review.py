@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from ocr_hook.agent import excerpt, prompts
 from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import text_block
-from ocr_hook.anchoring import Anchor, FileIndex, anchor_prepared, prepare
 from ocr_hook.changes.model import FileChange
-from ocr_hook.dedupe import dedupe
 from ocr_hook.findings import Comment, Finding, Fix, Severity, fingerprint
-from ocr_hook.fixes import compute_fix
+from ocr_hook.findings.anchoring import Anchor, FileIndex, anchor_prepared, prepare
+from ocr_hook.findings.dedupe import dedupe
+from ocr_hook.findings.fixes import compute_fix
 from ocr_hook.secrets_mask import mask_secrets
 from ocr_hook.settings import Settings
 

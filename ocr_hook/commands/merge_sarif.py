@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 
 def run(inputs: Sequence[str], output: str) -> int:
-    from ocr_hook.reports.atomic_write import write_atomic
+    from ocr_hook.atomic_write import write_atomic
     from ocr_hook.reports.merge_sarif import merge_sarif
     from ocr_hook.reports.sarif import dump_sarif
 

@@ -81,7 +81,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget)
         if baseline_out:
-            from ocr_hook.suppress import write_baseline
+            from ocr_hook.findings.suppress import write_baseline
 
             write_baseline(baseline_out, result.findings)
         return Reviewed(result, change_set, texts, settings)
@@ -174,17 +174,17 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
                     settings: Settings) -> ReviewResult:
-    from ocr_hook.suppress import apply_suppressions, load_baseline
+    from ocr_hook.findings.suppress import apply_suppressions, load_baseline
 
     baseline = load_baseline(settings.baseline) if settings.baseline else frozenset()  # a bad file is an error
     if not result.findings:  # a clean (e.g. cached) run need not load the filter and its anchoring code
         return result
-    from ocr_hook import diff_filter
+    from ocr_hook.findings import filter_mode
 
-    kept, dropped = diff_filter.apply(result.findings, change_set.by_path(), settings.filter_mode)
+    kept, dropped = filter_mode.apply(result.findings, change_set.by_path(), settings.filter_mode)
     if dropped:
         result.dropped["filter_mode"] = result.dropped.get("filter_mode", 0) + dropped
-    from ocr_hook.fixes import settle
+    from ocr_hook.findings.fixes import settle
 
     result.findings = settle(apply_suppressions(kept, baseline, texts))
     return result

@@ -11,8 +11,8 @@ import os
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from ocr_hook.atomic_write import ReportWriteError, write_atomic
 from ocr_hook.outcome import ReviewResult
-from ocr_hook.reports.atomic_write import ReportWriteError, write_atomic
 from ocr_hook.reports.base import ReportContext
 
 Renderer = Callable[[ReviewResult, ReportContext], str]

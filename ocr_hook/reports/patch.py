@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+from ocr_hook.atomic_write import write_atomic
 from ocr_hook.findings import Finding, Fix
-from ocr_hook.reports.atomic_write import write_atomic
 
 CONTEXT_LINES = 3  # git's default, so the patch reads like `git diff`
 _C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
@@ -53,7 +53,7 @@ def file_diff(path: str, old: str, new: str) -> str:
     out = [f"diff --git {name_a} {name_b}\n", f"--- {name_a}{tab}\n", f"+++ {name_b}{tab}\n"]
     import difflib  # here, like the fixes: a hook run with no fix to write needs neither
 
-    from ocr_hook.fixes import split_keeping_ends
+    from ocr_hook.findings.fixes import split_keeping_ends
 
     body = difflib.unified_diff(split_keeping_ends(old), split_keeping_ends(new), n=CONTEXT_LINES)
     for number, line in enumerate(body):
@@ -68,7 +68,7 @@ def build_patch(findings: Iterable[Finding], file_texts: Mapping[str, str]) -> t
     findings = list(findings)
     if all(f.fix is None for f in findings):  # e.g. the idle hook run: an empty patch, nothing loaded
         return "", []
-    from ocr_hook.fixes import apply_fixes, settle, split_keeping_ends
+    from ocr_hook.findings.fixes import apply_fixes, settle, split_keeping_ends
     from ocr_hook.secrets_mask import mask_secrets
 
     by_path: dict[str, list[Fix]] = {}

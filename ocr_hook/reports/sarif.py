@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ocr_hook.findings import Category, Finding, Severity, shown_suggestion
-from ocr_hook.line_hash import line_hashes
+from ocr_hook.findings.line_hash import line_hashes
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, line_range, severity_order
 

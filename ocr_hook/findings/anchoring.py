@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from ocr_hook.anchoring_normalise import (
+from ocr_hook.changes.model import Hunk
+from ocr_hook.findings.normalise import (
     Form,
     Pattern,
     Segment,
@@ -29,7 +30,6 @@ from ocr_hook.anchoring_normalise import (
     pattern_is_sound,
     pattern_is_trivial,
 )
-from ocr_hook.changes.model import Hunk
 
 Stage = Literal["hunk_new", "hunk_old", "file"]
 Side = Literal["new", "old"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ocr_hook.anchoring import shown_lines
 from ocr_hook.changes.model import FileChange
 from ocr_hook.findings import Finding
+from ocr_hook.findings.anchoring import shown_lines
 
 FILTER_MODES = ("added", "diff_context", "file", "nofilter")
 

@@ -22,8 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ocr_hook.anchoring_normalise import clean_lines, unfenced, without_line_numbers, without_markers
 from ocr_hook.findings import Finding, Fix
+from ocr_hook.findings.normalise import clean_lines, unfenced, without_line_numbers, without_markers
 
 # Control characters and bidirectional overrides: never written into a file by a one-click fix (they
 # can make code read differently from what it does); such a suggestion stays text in the report.
@@ -42,7 +42,7 @@ class _Reading:
 
 
 def _readings(quote: str) -> list[_Reading]:
-    """The quote's literal readings in the anchoring's order (anchoring_normalise.forms)."""
+    """The quote's literal readings in the anchoring's order (normalise.forms)."""
     out = [_Reading(clean_lines(quote))]
     inner = unfenced(out[0].lines)
     if inner is not None:

@@ -10,8 +10,8 @@ import pytest
 from ocr_hook.changes import git
 from ocr_hook.changes.diff_parse import parse_changes
 from ocr_hook.changes.model import FileChange
-from ocr_hook.diff_filter import apply, keep_finding
 from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.findings.filter_mode import apply, keep_finding
 
 OLD = "".join(f"line {n}\n" for n in range(1, 41))
 # line 10 changed, 11-12 added, old line 30 deleted (new line 32 now stands where it was)

@@ -78,7 +78,7 @@ class Finding:
     existing_code: str = ""
     anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
     suppressed: str | None = None  # None, "baseline" or "inline"
-    fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.fixes), when it is one
+    fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.findings.fixes), when it is one
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 

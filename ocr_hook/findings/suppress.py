@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ocr_hook.atomic_write import write_atomic
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings import Finding
-from ocr_hook.reports.atomic_write import write_atomic
 
 BASELINE_VERSION = 1
 INLINE_MARKER = "ocr-hook: ignore"

@@ -269,24 +269,28 @@ def test_capability_lookup_at_most_once_a_day(calc_repo: Path, fake_api: FakeMes
 
 def test_the_budget_cap_holds_with_thinking_on(calc_repo: Path, fake_api: FakeMessagesAPI,
                                                sdk_env: dict[str, str]) -> None:
-    """Each turn thinks nearly to the raised max_tokens. Were thinking not part of a request's worst case,
-    the third request would still be sent and the bill would pass the cap."""
+    """Every turn thinks to nearly its max_tokens (billed as output). The cap still holds: each request's
+    worst case includes its room for thinking, and a tight cap shrinks that room instead of overspending."""
     fake_api.models.register(MODEL)
-    room = MAX_OUTPUT + THINKING_ROOM["standard"]
-    heavy = {"output_tokens": room - 100}
-    fake_api.script(main_opening("app/calc.py"), [
-        Reply([thinking(f"step {n}"), tool_use("file_find", {"query_name": f"n{n}"})], usage=heavy)
-        for n in range(10)])
-    fake_api.default(lambda body: Reply([thinking("closing"), done()], usage=heavy))
+
+    def thinker(body: dict[str, Any]) -> Reply:
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return Reply([thinking(f"step {turn}"), tool_use("file_find", {"query_name": f"n{turn}"})],
+                     usage={"output_tokens": body["max_tokens"] - 50})
+
+    fake_api.handle(lambda body: main_opening("app/calc.py") in str(body["messages"][0]), thinker)
     cap = 0.5
     with review_job(calc_repo, sdk_env, effort="standard", max_cost=cap) as job:
         result = review_files(job)
-        settings = job.settings
+        price = job.settings.pricing[MODEL]
     assert result.files[0].state == "failed" and "cost cap" in result.files[0].reason
-    assert fake_api.billed_cost(settings.pricing) <= cap
-    assert result.usage.cost_usd <= cap
-    per_request = room * settings.pricing[MODEL].output / 1e6
-    assert len(fake_api.requests) >= 2 and per_request * 3 > cap  # the cap bit on thinking output
+    assert fake_api.billed_cost(job.settings.pricing) <= cap and result.usage.cost_usd <= cap
+    sent = [r.body["max_tokens"] for r in fake_api.requests]
+    room = MAX_OUTPUT + THINKING_ROOM["standard"]
+    assert sent[0] == room  # room for thinking while the budget has it
+    assert min(sent) < room  # shrunk as the cap came near
+    # Thinking is billed as output: at the full room, the cap allows only a few such turns.
+    assert len(sent) < cap / (room * price.output / 1e6) + 3
 
 
 # --- the result cache and the profile --------------------------------------------------------------------
@@ -407,3 +411,18 @@ def test_max_input_tokens_replaces_the_default_context_window(tmp_path: Path, fa
         result = review_files(job)
     assert [f.state for f in result.files] == ["reviewed"]
     assert notes_requests(fake_api)  # compaction started at 60 % of 24k, not of 200k
+
+
+def test_the_quality_bench_has_a_config_per_profile_and_each_loads(tmp_path: Path) -> None:
+    configs = Path(__file__).resolve().parents[1] / "bench" / "quality_configs"
+    efforts = {load(tmp_path, str(c), {}, environ={}).effort for c in configs.glob("effort-*.yaml")}
+    assert efforts == {"quick", "standard", "deep"}
+
+
+def test_the_thinking_room_shrinks_to_what_the_budget_can_reserve() -> None:
+    from ocr_hook.agent.request_options import fitting_max_tokens
+
+    assert fitting_max_tokens(4096, 12288, lambda n: True) == 12288
+    assert fitting_max_tokens(4096, 12288, lambda n: n <= 7000) == 6144
+    assert fitting_max_tokens(4096, 12288, lambda n: False) == 4096  # the answer's own allowance stays
+    assert fitting_max_tokens(4096, 4096, lambda n: False) == 4096

@@ -197,15 +197,23 @@ class FileReview:
             found = self._options[model] = (options_for(self.task.profile, caps), caps)
         return found
 
+    def _fitting_max_tokens(self, model: str, base: int, wanted: int, input_tokens: int) -> int:
+        from ocr_hook.agent.request_options import fitting_max_tokens
+
+        return fitting_max_tokens(base, wanted, lambda limit: self.task.budget.fits(model, input_tokens, limit))
+
     async def _send(self, conv: Conversation, phase: str, model: str, max_tokens: int | None = None) -> Any:
         tools_api = tools_param(registry.tools_for_phase(phase))
         if self._compactor is not None and await self._compactor.before_request(
                 lambda: conv.estimate_tokens(self.system, tools_api)):
             self._older_turns_changed()
         options, caps = await self._request_options(model)
-        response = await self.api.create(
-            model=model, max_tokens=options.max_tokens(max_tokens or self.settings.max_output_tokens, caps.max_tokens),
-            system=self.system, tools=tools_api, messages=conv.for_request(), **options.as_params())
+        base = max_tokens or self.settings.max_output_tokens
+        limit = options.max_tokens(base, caps.max_tokens)
+        if limit > base:
+            limit = self._fitting_max_tokens(model, base, limit, conv.estimate_tokens(self.system, tools_api))
+        response = await self.api.create(model=model, max_tokens=limit, system=self.system, tools=tools_api,
+                                         messages=conv.for_request(), **options.as_params())
         self.requests += 1
         if response.stop_reason == "refusal":
             raise _End("model", "the model declined to review this file (refusal)")

@@ -7,6 +7,7 @@ capabilities unknown neither is sent. No sampling parameter is ever sent (curren
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +16,11 @@ from ocr_hook.effort import Profile
 
 # Output tokens added to a request's max_tokens when thinking is on: thinking counts against max_tokens
 # (and is billed as output, so the budget reserves it as part of the request's worst case). Adaptive
-# thinking decides its own depth; this is its ceiling per turn.
-THINKING_ROOM = {"standard": 8_192, "deep": 16_384}
-DEFAULT_THINKING_ROOM = 8_192
+# thinking decides its own depth; this is its ceiling per turn. Sized so that the default concurrency
+# (8 files in flight) of deep requests fits the default $2 cap: 8 x (4,096 + 8,192) output tokens at
+# $15 per million is about $1.50 of reservations.
+THINKING_ROOM = {"standard": 4_096, "deep": 8_192}
+DEFAULT_THINKING_ROOM = 4_096
 
 
 @dataclass(frozen=True)
@@ -50,3 +53,13 @@ def options_for(profile: Profile | None, caps: Capabilities) -> RequestOptions:
     output_config = {"effort": profile.output_effort} if caps.supports_effort(profile.output_effort) else None
     room = THINKING_ROOM.get(profile.name, DEFAULT_THINKING_ROOM) if thinking else 0
     return RequestOptions(thinking, output_config, room)
+
+
+def fitting_max_tokens(base: int, wanted: int, fits: Callable[[int], bool]) -> int:
+    """`wanted` (the answer's allowance plus the thinking room), or the largest of its halvings down to
+    `base` that the budget can reserve now: a tight cost cap shrinks the room for thinking (thinking
+    then shares the answer's allowance) instead of refusing the request."""
+    limit = wanted
+    while limit > base and not fits(limit):
+        limit = max(base, limit // 2)
+    return limit

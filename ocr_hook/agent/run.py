@@ -117,12 +117,11 @@ def _profile(job: ReviewJob, path: str) -> Profile:
     """The file's effort profile: the entry point's choice, else what the settings and environment say."""
     from ocr_hook.effort import EffortPlan
 
-    if job.profiles is None:
-        job.profiles = {}
-    found = job.profiles.get(path)
+    found = job.profiles.get(path) if job.profiles is not None else None
     if found is None:
-        found = EffortPlan(job.settings, job.environ).for_path(path)
-        job.profiles = {**job.profiles, path: found}
+        plan = EffortPlan(job.settings, job.environ)  # once per job: every file's profile at once
+        job.profiles = {**{f.path: plan.for_path(f.path) for f in job.files}, **(job.profiles or {})}
+        found = job.profiles.get(path) or plan.for_path(path)
     return found
 
 

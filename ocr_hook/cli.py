@@ -168,6 +168,20 @@ def merge_sarif(inputs: tuple[str, ...], output: str) -> None:
     sys.exit(merge_cmd.run(inputs, output))
 
 
+@cli.command("github-review")
+@click.option("--from", "report", required=True, metavar="REPORT.json", type=click.Path(dir_okay=False),
+              help="The review's --format json report (--json-output).")
+def github_review(report: str) -> None:
+    """Publish a report as one review on the GitHub pull request of this Actions run.
+
+    Inline comments (with suggested changes) on the diff's lines, the rest in the review's body; a
+    re-run does not repeat a comment. Needs GITHUB_TOKEN with pull-requests: write. Publishing never
+    changes the gate: anything that stops it is one line on standard error and exit 0."""
+    from ocr_hook.commands import github_review as github_review_cmd
+
+    sys.exit(github_review_cmd.run(report))
+
+
 @cli.command("mcp")
 @click.option("--repo", metavar="PATH", help="The repository to serve (default: the current directory); "
                                              "the server reviews this repository only.")

@@ -15,7 +15,7 @@ import ocr_hook
 
 PACKAGE_ROOT = Path(ocr_hook.__file__).resolve().parent
 FORBIDDEN = ("click", "pre_commit", "ocr_hook.reports", "ocr_hook.cli", "ocr_hook.commands", "mcp",
-             "ocr_hook.mcp_server")
+             "ocr_hook.mcp_server", "ocr_hook.publish")
 
 
 def module_file(name: str) -> Path | None:
@@ -111,7 +111,8 @@ import atexit, json, sys
 # where the interpreter did not load it at start-up: an editable install's site hook does.)
 WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib", "pathlib",
          "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server",
-         "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes")
+         "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes",
+         "ocr_hook.publish")
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))

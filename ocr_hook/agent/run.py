@@ -236,7 +236,7 @@ def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
 
     settings = job.settings
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(job.environ)
-    return CapabilityLookup(api.sdk_client, settings.provider, cache_dir)
+    return CapabilityLookup(api.sdk_client, settings.provider, cache_dir, remaining_s=job.budget.remaining_seconds)
 
 
 def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -> dict[str, FileGuidance]:

@@ -108,3 +108,11 @@ def test_mcp_effort_argument(tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env:
     assert "thinking" not in body and body["output_config"] == {"effort": "low"}
     assert [f["effort"] for f in preview.structured_content["files"]] == ["deep"]
     assert bad.is_error and "effort" in bad.content[0].text
+
+
+def test_preview_estimates_fewer_requests_for_quick(tmp_path: Path, sdk_env: dict[str, str]) -> None:
+    repo = calc_repo(tmp_path / "repo")
+    tokens = {effort: json.loads(run_cli(repo, "preview", "--format", "json", "--effort", effort,
+                                         env=hook_env(sdk_env)).stdout)["estimate"]["input_tokens"]
+              for effort in ("quick", "standard", "deep")}
+    assert tokens["quick"] < tokens["standard"] < tokens["deep"]

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 # SYSTEM_ALLOWANCE covers the system prompt, tool definitions and instructions. Every model turn
 # re-sends the whole conversation, and a file typically takes a plan request, a few main-loop turns
 # and a review-filter request, so the first request's size is counted TURN_FACTOR times. Cache
-# discounts are ignored, so real bills are usually lower.
+# discounts are ignored, so real bills are usually lower. The effort profile changes the number of
+# requests (ocr_hook.effort): quick has no plan phase and often one turn; deep plans every file.
 SYSTEM_ALLOWANCE = 3_000
 TURN_FACTOR = 5
+TURN_FACTORS = {"quick": 2, "standard": TURN_FACTOR, "deep": 7}
 OUTPUT_ALLOWANCE = 2_000
 _PER_MILLION = 1_000_000
 
@@ -85,25 +87,26 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
         from ocr_hook.guidance.resolve import resolve_guidance
 
         guidance = resolve_guidance(change_set, settings, [s.change.path for s in selected])
-        estimate = estimate_cost(selected, snapshot, settings, guidance)
+        from ocr_hook.effort import profiles_for
+
+        profiles = profiles_for([s.change.path for s in selected if s.action == "review"], settings, environ)
+        estimate = estimate_cost(selected, snapshot, settings, guidance, profiles)
     finally:
         snapshot.close()
-    from ocr_hook.effort import profiles_for
-
-    profiles = profiles_for([s.change.path for s in selected if s.action == "review"], settings, environ)
     return Previewed(change_set, list(selected), estimate, settings, ci, guidance, profiles)
 
 
 def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings,
-                  guidance: GuidancePlan | None = None) -> Estimate:
+                  guidance: GuidancePlan | None = None, profiles: Mapping[str, Profile] | None = None) -> Estimate:
     reviewed = [s.change for s in selected if s.action == "review"]
     input_tokens = 0
     for change in reviewed:
         text = snapshot.read_text(change.path) or ""
         # The file's guidance rides in the system prompt of every request, like the allowance.
         guide = sum(estimate_tokens(t) for t in guidance.sections(change.path)) if guidance else 0
-        input_tokens += (SYSTEM_ALLOWANCE + guide + estimate_tokens(change.patch) + estimate_tokens(text)) \
-            * TURN_FACTOR
+        profile = (profiles or {}).get(change.path)
+        factor = TURN_FACTORS[profile.name] if profile is not None else TURN_FACTOR
+        input_tokens += (SYSTEM_ALLOWANCE + guide + estimate_tokens(change.patch) + estimate_tokens(text)) * factor
     output_tokens = OUTPUT_ALLOWANCE * len(reviewed)
     price = settings.price_for(settings.model)
     if price is None:

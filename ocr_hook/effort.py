@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ocr_hook import config_files
 from ocr_hook.errors import ConfigError
 from ocr_hook.settings import Settings
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.globs import GitIgnoreGlobs
 
 PROFILES = ("quick", "standard", "deep")
 EFFORT_CHOICES = ("auto", *PROFILES)
@@ -86,7 +90,7 @@ class EffortPlan:
             if problem is not None:
                 raise ConfigError(f"setting 'risk_paths': {problem}")
             self._risk = GitIgnoreGlobs(settings.risk_paths)
-        self._rule_globs: dict[int, object] = {}
+        self._rule_globs: dict[int, GitIgnoreGlobs] = {}
 
     def _rule_effort(self, path: str) -> tuple[str, str] | None:
         """The effort of the last `rules:` entry with an `effort:` whose paths match (later entries win,
@@ -98,7 +102,7 @@ class EffortPlan:
             globs = self._rule_globs.get(rule.number)
             if globs is None:
                 globs = self._rule_globs[rule.number] = GitIgnoreGlobs(rule.paths)
-            if globs.check_file(path).include:  # type: ignore[attr-defined]
+            if globs.check_file(path).include:
                 found = (effort, f"rules[{rule.number}]")
         return found
 

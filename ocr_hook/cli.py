@@ -96,6 +96,10 @@ def cli() -> None:
 @click.option("--concurrency", type=int, metavar="N", help="Files reviewed at once.")
 @click.option("--no-cache", is_flag=True, default=None, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", metavar="DIR", help="Where the result cache lives (e.g. a CI cache path).")
+@click.option("--no-memory", is_flag=True, default=None,
+              help="Review from scratch: neither read nor write review memory (carried, late, resolved).")
+@click.option("--late-findings", type=click.Choice(["advisory", "block"]),
+              help="Whether findings raised now on lines unchanged since the last review block (default advisory).")
 @click.option("--no-review-filter", is_flag=True, default=None, help="Keep every comment; skip the filter request.")
 @click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
 @click.option("--shard", metavar="I/N", help="Review only share I of N of the files (CI matrix).")
@@ -109,6 +113,8 @@ def review(**kw: Any) -> None:
     kw["format"] = kw.pop("format_")
     if kw.pop("no_cache"):
         kw["cache"] = False
+    if kw.pop("no_memory"):
+        kw["memory"] = False
     if kw.pop("no_review_filter"):
         kw["review_filter"] = False
     sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard))

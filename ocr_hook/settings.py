@@ -27,6 +27,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
     "provider": ("anthropic", "bedrock", "vertex"),
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
+    "late_findings": ("advisory", "block"),
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
@@ -82,6 +83,8 @@ class Settings:
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
     effort: str = "auto"  # auto | quick | standard | deep (ocr_hook.effort)
     risk_paths: tuple[str, ...] = ()  # gitignore-style globs auto reviews one level deeper
+    memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
+    late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""

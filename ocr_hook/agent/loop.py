@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent.request_options import RequestOptions
     from ocr_hook.budget import Budget
     from ocr_hook.effort import Profile
+    from ocr_hook.findings.memory import MemoryPlan
 
 # The plan phase is a short look around, never most of a file's rounds.
 PLAN_MAX_ROUNDS = 5
@@ -66,6 +67,8 @@ class FileTask:
     guidance: FileGuidance | None = None  # the project's guidance for this file
     profile: Profile | None = None  # the file's effort profile (ocr_hook.effort); None: as standard
     capabilities: CapabilityLookup | None = None  # None: capabilities unknown (no thinking, no effort)
+    # Review memory: the interdiff since the last review and the earlier findings to re-check
+    memory: MemoryPlan | None = None
 
 
 @dataclass
@@ -162,7 +165,10 @@ class FileReview:
         try:
             rounds = self.rounds_limit
             checklist = None
-            planned = plan_rounds(self.task.change, self.settings, self.task.profile)
+            # A re-review's focus is the interdiff since the last review, not the whole change to plan for.
+            memory = self.task.memory
+            planned = plan_rounds(self.task.change, self.settings, self.task.profile) \
+                if memory is None or not memory.interdiff.changed else 0
             if planned:
                 checklist, used = await self._plan(planned)
                 rounds -= used
@@ -254,7 +260,8 @@ class FileReview:
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
-            await self._opening_text()))])
+            await self._opening_text())),
+            *self._memory_blocks()])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = 0
         for round_no in range(1, rounds + 1):
@@ -319,6 +326,13 @@ class FileReview:
         else:
             extent = f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
         return shown, extent
+
+    def _memory_blocks(self) -> list[dict[str, Any]]:
+        """The re-review's focus, after the first main-loop message: the interdiff since the last review
+        and the earlier findings on changed lines to re-check (none without review memory)."""
+        if self.task.memory is None or not self.task.memory.interdiff.changed:
+            return []  # same content as at the last review (cache off): a plain review, classified after
+        return [text_block(self.mask(prompts.memory_focus(self.task.memory)))]
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.changes.ci_base import AutoBase, resolve_auto_base
-from ocr_hook.changes.collect import AUTO_BASE, repo_relative_paths
+from ocr_hook.changes.ci_base import AutoBase
+from ocr_hook.changes.collect import repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.selection import Selected
@@ -75,12 +75,8 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
     settings = load(Path(root), config_file, flags=flags or {}, environ=environ)
-    ci = None
-    if scope.kind == "base" and scope.base == AUTO_BASE:
-        # Detected here rather than inside collect_changes, so the preview can say what it found.
-        ci = resolve_auto_base(root, environ)
-        scope = scope._replace(base=ci.ref)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
+    ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
     snapshot = open_snapshot(root, change_set)
     try:
         selected = select_files(change_set, snapshot, settings)

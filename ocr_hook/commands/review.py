@@ -18,10 +18,13 @@ from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
+    from ocr_hook.agent import FileGuidance
     from ocr_hook.budget import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.findings import Finding
     from ocr_hook.guidance.resolve import GuidancePlan
+    from ocr_hook.memory_store import MemoryStore
     from ocr_hook.reports import ReportContext
 
 
@@ -78,8 +81,9 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
 
     snapshot = open_snapshot(root, change_set)
     try:
+        memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
-                                          on_budget)
+                                          on_budget, memory)
         if baseline_out:
             from ocr_hook.findings.suppress import write_baseline
 
@@ -87,6 +91,20 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
+
+
+def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
+                 environ: Mapping[str, str]) -> MemoryStore | None:
+    """Review memory for this review's line of work, or None (memory off; --commit and --from/--to)."""
+    if not settings.memory:
+        return None
+    from pathlib import Path
+
+    from ocr_hook.memory_store import open_memory
+    from ocr_hook.result_cache import default_cache_dir
+
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
+    return open_memory(cache_dir, root, scope, environ, base_ref=change_set.base_ref)
 
 
 def check_output_paths(paths: Sequence[str | None]) -> None:
@@ -110,7 +128,8 @@ def check_output_paths(paths: Sequence[str | None]) -> None:
 def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
                       on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                       shard: str | None,
-                      on_budget: Callable[[Budget], None] | None = None) -> tuple[ReviewResult, dict[str, str]]:
+                      on_budget: Callable[[Budget], None] | None = None,
+                      memory: MemoryStore | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
     from ocr_hook.changes.selection import select_files
@@ -129,11 +148,12 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     from ocr_hook.guidance.resolve import resolve_guidance
 
     guidance = resolve_guidance(change_set, settings, [c.path for c in to_review])
+    job_guidance: dict[str, FileGuidance] = {}
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
-        result = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started, on_budget,
-                            guidance)
+        result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
+                                          on_budget, guidance, memory)
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
@@ -142,14 +162,44 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = apply_ignore_categories(result, guidance)
     result.scope = change_set.description
     result.elapsed_s = time.monotonic() - started
+    result.late_findings = settings.late_findings
     texts = _file_texts(result, snapshot)
-    return _apply_policies(result, change_set, texts, settings), texts
+    result = _apply_policies(result, change_set, texts, settings)
+    if memory is not None:
+        _remember(memory, result, snapshot, settings, job_guidance)
+    return result, texts
+
+
+def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
+              guidance: Mapping[str, FileGuidance]) -> None:
+    """Record every file whose review completed, as it was sent (masked), with its findings."""
+    from ocr_hook.agent import context_parts
+    from ocr_hook.memory_store import remembered_file
+    from ocr_hook.secrets_mask import mask_secrets
+
+    done = [f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete]
+    if not done:
+        return
+    by_path: dict[str, list[Finding]] = {}
+    for finding in result.findings:
+        by_path.setdefault(finding.path, []).append(finding)
+    files = []
+    for path in done:
+        content = snapshot.read_text(path)
+        if content is None:
+            continue
+        files.append(remembered_file(path, mask_secrets(content)[0], context_parts(settings, guidance.get(path)),
+                                     by_path.get(path, [])))
+    memory.record(files, result.findings)
+    if memory.last_error:
+        result.notes.append(memory.last_error)
 
 
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                on_budget: Callable[[Budget], None] | None,
-               guidance: GuidancePlan | None = None) -> ReviewResult:
+               guidance: GuidancePlan | None = None,
+               memory: MemoryStore | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from pathlib import Path
 
@@ -169,7 +219,9 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     if guidance is not None:
         job.guidance = {path: FileGuidance(sections, shared) for path, (sections, shared)
                         in guidance.prompt_guidance([f.path for f in files]).items()}
-    return review_files(job)
+    if memory is not None:
+        job.memory, job.memory_id = memory.load(), memory.record_key
+    return review_files(job), dict(job.guidance)
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],

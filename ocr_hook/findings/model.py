@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+STATUSES = ("new", "carried", "late")
+
 
 class Severity(StrEnum):
     CRITICAL = "critical"
@@ -79,6 +81,9 @@ class Finding:
     anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
     suppressed: str | None = None  # None, "baseline" or "inline"
     fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.findings.fixes), when it is one
+    # Review memory (ocr_hook.findings.memory): "new", "carried" from the last review, or "late" (raised
+    # now on lines unchanged since then). Not part of a finding's identity.
+    status: str = field(default="new", compare=False, hash=False)
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 

@@ -118,6 +118,24 @@ _FINDING: dict[str, Any] = {
                            "end_line": {"type": "integer", "minimum": 1},
                            "replacement": {"type": "string"}},
         },
+        "status": {"type": "string", "enum": ["new", "carried", "late"],
+                   "description": ("Against the last review of this branch (review memory): new; carried from "
+                                   "it; or late: raised now on lines unchanged since then (advisory unless "
+                                   "late_findings is block).")},
+    },
+}
+
+_RESOLVED: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "fingerprint", "severity", "category", "message", "start_line", "end_line"],
+    "properties": {
+        "path": {"type": "string"},
+        "fingerprint": {"type": "string"},
+        "severity": {"type": "string", "enum": [s.value for s in Severity]},
+        "category": {"type": "string", "enum": [c.value for c in Category]},
+        "message": {"type": "string"},
+        "start_line": {"type": "integer", "minimum": 0, "description": "At the earlier review."},
+        "end_line": {"type": "integer", "minimum": 0},
     },
 }
 
@@ -138,6 +156,8 @@ REVIEW_OUTPUT: dict[str, Any] = {
         "fail_on": {"type": "string", "enum": list(FAIL_ON_CHOICES)},
         "scope": {"type": "string"},
         "findings": {"type": "array", "items": _FINDING},
+        "resolved": {"type": "array", "items": _RESOLVED,
+                     "description": "Findings of the last review that this review found fixed."},
         "coverage": {
             "type": "object",
             "required": ["reviewed", "cached", "skipped", "failed"],

@@ -66,6 +66,8 @@ def finding_annotation(f: Finding) -> str:
     if suggestion:
         message += "\n\nSuggested code:\n" + sanitize_text(suggestion)
     title = f"ocr-hook: {f.severity.value} {f.category.value}"
+    if f.status != "new":  # review memory: carried from the last review, or raised late on unchanged lines
+        title += f" ({f.status})"
     path = sanitize_text(f.path)
     if not f.anchored:
         return annotation(LEVEL[f.severity], _clip(message + "\n\n(about the whole file)", MAX_MESSAGE),

@@ -155,6 +155,7 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
         properties["security-severity"] = SECURITY_SEVERITY[f.severity]
     if f.anchor_note:
         properties["anchorNote"] = f.anchor_note
+    properties["reviewStatus"] = f.status  # review memory: new, carried or late
     fingerprints = {OUR_FINGERPRINT: f.fingerprint}
     if hashes is not None and start <= len(hashes):
         fingerprints[GITHUB_LINE_HASH] = hashes[start - 1]
@@ -168,6 +169,9 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
             "region": {"startLine": start, "endLine": end},
         }}],
         "partialFingerprints": fingerprints,
+        # Against the last review (review memory): carried findings are unchanged; late ones were not
+        # reported before, so they are new to whoever reads this log.
+        "baselineState": "unchanged" if f.status == "carried" else "new",
         "properties": properties,
     }
     if f.fix is not None:
@@ -251,6 +255,12 @@ def sarif_log(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     note_paths = {note.text: note.path for note in result.file_notes}  # a note about one file points at it
     for note in result.notes:
         notifications.append(_notification("note", note, f"{TOOL_NAME}/note", note_paths.get(note)))
+    # Resolved findings are not results (code scanning would show them as open alerts): notes instead.
+    for f in sorted(result.resolved, key=lambda f: (f.path, f.start_line, f.fingerprint)):
+        where = f"{f.path}:{f.start_line}" if f.anchored and f.start_line >= 1 else f.path
+        notifications.append(_notification(
+            "note", f"resolved since the last review: {where} [{f.severity.value} {f.category.value}] {f.message}",
+            f"{TOOL_NAME}/resolved", f.path))
     if dropped:
         notifications.append(cut_notification(dropped, MAX_RESULTS))
 

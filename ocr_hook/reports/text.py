@@ -25,6 +25,16 @@ _STYLE = {"path": "\x1b[1m", "add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b
 _INDENT = "    "
 
 
+def _status_label(status: str, late_findings: str) -> str:
+    """Review memory's status as a finding's header shows it ("new" needs no label)."""
+    if status == "carried":
+        return "  (carried from the last review)"
+    if status == "late":
+        effect = "blocking: late_findings is block" if late_findings == "block" else "advisory"
+        return f"  (late: on lines unchanged since the last review; {effect})"
+    return ""
+
+
 def _paint(text: str, style: str, color: bool) -> str:
     return f"{style}{text}{_RESET}" if color and text else text
 
@@ -70,7 +80,7 @@ def _diff_line(line: str, color: bool) -> str:
     return _paint(line, style, color) if style else line
 
 
-def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
+def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "advisory") -> list[str]:
     path = safe_for_log(finding.path)
     if finding.anchored and finding.start_line >= 1:
         where = f"{path}:{finding.start_line}"
@@ -79,7 +89,9 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
     else:
         where = f"{path} (whole file: the quoted code was not found)"
     badge = _paint(f"[{finding.severity.value.upper()}]", _BADGE_STYLE[finding.severity], ctx.color)
-    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}"]
+    label = _status_label(finding.status, late_findings)
+    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}"
+           + (_paint(label, _STYLE["dim"], ctx.color) if label else "")]
     out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
     if finding.anchor_note:
         out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
@@ -111,9 +123,15 @@ def summary_line(result: ReviewResult) -> str:
             f"{counts[s]} {s.value}" for s in Severity if counts[s]) + ")"
     else:
         findings = "no findings"
+    remembered = Counter(f.status for f in active if f.status != "new")
+    if remembered:  # review memory: how much of it the last review already knew
+        findings = findings[:-1] + "; " + ", ".join(f"{remembered[s]} {s}" for s in ("carried", "late")
+                                                    if remembered[s]) + ")"
     suppressed = len(result.findings) - len(active)
     if suppressed:
         findings += f", {suppressed} suppressed"
+    if result.resolved:
+        findings += f", {len(result.resolved)} resolved since the last review"
     u = result.usage
     tokens = f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
     if u.cache_read_input_tokens or u.cache_creation_input_tokens:
@@ -159,7 +177,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
                 lines.append("")
             current = finding.path
             lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
-        lines += _finding_block(finding, ctx)
+        lines += _finding_block(finding, ctx, result.late_findings)
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
         if entries:
@@ -167,6 +185,12 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             for f in entries:
                 mark = " [review incomplete]" if f.incomplete or f.state == "failed" else ""
                 lines.append(f"  {safe_for_log(f.path)} — {safe_for_log(f.reason or f.state)}{mark}")
+    if result.resolved:
+        lines += ["", f"Resolved since the last review: {len(result.resolved)}"]
+        for f in sorted_findings(result.resolved):
+            where = safe_for_log(f.path) + (f":{f.start_line}" if f.anchored and f.start_line >= 1 else "")
+            lines.append(f"  {where}  [{f.severity.value.upper()}] {f.category.value}: "
+                         f"{safe_for_log(' '.join(f.message.split()))}")
     lines += _effort_lines(result)
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))

@@ -87,6 +87,9 @@ def cli() -> None:
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               help="Which findings to keep by where they are (reviewdog's meanings; default diff_context).")
 @click.option("--model", help="Model for the review loop.")
+@click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
+              help="How deep each file's review goes (default auto: quick under pre-commit, standard in CI "
+                   "and elsewhere, risky paths one level deeper).")
 @click.option("--max-cost", type=float, metavar="USD", help="Cost ceiling for the whole run.")
 @click.option("--max-tokens", type=int, metavar="N", help="Token ceiling for the whole run.")
 @click.option("--timeout", type=float, metavar="SECONDS", help="Wall-clock deadline for the whole run.")
@@ -121,12 +124,16 @@ def review(**kw: Any) -> None:
 @_scope_options
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               help="Text for people, JSON for scripts.")
+@click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
+              help="Show the profiles a review with this --effort would use.")
 def preview(**kw: Any) -> None:
-    """Show what would be reviewed, what is skipped and why, and the estimated cost. Calls no model."""
+    """Show what would be reviewed, what is skipped and why, each file's effort profile, and the estimated
+    cost. Calls no model."""
     from ocr_hook.commands import preview as preview_cmd
 
     scope = _scope(kw)
-    sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
+    sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_"),
+                             flags={"effort": kw.pop("effort")}))
 
 
 @cli.command()

@@ -16,6 +16,7 @@ class FileCoverage:
     # True when the file should have been reviewed and was not (size limit, budget, time, API
     # failure). Policy skips (binary, deleted, excluded, sensitive) leave it False.
     incomplete: bool = False
+    effort: str | None = None  # the profile the file was reviewed with (quick | standard | deep)
 
 
 @dataclass(frozen=True, slots=True)

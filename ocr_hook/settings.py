@@ -26,6 +26,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
     "provider": ("anthropic", "bedrock", "vertex"),
+    "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
@@ -80,6 +81,8 @@ class Settings:
     language: str
     pricing: Mapping[str, Price] = field(default_factory=dict)
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
+    effort: str = "auto"  # auto | quick | standard | deep (ocr_hook.effort)
+    risk_paths: tuple[str, ...] = ()  # gitignore-style globs auto reviews one level deeper
     memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
     late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
     dismissals_file: str = ".ocr-hook/dismissed.yaml"  # repo-relative (DESIGN.md 9, ocr_hook.findings.dismissals)

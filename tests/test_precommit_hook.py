@@ -87,6 +87,7 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
             "severity": "high", "category": "bug"}]})]),
         Reply([tool_use("task_done", {"state": "DONE"})]),
     ])
+    fake_api.models.register("claude-sonnet-5-5")  # a model that could think, and take any effort
     before = repo_state(repo)
     proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env, "ocr-hook")
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -94,6 +95,10 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
     assert "app.py:2" in proc.stdout
     assert any(r.path.endswith("/messages") for r in fake_api.requests)
     assert repo_state(repo) == before
+    # pre-commit sets PRE_COMMIT=1, so effort auto is quick: no thinking, effort low (DESIGN.md section 8).
+    main = [r.body for r in fake_api.requests if "Review the change to `app.py`" in r.first_user_text]
+    assert main and all("thinking" not in b and b["output_config"] == {"effort": "low"} for b in main)
+    assert "(1 quick)" in proc.stdout
 
 
 def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):

@@ -19,6 +19,7 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.budget import Budget
+    from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import Remembered
     from ocr_hook.result_cache import ResultCache
 
@@ -53,6 +54,8 @@ class ReviewJob:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # path → the project's guidance for that file (REVIEW.md etc. from the trusted revision)
     guidance: Mapping[str, FileGuidance] = field(default_factory=dict)
+    # path → effort profile (ocr_hook.effort); None or a missing path: from the settings and environ
+    profiles: Mapping[str, Profile] | None = None
     # Review memory (DESIGN.md 7): path → the file as its last review saw it; None: memory is off.
     memory: Mapping[str, Remembered] | None = None
     memory_id: str | None = None  # names that memory (repository and line of work), for the result cache

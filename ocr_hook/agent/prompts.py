@@ -20,6 +20,7 @@ PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
     "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "memory.md",
+    "file_text.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200
@@ -104,11 +105,17 @@ def plan_message(path: str, status: str, changed_lines: int, diff: str, other_pa
 
 
 def main_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
-                 rounds: int, checklist: str | None) -> str:
+                 rounds: int, checklist: str | None, file_text: tuple[str, str] | None = None) -> str:
+    """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text)."""
     checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
-    return render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
+    text = render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
                   other_files=other_files_list(other_paths), diff=fence(diff, "diff"),
                   checklist=checklist_text)
+    if file_text is not None:
+        lines, extent = file_text
+        text = text.rstrip("\n") + "\n\n" + render("file_text.md", path=path, extent=extent,
+                                                   lines=fence(lines)).strip() + "\n"
+    return text
 
 
 def memory_focus(plan: MemoryPlan) -> str:

@@ -21,8 +21,10 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
+    from ocr_hook.agent.capabilities import CapabilityLookup
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
 
 
@@ -59,7 +61,7 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None) -> d
 
 
 def result_key(change: FileChange, content: str | None, settings: Settings,
-               guidance: FileGuidance | None = None) -> str:
+               guidance: FileGuidance | None = None, profile: Profile | None = None) -> str:
     """Everything that decides a file's findings; any change means a fresh review."""
     from ocr_hook.result_cache import cache_key
 
@@ -68,6 +70,8 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         "patch": change.patch,
         "content": content if content is not None else "\0(absent)",
         **context_parts(settings, guidance),
+        # A deep review's findings are not a quick one's: each profile has its own entry.
+        "effort": profile.name if profile is not None else "standard",
     })
 
 
@@ -109,29 +113,34 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
                       mask: SecretMasker, other_paths: tuple[str, ...],
-                      guidance: FileGuidance | None = None) -> _FileResult:
+                      guidance: FileGuidance | None = None,
+                      capabilities: CapabilityLookup | None = None) -> _FileResult:
     import asyncio
 
     from ocr_hook.agent.loop import FileReview, FileTask
     from ocr_hook.agent.post_review import finish_file
 
     path = change.path
+    profile = _profile(job, path)
+    effort = profile.name
     job.on_event(path, "reviewing", "")
     content = await asyncio.to_thread(job.snapshot.read_text, path)
     plan, memory_note = memory_plan(job, change, content)
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                    budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan)
+                    budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
+                    capabilities=capabilities)
     outcome = await FileReview(task, api, mask).run()
     if memory_note:
         outcome.notes.insert(0, memory_note)
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
-        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True), notes=outcome.notes)
+        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True, effort=effort),
+                           notes=outcome.notes)
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
                              api=None if outcome.stopped_by in ("api", "internal") else api,
-                             guidance=guidance)
+                             guidance=guidance, profile=profile)
     notes = outcome.notes + post.notes
     findings, resolved = post.findings, []
     if plan is not None:
@@ -144,19 +153,32 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
                         f"{len(plan.recheck)} re-checked, {len(resolved)} resolved)")
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
-        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(findings), incomplete=True)
+        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(findings), incomplete=True,
+                                effort=effort)
     else:
         job.on_event(path, "done", f"{len(findings)} comment(s)")
-        coverage = FileCoverage(path, "reviewed", comments=len(findings))
+        coverage = FileCoverage(path, "reviewed", comments=len(findings), effort=effort)
         if job.cache is not None and key is not None and post.complete:
             job.cache.put(key, findings, resolved, memory=job.memory_id if plan is not None else None)
     return _FileResult(coverage, findings, notes, post.dropped, resolved)
 
 
+def _profile(job: ReviewJob, path: str) -> Profile:
+    """The file's effort profile: the entry point's choice, else what the settings and environment say."""
+    from ocr_hook.effort import EffortPlan
+
+    found = job.profiles.get(path) if job.profiles is not None else None
+    if found is None:
+        plan = EffortPlan(job.settings, job.environ)  # once per job: every file's profile at once
+        job.profiles = {**{f.path: plan.for_path(f.path) for f in job.files}, **(job.profiles or {})}
+        found = job.profiles.get(path) or plan.for_path(path)
+    return found
+
+
 def _check_prices(job: ReviewJob) -> None:
     """A model without a price would make the cost cap meaningless: a ConfigError before any request."""
     tasks = ["main", "relocate"]
-    if any(plan_due(change, job.settings) for change in job.files):
+    if any(plan_due(change, job.settings, _profile(job, change.path)) for change in job.files):
         tasks.append("plan")
     if job.settings.review_filter:
         tasks.append("filter")
@@ -164,10 +186,10 @@ def _check_prices(job: ReviewJob) -> None:
         job.budget.price(job.settings.model_for(task))
 
 
-def plan_due(change: FileChange, settings: Settings) -> bool:
+def plan_due(change: FileChange, settings: Settings, profile: Profile | None = None) -> bool:
     from ocr_hook.agent.loop import plan_rounds
 
-    return plan_rounds(change, settings) > 0
+    return plan_rounds(change, settings, profile) > 0
 
 
 def review_files(job: ReviewJob) -> ReviewResult:
@@ -195,7 +217,8 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         key = None
         if job.cache is not None:
             content = job.snapshot.read_text(change.path)
-            key = result_key(change, content, job.settings, job.guidance.get(change.path))
+            profile = _profile(job, change.path)
+            key = result_key(change, content, job.settings, job.guidance.get(change.path), profile)
             entry = job.cache.get_review(key)
             if entry is not None:
                 hit, resolved = entry.findings, entry.resolved
@@ -203,8 +226,8 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
                     # Statuses relative to another line of work's memory, or memory is off now: the
                     # findings without what that memory said of them.
                     hit, resolved = [dataclasses.replace(f, status="new") for f in hit], []
-                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit)), hit,
-                                                   resolved=resolved)
+                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
+                                                                effort=profile.name), hit, resolved=resolved)
                 job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
                 continue
         to_review.append((change, key))
@@ -227,6 +250,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
+        capabilities = _capability_lookup(job, api)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.
@@ -240,7 +264,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                 others = tuple(p for p in all_paths if p != change.path)
                 try:
                     results[change.path] = await _review_one(job, change, key, api, mask, others,
-                                                             guidance.get(change.path))
+                                                             guidance.get(change.path), capabilities)
                 except Exception as exc:  # one file's bug must not sink the others' results
                     reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
                     job.on_event(change.path, "failed", reason)
@@ -255,6 +279,19 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         masked_count = mask.count
 
     return _assemble(job, results, masked_count, time.monotonic() - started)
+
+
+def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
+    """What each model accepts (thinking, effort), from the day's record in the cache directory or the
+    Models API: asked only here, once there is something to send."""
+    from pathlib import Path
+
+    from ocr_hook.agent.capabilities import CapabilityLookup
+    from ocr_hook.result_cache import default_cache_dir
+
+    settings = job.settings
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(job.environ)
+    return CapabilityLookup(api.sdk_client, settings.provider, cache_dir, remaining_s=job.budget.remaining_seconds)
 
 
 def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -> dict[str, FileGuidance]:

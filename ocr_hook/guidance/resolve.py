@@ -211,7 +211,10 @@ def _rule_items(rules: Sequence[GuidanceRule], reader: GuidanceReader, revision:
                                     "bytes (16 KiB per guidance part)")
             items.append(GuidanceText(rule.label, "rule", None, text, len(rule.instructions.encode("utf-8"))))
             continue
-        file = rule.instructions_file or ""
+        if rule.instructions_file is None:  # a rule that only sets its paths' effort
+            items.append(None)
+            continue
+        file = rule.instructions_file
         where = f"{rule.source}: setting 'rules' item {rule.number}" if rule.source else \
             f"setting 'rules' item {rule.number}"
         if revision is None:

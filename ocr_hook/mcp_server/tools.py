@@ -45,10 +45,23 @@ _SCOPE_PROPERTIES: dict[str, Any] = {
     },
 }
 
+EFFORTS = ("auto", "quick", "standard", "deep")
+_EFFORT_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "enum": list(EFFORTS),
+    "description": ("How deep each file's review goes. 'quick': one fast pass per file (about one model turn "
+                    "when nothing needs looking up; use it for a quick check while you work). 'standard': the "
+                    "model may think and look around. 'deep': thinks hardest and plans every file; use it for "
+                    "security-sensitive changes. 'auto': standard, and one level deeper on risky paths "
+                    "(auth, crypto, payments, migrations, CI). Default: the repository's setting (auto unless "
+                    ".ocr-hook.yaml says otherwise)."),
+}
+
 REVIEW_INPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
         **_SCOPE_PROPERTIES,
+        "effort": _EFFORT_PROPERTY,
         "fail_on": {
             "type": "string",
             "enum": list(FAIL_ON_CHOICES),
@@ -74,7 +87,7 @@ REVIEW_INPUT: dict[str, Any] = {
 
 PREVIEW_INPUT: dict[str, Any] = {
     "type": "object",
-    "properties": dict(_SCOPE_PROPERTIES),
+    "properties": {**_SCOPE_PROPERTIES, "effort": _EFFORT_PROPERTY},
     "additionalProperties": False,
 }
 
@@ -151,6 +164,9 @@ REVIEW_OUTPUT: dict[str, Any] = {
             "type": "object",
             "required": ["reviewed", "cached", "skipped", "failed"],
             "properties": {
+                "effort": {"type": "object", "additionalProperties": {"type": "string",
+                                                                      "enum": ["quick", "standard", "deep"]},
+                           "description": "The effort profile each reviewed file got, by path."},
                 "reviewed": {"type": "array", "items": {"type": "string"}},
                 "cached": {"type": "array", "items": {"type": "string"}},
                 "skipped": {"type": "array", "items": _REASONED},
@@ -195,6 +211,10 @@ PREVIEW_OUTPUT: dict[str, Any] = {
                     "removed": {"type": "integer"},
                     "incomplete": {"type": "boolean",
                                    "description": "Skipped for a limit: the review would be incomplete."},
+                    "effort": {"type": ["string", "null"], "enum": ["quick", "standard", "deep", None],
+                               "description": "The effort profile the file would get; null when skipped."},
+                    "effort_reason": {"type": ["string", "null"],
+                                      "description": "Why auto chose it (e.g. 'risky path'), if it did."},
                 },
             },
         },

@@ -68,6 +68,8 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
             "skipped": [{"path": f.path, "reason": f.reason, "incomplete": f.incomplete}
                         for f in groups["skipped"]],
             "failed": [{"path": f.path, "reason": f.reason} for f in groups["failed"]],
+            # The effort profile each reviewed (or failed) file got: quick | standard | deep.
+            "effort": {f.path: f.effort for f in result.files if f.effort is not None},
         },
         "usage": {
             "requests": u.requests,

@@ -144,6 +144,10 @@ def summary_line(result: ReviewResult) -> str:
     if cached:
         files += f" ({cached} from cache)"
     files += f", {len(groups['skipped'])} skipped, {len(groups['failed'])} failed"
+    efforts = Counter(f.effort for f in result.files if f.effort is not None)
+    if efforts:
+        files += " (" + ", ".join(f"{efforts[name]} {name}" for name in ("quick", "standard", "deep")
+                                  if efforts[name]) + ")"
     active = [f for f in result.findings if f.suppressed is None]
     counts = Counter(f.severity for f in active)
     if active:
@@ -170,6 +174,28 @@ def summary_line(result: ReviewResult) -> str:
         files, findings, f"{u.requests} request{'s' if u.requests != 1 else ''}", tokens,
         f"${u.cost_usd:.4f}", f"{result.elapsed_s:.1f}s",
     ])
+
+
+_EFFORT_LISTED_FILES = 20
+
+
+def _effort_lines(result: ReviewResult) -> list[str]:
+    """Each file's effort profile, when the files did not all get the same one (then the summary line's
+    count says it all)."""
+    by_profile: dict[str, list[str]] = {}
+    for f in result.files:
+        if f.effort is not None:
+            by_profile.setdefault(f.effort, []).append(f.path)
+    if len(by_profile) < 2:
+        return []
+    lines = ["", "Effort:"]
+    for name in ("quick", "standard", "deep"):
+        paths = by_profile.get(name, [])
+        if paths:
+            shown = ", ".join(safe_for_log(p) for p in paths[:_EFFORT_LISTED_FILES])
+            more = f" and {len(paths) - _EFFORT_LISTED_FILES} more" if len(paths) > _EFFORT_LISTED_FILES else ""
+            lines.append(f"  {name}: {shown}{more}")
+    return lines
 
 
 def render(result: ReviewResult, ctx: ReportContext) -> str:
@@ -204,6 +230,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             where = safe_for_log(f.path) + (f":{f.start_line}" if f.anchored and f.start_line >= 1 else "")
             lines.append(f"  {where}  [{f.severity.value.upper()}] {f.category.value}: "
                          f"{safe_for_log(' '.join(f.message.split()))}")
+    lines += _effort_lines(result)
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
         lines += ["", f"Comments dropped: {dropped}"]

@@ -105,6 +105,7 @@ cmd=("$venv/bin/ocr-hook" review --base "${INPUT_BASE:-auto}" --format github
 [ -n "${INPUT_MAX_COST:-}" ] && cmd+=(--max-cost "$INPUT_MAX_COST")
 [ -n "${INPUT_TIMEOUT:-}" ] && cmd+=(--timeout "$INPUT_TIMEOUT")
 [ -n "${INPUT_MODEL:-}" ] && cmd+=(--model "$INPUT_MODEL")
+[ -n "${INPUT_EFFORT:-}" ] && cmd+=(--effort "$INPUT_EFFORT")
 if [ -n "${INPUT_CACHE_DIR:-}" ]; then cmd+=(--cache-dir "$INPUT_CACHE_DIR"); else cmd+=(--no-cache); fi
 # (The ${a[@]+...} form: an empty array under `set -u` is an error in the bash 3 of macOS.)
 cmd+=(${extra[@]+"${extra[@]}"})

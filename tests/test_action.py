@@ -85,7 +85,7 @@ def test_the_schema_check_is_offline_and_can_fail(tmp_path: Path) -> None:
 
 def test_inputs_and_outputs_of_the_contract() -> None:
     meta = action()
-    assert {"anthropic-api-key", "base", "fail-on", "max-cost", "timeout", "model", "args", "upload-sarif",
+    assert {"anthropic-api-key", "base", "fail-on", "max-cost", "timeout", "model", "effort", "args", "upload-sarif",
             "sarif-category", "require-key", "cache", "pr-review", "github-token"} <= set(meta["inputs"])
     assert meta["inputs"]["base"]["default"] == "auto"
     assert meta["inputs"]["upload-sarif"]["default"] == "auto"
@@ -303,8 +303,9 @@ def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: Fak
         "api() returns a constant string.", code="return 'api'", severity="high", suggestion="    return API"))])
     assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "true"
 
-    proc = runner.run({"fail-on": "high", "max-cost": "2.50", "args": "--concurrency 1 --no-review-filter"},
-                      sdk_env)
+    fake_api.models.register("claude-sonnet-5-5")
+    proc = runner.run({"fail-on": "high", "max-cost": "2.50", "effort": "quick",
+                       "args": "--concurrency 1 --no-review-filter"}, sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the gate is the last step, not the script
     assert "Traceback" not in proc.stderr
     out = runner.outputs()
@@ -328,6 +329,9 @@ def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: Fak
     assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "false"
     # Inputs and `args` reached the command line; the cache input chose the result cache directory.
     assert not [r for r in fake_api.requests if is_filter(r.body)]  # --no-review-filter from `args`
+    # The effort input: quick, although CI=true would make auto standard.
+    assert set(report["coverage"]["effort"].values()) == {"quick"}
+    assert all("thinking" not in r.body and r.body["output_config"] == {"effort": "low"} for r in fake_api.requests)
     assert any((runner.temp / "ocr-hook-cache").rglob("*"))
 
 

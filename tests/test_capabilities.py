@@ -166,3 +166,23 @@ def test_extra_keys_live_and_expire_with_the_record(tmp_path: Path) -> None:
     assert read_record(tmp_path, "anthropic", "http://h", "m", now=now + TTL_S) is None
     with pytest.raises(ValueError):
         remember(tmp_path, "anthropic", "http://h", "m", "capabilities", {}, now=now)
+
+
+def test_a_slow_models_api_is_cut_off_by_the_runs_time_left(fake_api: FakeMessagesAPI, tmp_path: Path) -> None:
+    """A lookup is not retried and never outlasts the run: with no time left nothing is asked at all, and
+    a server that does not answer within the time left gives unknown capabilities."""
+    fake_api.models.register(MODEL)
+
+    async def go(remaining: float) -> tuple[Capabilities, int]:
+        client = sdk(fake_api.url)
+        try:
+            lookup = CapabilityLookup(client, "anthropic", tmp_path, clock=Clock(), remaining_s=lambda: remaining)
+            return await lookup.get(MODEL), lookup.requests
+        finally:
+            await client.close()
+
+    assert asyncio.run(go(0.0)) == (Capabilities.unknown(), 0)
+    fake_api.latency_s = 5.0  # every answer 5 s late
+    caps, sent = asyncio.run(go(0.3))
+    assert caps == Capabilities.unknown() and sent == 1
+    assert not record_path(tmp_path, "anthropic", fake_api.url, MODEL).exists()  # a timeout is not remembered

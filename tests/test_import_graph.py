@@ -164,7 +164,7 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     assert len(fake_api.requests) == sent
     assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
     # unidiff parses the diff, hashlib keys the cache, the project's guidance is part of that key and the cached
-    # finding's fix is settled against the others; nothing else on the watch list is needed (pathlib aside:
-    # the result cache works with paths).
+    # finding's fix is settled against the others, and review memory records the file as it was sent (masked);
+    # nothing else on the watch list is needed (pathlib aside: the result cache works with paths).
     assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.findings.fixes", "ocr_hook.guidance",
-                                                     "unidiff"]
+                                                     "ocr_hook.secrets_mask", "unidiff"]

@@ -210,12 +210,14 @@ class CapabilityLookup:
     (concurrent callers share it), else unknown."""
 
     def __init__(self, client: Any, provider: str, cache_dir: Path | None, *,
-                 clock: Callable[[], float] = time.time, timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
+                 clock: Callable[[], float] = time.time, timeout_s: float = LOOKUP_TIMEOUT_S,
+                 remaining_s: Callable[[], float] | None = None) -> None:
         self._client = client
         self._provider = provider
         self._cache_dir = cache_dir
         self._clock = clock
         self._timeout_s = timeout_s
+        self._remaining_s = remaining_s  # the run's time left: the lookup never outlasts the run
         self._pending: dict[str, asyncio.Future[Capabilities]] = {}
         self.requests = 0  # Models API requests this run sent
 
@@ -238,8 +240,11 @@ class CapabilityLookup:
             record = read_record(self._cache_dir, self._provider, base_url, model, now=self._clock())
             if record is not None:
                 return Capabilities.from_json(record["capabilities"])
+        timeout = self._timeout_s if self._remaining_s is None else min(self._timeout_s, self._remaining_s())
+        if timeout <= 0:
+            return Capabilities.unknown()
         self.requests += 1
-        capabilities, keep = await fetch(self._client, model, self._timeout_s)
+        capabilities, keep = await fetch(self._client, model, timeout)
         if keep and self._cache_dir is not None:
             write_record(self._cache_dir, self._provider, base_url, model,
                          {"fetched_at": self._clock(), "capabilities": capabilities.to_json()})

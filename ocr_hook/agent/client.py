@@ -173,13 +173,21 @@ class Api:
         self.estimated_input_tokens = 0  # our estimate of the input of the answered requests
         self._background: set[asyncio.Task[Any]] = set()
 
+    @property
+    def sdk_client(self) -> Any:
+        """The SDK client, for the Models API lookup (ocr_hook.agent.capabilities)."""
+        return self._client
+
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
                      system: list[dict[str, Any]] | str | None = None,
-                     tools: list[dict[str, Any]] | None = None, optional: bool = False) -> Any:
+                     tools: list[dict[str, Any]] | None = None, optional: bool = False,
+                     thinking: dict[str, Any] | None = None, output_config: dict[str, Any] | None = None) -> Any:
         """One request: reserve its worst case, send it under the deadline, settle what it cost.
 
-        An `optional` request that does not fit raises BudgetStop without marking the budget
-        exhausted: the review can go on without it."""
+        `thinking` and `output_config` are sent only when given (request_options decides, from the
+        model's capabilities); max_tokens then already includes the room for thinking, so the
+        reservation covers it. An `optional` request that does not fit raises BudgetStop without
+        marking the budget exhausted: the review can go on without it."""
         import anthropic
 
         payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
@@ -187,6 +195,10 @@ class Api:
             payload["system"] = system
         if tools:
             payload["tools"] = tools
+        if thinking:
+            payload["thinking"] = thinking
+        if output_config:
+            payload["output_config"] = output_config
         estimate = estimate_tokens(json.dumps(payload, ensure_ascii=False, default=str))
         reservation = self._budget.reserve(model, estimate, max_tokens, optional=optional)
         if reservation is None:
@@ -276,7 +288,7 @@ def secrets_of(environ: Mapping[str, str]) -> list[str]:
     return [value for value in values if value]
 
 
-def sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:
+def client_for(settings: Settings, environ: Mapping[str, str]) -> Any:
     """The SDK client for the provider; its complaints (no region, no credentials, …) as a ConfigError."""
     try:
         return _make_sdk_client(settings, environ)
@@ -288,7 +300,7 @@ def sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:
 
 
 def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
-    client = sdk_client(settings, environ)
+    client = client_for(settings, environ)
     return Api(client, budget, secrets_of(environ), fields=_field_policy(settings, environ, client))
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ocr_hook import effort
 from ocr_hook.agent import capabilities
 from ocr_hook.outcome import Usage
 from ocr_hook.settings import Settings
@@ -78,12 +79,12 @@ def check_models(settings: Settings, environ: Mapping[str, str], models: Sequenc
 
 
 async def _check_models(settings: Settings, environ: Mapping[str, str], models: Sequence[str]) -> list[ModelReport]:
-    from ocr_hook.agent.client import REJECTED_FIELDS_KEY, sdk_client, secrets_of
+    from ocr_hook.agent.client import REJECTED_FIELDS_KEY, client_for, secrets_of
 
     if settings.provider in NO_MODELS_API:
         why = f"provider {settings.provider} has no Models API of this shape"
         return [ModelReport(m, capabilities.Capabilities.unknown(), False, error=why) for m in models]
-    client = sdk_client(settings, environ)
+    client = client_for(settings, environ)
     try:
         url = str(getattr(client, "base_url", "") or "")
         cache_dir = cache_dir_of(settings, environ)
@@ -208,12 +209,16 @@ async def _probe(settings: Settings, environ: Mapping[str, str], root: str) -> P
     try:
         change = change_set.files[0]
         mask = SecretMasker(mask_secrets)
+        # As under pre-commit: the quick profile, with what the model accepts from the capability lookup.
+        quick = effort.profile("quick", "doctor --probe: as in a commit hook")
+        lookup = capabilities.CapabilityLookup(api.sdk_client, settings.provider, cache_dir_of(settings, environ),
+                                               remaining_s=budget.remaining_seconds)
         task = FileTask(change=change, change_set=change_set, snapshot=snapshot, settings=settings, budget=budget,
-                        other_paths=())
+                        other_paths=(), profile=quick, capabilities=lookup)
         outcome = await FileReview(task, api, mask).run()
         content = snapshot.read_text(change.path)
         post = await finish_file(outcome.comments, change, content, settings=settings, mask=mask,
-                                 api=None if outcome.stopped_by in ("api", "internal") else api)
+                                 api=None if outcome.stopped_by in ("api", "internal") else api, profile=quick)
     finally:
         await api.aclose()
         snapshot.close()

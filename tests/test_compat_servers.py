@@ -113,6 +113,28 @@ def test_litellm_rejection_wording_is_understood(tmp_path: Path, fake_api: FakeM
     assert "UnsupportedParamsError" in " ".join(run.report["notes"])
 
 
+def test_effort_and_thinking_rejected_by_a_proxy_are_dropped(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str]) -> None:
+    """A LiteLLM proxy whose Models API describes the model (so thinking and effort are sent) but whose
+    backend takes neither: each is rejected once, then left out."""
+    repo = calc_repo(tmp_path / "repo", OTHER_FILES)
+    fake_api.models.register("claude-sonnet-5-5")
+    fake_api.mode = ServerMode(reject_fields=("output_config", "thinking"), rejection_style="litellm")
+    fake_api.script(main_opening(CALC_PATH), [comment_turn(), task_done()])
+
+    run = run_review(repo, sdk_env, tmp_path / "out", "--effort", "standard", "--concurrency", "1")
+
+    assert run.code == 0 and run.report["status"] == "complete"
+    rejected = [r for r in fake_api.requests if r.status == 400]
+    assert len(rejected) == 2  # once per field, for the whole run
+    assert {"output_config", "thinking"} <= set(rejected[0].body)
+    later = fake_api.requests[len(rejected):]
+    assert later and all(r.status == 200 and "thinking" not in r.body and "output_config" not in r.body
+                         for r in later)
+    notes = " ".join(run.report["notes"])
+    assert "`output_config`" in notes and "`thinking`" in notes and "UnsupportedParamsError" in notes
+
+
 # --- a server that cuts prompts, a model without tool use, a model priced 0 --------------------------
 
 

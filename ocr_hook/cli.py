@@ -165,6 +165,23 @@ def rules(**kw: Any) -> None:
 
 
 @cli.command()
+@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+@click.option("--probe", is_flag=True,
+              help="Also review a built-in sample of a few lines through the normal loop (at most 3 requests, "
+                   "$0.05): does the model call the tools, does prompt caching work, how fast is the first reply.")
+def doctor(config_file: str | None, format_: str, probe: bool) -> None:
+    """Check, one line each, what the hook needs: git, settings, prices, credentials (never shown),
+    endpoint and model, cache directory, pre-commit hook. Sends nothing without credentials.
+    Exit 0 with no FAIL, else 2."""
+    from ocr_hook.commands import doctor as doctor_cmd
+
+    sys.exit(doctor_cmd.run(config_file, format_, probe))
+
+
+@cli.command()
 @click.argument("ids", nargs=-1, required=True, metavar="ID...")
 @click.option("--reason", required=True, metavar="TEXT",
               help="Why the finding is wrong; recorded, and taught to later reviews of the files in --paths.")

@@ -255,6 +255,23 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     return values
 
 
+def sources(repo_root: str | os.PathLike[str] | None, config_file: str | None = None,
+            environ: Mapping[str, str] | None = None) -> list[str]:
+    """Where `load` takes the settings from, lowest precedence first (flags aside), by the same rules."""
+    environ = os.environ if environ is None else environ
+    found = ["shipped defaults"]
+    if config_file:
+        found.append(f"{config_file} (--config)")
+    elif environ.get("OCR_HOOK_CONFIG"):
+        found.append(f"{environ['OCR_HOOK_CONFIG']} (OCR_HOOK_CONFIG)")
+    elif repo_root is not None and os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
+        found.append(REPO_CONFIG_NAME)
+    variables = sorted(n for n in environ if n.startswith("OCR_HOOK_") and n[len("OCR_HOOK_"):].lower() in _FIELDS)
+    if variables:
+        found.append("environment " + ", ".join(variables))
+    return found
+
+
 def load(
     repo_root: str | os.PathLike[str] | None,
     config_file: str | None = None,

@@ -608,6 +608,7 @@ class FakeMessagesAPI:
         self._scripts: dict[str, list[Turn]] = {}
         self._handlers: list[tuple[Predicate, Responder]] = []
         self._default: Responder = lambda body: task_done()
+        self.mode = ServerMode()  # how this server differs from the API (compatible servers)
         self._fail_all: Fault | None = None
         self._fail_all_left: int | None = None
         self._fault_fired: dict[tuple[Any, ...], int] = {}
@@ -748,6 +749,9 @@ class FakeMessagesAPI:
             return _error(400, f"The request body is not valid JSON: {exc}")
         except _Invalid as exc:
             return _error(400, exc.message)
+        rejected = self.mode.reject(body)
+        if rejected is not None:
+            return rejected
         with self._lock:
             fault = self._fail_all
             if fault is not None and self._fail_all_left is not None:
@@ -765,7 +769,7 @@ class FakeMessagesAPI:
             return _error(500, f"fake API: responder raised {type(exc).__name__}: {exc}")
         if isinstance(turn, Fault):
             return _fault_answer(turn)
-        return self._reply_answer(body, turn)
+        return self._reply_answer(body, self.mode.reply(body, turn))
 
     def _choose(self, body: dict[str, Any]) -> Turn:
         """The Turn for this request, with each Fault counted against its `times` (→ its `then`)."""
@@ -875,7 +879,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length > 0 else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         req = fake._record(self.command, self.path, headers, raw)
-        answer = fake._answer(req)
+        answer = fake.mode.route(req) or fake._answer(req)
         if not fake._sleep(fake.latency_s + answer.delay_s):
             self.close_connection = True
             return
@@ -930,3 +934,78 @@ def iter_tool_uses(body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     for message in body.get("messages") or []:
         if message.get("role") == "assistant" and isinstance(message.get("content"), list):
             yield from (b for b in message["content"] if b.get("type") == "tool_use")
+
+
+# ---------------------------------------------------------------------------------------------- compatible servers
+
+
+@dataclass
+class ServerMode:
+    """How a compatible server (Ollama, vLLM, LiteLLM, a company proxy) differs from the API; the
+    defaults behave like the API. Set `fake.mode = ServerMode(...)`.
+
+    The wording follows what real servers answer: a strict pydantic schema (Vertex, several proxies)
+    says "tools.5.cache_control: Extra inputs are not permitted"; LiteLLM without drop_params says
+    "litellm.UnsupportedParamsError: ... does not support parameters: {...}". (A server without the
+    Models API is the default of `fake.models`: an unregistered model's lookup answers 404.) Ollama accepts
+    cache_control and ignores it (no cache tokens in the usage), and with its small default context
+    it drops the front of a long prompt and reports only what it kept."""
+
+    reject_fields: tuple[str, ...] = ()  # a request carrying one of these (anywhere) gets a 400
+    rejection_style: str = "pydantic"  # "pydantic" | "litellm"
+    input_fraction: float | None = None  # the usage reports this share of the input tokens
+    prompt_cache: bool = True  # False: cache markers are accepted and ignored (no cache tokens)
+    text_only: bool = False  # the model answers every turn with text, never a tool call
+    openai_models: bool = False  # GET /v1/models/{id} answers OpenAI's model object, as Ollama does
+
+    def route(self, req: RecordedRequest) -> _Answer | None:
+        """An answer that replaces the normal routing, or None."""
+        if self.openai_models and req.method == "GET" and req.path.startswith(MODELS_PATH):
+            model = req.path.split("?", 1)[0][len(MODELS_PATH):]
+            return _Answer(200, json.dumps({"id": model, "object": "model", "created": 1767225600,
+                                            "owned_by": "library"}).encode())
+        return None
+
+    def reject(self, body: Mapping[str, Any]) -> _Answer | None:
+        for name in self.reject_fields:
+            # Request parameters are top-level; only cache markers sit anywhere in the request.
+            where = _field_path(body, name) if name == "cache_control" else (name if name in body else None)
+            if where is None:
+                continue
+            if self.rejection_style == "litellm":
+                message = (f"litellm.UnsupportedParamsError: anthropic does not support parameters: "
+                           f"{{'{name}': ...}}, for model={body.get('model')}. To drop these, set "
+                           f"`litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params: true`")
+            else:
+                message = f"{where}: Extra inputs are not permitted"
+            return _error(400, message)
+        return None
+
+    def reply(self, body: Mapping[str, Any], reply: Reply) -> Reply:
+        if self.text_only:
+            reply = Reply([text("The change looks fine to me. No issues found.")], usage=reply.usage,
+                          delay_s=reply.delay_s)
+        if self.input_fraction is None and self.prompt_cache:
+            return reply
+        total = sum(tokens_of(part) for part in _segments(body)[0])
+        counted = max(1, int(total * self.input_fraction)) if self.input_fraction is not None else total
+        usage = {"input_tokens": counted, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                 **(reply.usage or {})}
+        return Reply(reply.blocks, reply.stop_reason, usage, reply.delay_s)
+
+
+def _field_path(value: Any, name: str, where: str = "") -> str | None:
+    """The dotted path of the first `name` key in `value` (pydantic's `loc` wording), or None."""
+    if isinstance(value, Mapping):
+        if name in value:
+            return f"{where}.{name}" if where else name
+        for key, item in value.items():
+            found = _field_path(item, name, f"{where}.{key}" if where else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _field_path(item, name, f"{where}.{i}" if where else str(i))
+            if found is not None:
+                return found
+    return None

@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ocr_hook.agent import compat
 from ocr_hook.errors import ConfigError
 from ocr_hook.settings import Settings
 from ocr_hook.tokens import estimate_tokens
@@ -32,6 +33,10 @@ class BudgetStop(Exception):
 
 class RequestFailed(Exception):
     """The request produced no usable response; str(exc) is a one-line reason without secrets."""
+
+
+class PromptCut(RequestFailed):
+    """The server reported far fewer input tokens than were sent: it cut the prompt (compat.prompt_cut)."""
 
 
 class UnreadableResponse(Exception):
@@ -156,11 +161,16 @@ def _expire_soon(loop: asyncio.AbstractEventLoop, limit: asyncio.Timeout) -> Non
 class Api:
     """Sends Messages API requests within the budget; one instance per run, shared by all files."""
 
-    def __init__(self, client: Any, budget: Budget, secrets: Sequence[str] = ()) -> None:
+    def __init__(self, client: Any, budget: Budget, secrets: Sequence[str] = (),
+                 fields: compat.FieldPolicy | None = None) -> None:
         self._client = client
         self._budget = budget
         self._secrets = tuple(secrets)
         self.requests = 0
+        # The optional fields a compatible server rejected: left out of later requests (compat.py).
+        self.fields = fields if fields is not None else compat.FieldPolicy()
+        self.first_reply_s: float | None = None  # how long the first answered request took
+        self.estimated_input_tokens = 0  # our estimate of the input of the answered requests
         self._background: set[asyncio.Task[Any]] = set()
 
     @property
@@ -204,8 +214,10 @@ class Api:
                 # A budget stopped early (the run was cancelled) moves this deadline to now.
                 unwatch = self._budget.on_stop(lambda: _expire_soon(loop, limit))
                 try:
-                    response = await self._client.messages.create(
-                        **payload, timeout=max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+                    sent_at = loop.time()
+                    response = await self._send(payload, max(1.0, min(REQUEST_TIMEOUT_S, remaining)))
+                    if self.first_reply_s is None:
+                        self.first_reply_s = loop.time() - sent_at
                 finally:
                     unwatch()
         except TimeoutError:
@@ -226,7 +238,28 @@ class Api:
             self._budget.release(reservation)
             raise RequestFailed(describe_error(exc, self._secrets)) from None
         self._budget.settle(reservation, response.usage)
+        self.estimated_input_tokens += estimate
+        judged = compat.judged_estimate(payload, estimate)
+        reported = compat.prompt_cut(judged, response.usage)
+        if reported is not None:
+            raise PromptCut(compat.prompt_cut_reason(judged, reported))
         return response
+
+    async def _send(self, payload: dict[str, Any], timeout: float) -> Any:
+        """Send, leaving out the fields the server rejected; a 400 rejecting another optional field is
+        sent once more without it (each retry drops a field the request carried: at most three)."""
+        import anthropic
+
+        sent = self.fields.prepare(payload)
+        while True:
+            try:
+                return await self._client.messages.create(**sent, timeout=timeout)
+            except anthropic.APIStatusError as exc:
+                retry = self.fields.after_rejection(exc.status_code, exc.body, describe_error(exc, self._secrets),
+                                                    sent)
+                if retry is None:
+                    raise
+                sent = retry
 
     def keep_until_close(self, task: asyncio.Task[Any]) -> None:
         """Let a request nobody waits for any more finish while the run goes on: once sent it is
@@ -248,15 +281,51 @@ class Api:
         await self._client.close()
 
 
-def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
-    secrets = [environ.get(name, "") for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
-                                                   "AWS_BEARER_TOKEN_BEDROCK")]
-    secrets = [s for s in secrets if s]
+def secrets_of(environ: Mapping[str, str]) -> list[str]:
+    """The credential values no message may ever show."""
+    values = [environ.get(name, "") for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN",
+                                                  "AWS_BEARER_TOKEN_BEDROCK")]
+    return [value for value in values if value]
+
+
+def client_for(settings: Settings, environ: Mapping[str, str]) -> Any:
+    """The SDK client for the provider; its complaints (no region, no credentials, …) as a ConfigError."""
     try:
-        client = _make_sdk_client(settings, environ)
-    except Exception as exc:  # the SDK's own complaint (no region, no credentials, …) as a one-liner
+        return _make_sdk_client(settings, environ)
+    except Exception as exc:
         reason = _one_line(f"{exc}")
-        for secret in secrets:
+        for secret in secrets_of(environ):
             reason = reason.replace(secret, "***")
         raise ConfigError(f"cannot set up the {settings.provider} API client: {reason}") from None
-    return Api(client, budget, secrets)
+
+
+def open_api(settings: Settings, environ: Mapping[str, str], budget: Budget) -> Api:
+    client = client_for(settings, environ)
+    return Api(client, budget, secrets_of(environ), fields=_field_policy(settings, environ, client))
+
+
+# The capability record's key for the fields a server rejected: {field: the server's answer}.
+REJECTED_FIELDS_KEY = "rejected_fields"
+
+
+def _field_policy(settings: Settings, environ: Mapping[str, str], client: Any) -> compat.FieldPolicy:
+    """Rejected fields are kept with the model's capabilities (same cache directory, provider and base
+    URL as the Models API lookup), so they expire with them."""
+    from pathlib import Path
+
+    from ocr_hook.agent import capabilities
+    from ocr_hook.result_cache import default_cache_dir
+
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
+    provider, base_url = settings.provider, str(getattr(client, "base_url", "") or "")
+
+    def load(model: str) -> dict[str, str]:
+        record = capabilities.read_record(cache_dir, provider, base_url, model)
+        found = record.get(REJECTED_FIELDS_KEY) if record is not None else None
+        return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+    def remember(model: str, field: str, reason: str) -> None:
+        capabilities.remember(cache_dir, provider, base_url, model, REJECTED_FIELDS_KEY,
+                              {**load(model), field: reason})
+
+    return compat.FieldPolicy(load=load, remember=remember)

@@ -42,6 +42,11 @@ PLAN_MIN_TOTAL_ROUNDS = 4  # below this many rounds per file there is no room fo
 MAX_CHECKLIST_CHARS = 3_000
 MAX_REPEATS = 3
 MAX_NUDGES = 3
+# A model that answers every turn with text alone, never a tool call, is usually one without tool
+# support (many local models), or one whose prompt the server cut before the tool definitions.
+NO_TOOL_USE = ("the model never called a tool (it answered with text only): it may not support tool use; use a "
+               "model with tool support (Ollama: `ollama show MODEL` lists tools), or check that the server "
+               "does not cut long prompts")
 MAX_TOOL_RESULT_CHARS = 80_000
 # Output allowance of the one closing round a file gets when the budget refuses its next round.
 CLOSING_MAX_TOKENS = 2_048
@@ -79,6 +84,7 @@ class LoopOutcome:
     comments: list[Comment] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     requests: int = 0
+    tool_calls: int = 0  # every tool call the model made, in any phase
     # What ended a file early: "budget" (cost, tokens, time), "api" (an API error), "model" (the
     # model failed, refused or looped), "internal" (an unexpected error of ours), "" when complete.
     stopped_by: str = ""
@@ -132,6 +138,7 @@ class FileReview:
         self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path=self.path,
                                is_hidden=functools.partial(is_sensitive, settings=task.settings))
         self.requests = 0
+        self.tool_calls = 0
         self.repeats = 0
         self.summaries = 0
         self.elisions = 0
@@ -159,6 +166,7 @@ class FileReview:
                 done.append(f"older tool output was elided {self.elisions} time(s)")
             outcome.notes.append(f"{self.path}: the conversation neared the context window; " + "; ".join(done))
         outcome.requests = self.requests
+        outcome.tool_calls = self.tool_calls
         return outcome
 
     async def _review(self, outcome: LoopOutcome) -> None:
@@ -292,6 +300,8 @@ class FileReview:
                                         f"(max_output_tokens {self.settings.max_output_tokens})")
             if not calls:
                 nudges += 1
+                if self.tool_calls == 0 and (nudges > MAX_NUDGES or final):
+                    raise _End("model", NO_TOOL_USE)
                 if nudges > MAX_NUDGES:
                     raise _End("model", "the model stopped calling tools and never called task_done")
                 conv.add_user([text_block(prompts.cut_off() if cut else prompts.nudge(self.path))])
@@ -411,6 +421,7 @@ class FileReview:
         Context tools run concurrently in threads; code_comment and task_done are handled here.
         Returns the blocks and the task_done state if the model called it."""
         done: str | None = None
+        self.tool_calls += len(calls)
         pending: list[ToolResult | asyncio.Task[ToolResult]] = []
         for call in calls:
             name, tool_input = call.name, call.input

@@ -241,6 +241,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
     import asyncio
 
     masked_count = 0
+    server_notes: list[str] = []
     if to_review:
         from ocr_hook.agent.client import check_credentials, open_api
         from ocr_hook.agent.conversation import SecretMasker
@@ -279,8 +280,9 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         finally:
             await api.aclose()
         masked_count = mask.count
+        server_notes = api.fields.notes()  # optional fields a compatible server rejected
 
-    return _assemble(job, results, masked_count, time.monotonic() - started)
+    return _assemble(job, results, masked_count, time.monotonic() - started, server_notes)
 
 
 def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
@@ -313,11 +315,12 @@ def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -
     return out
 
 
-def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elapsed: float) -> ReviewResult:
+def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elapsed: float,
+              server_notes: list[str] | None = None) -> ReviewResult:
     findings: list[Finding] = []
     resolved: list[Finding] = []
     files: list[FileCoverage] = []
-    notes: list[str] = []
+    notes: list[str] = list(server_notes or ())
     dropped: dict[str, int] = {}
     for change in job.files:
         item = results.get(change.path)

@@ -11,6 +11,7 @@ run ends in bounded time, and the usage the report states is what the server bil
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,13 +97,15 @@ ROWS = {
                              "could not be read", calc_requests=2),
     "200-json-of-another-shape": Row([Fault(status=200, body={"ok": True, "content": None}, times=10)], 3,
                                      "failed", "could not be read", calc_requests=2),
-    # The run's own deadline cuts what the SDK would wait for. 6 s leaves room for start-up on a busy machine
-    # (with 3 s and a load of 8 on 2 cores, the deadline came before calc.py's first request: "skipped").
+    # The run's own deadline cuts what the SDK would wait for: a 60 s retry-after (the longest the SDK honours)
+    # or a reply the fake holds until the client gives up. The deadline has to outlast start-up and the first
+    # turn of both files on a busy machine (6 s did not with a load of 8 on 2 cores: "skipped"), and the run
+    # must end well before the 60 s sleep would: 15 s of deadline, done within 45 s.
     "429-retry-after-60-past-the-deadline": Row([Fault(status=429, headers={"retry-after": "60"}, times=10)], 3,
-                                                "failed", "time limit", calc_requests=2, max_s=13,
-                                                args=("--timeout", "6")),
-    "reply-slower-than-the-deadline": Row([Reply(task_done().blocks, delay_s=30)], 3, "failed", "time limit",
-                                          calc_requests=2, max_s=13, args=("--timeout", "6")),
+                                                "failed", "time limit", calc_requests=2, max_s=45,
+                                                args=("--timeout", "15")),
+    "reply-slower-than-the-deadline": Row([Reply(task_done().blocks, hold=threading.Event())], 3, "failed",
+                                          "time limit", calc_requests=2, max_s=45, args=("--timeout", "15")),
     # Stop reasons.
     "max-tokens-once-continues": Row([CUT], 0, "reviewed", calc_requests=3),
     "max-tokens-twice-fails": Row([CUT, CUT], 3, "failed", "output limit", calc_requests=3),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from ocr_hook.findings import Finding, Severity
 from ocr_hook.outcome import FileCoverage, ReviewResult
+
+if TYPE_CHECKING:
+    from ocr_hook.findings import Finding
 
 EXIT_CLEAN = 0
 EXIT_BLOCKING = 1
@@ -26,10 +29,13 @@ def _check(fail_on: str, on_error: str) -> None:
 
 def blocking_findings(findings: Iterable[Finding], fail_on: str) -> list[Finding]:
     """Findings that fail the gate: not suppressed and at or above `fail_on` ("never": none)."""
-    if fail_on == "never":
+    active = [] if fail_on == "never" else [f for f in findings if f.suppressed is None]
+    if not active:  # e.g. nothing staged: the findings' types need not be loaded
         return []
+    from ocr_hook.findings import Severity
+
     threshold = Severity(fail_on).rank
-    return [f for f in findings if f.suppressed is None and f.severity.rank >= threshold]
+    return [f for f in active if f.severity.rank >= threshold]
 
 
 def unreviewed_files(result: ReviewResult) -> list[FileCoverage]:
@@ -48,6 +54,8 @@ def exit_code(result: ReviewResult, fail_on: str, on_error: str) -> int:
 
 
 def _severity_counts(findings: Iterable[Finding]) -> str:
+    from ocr_hook.findings import Severity
+
     counts = Counter(f.severity for f in findings)
     return ", ".join(f"{counts[s]} {s.value}" for s in Severity if counts[s])
 

@@ -4,13 +4,34 @@
 # environment (GITHUB_* as the runner sets them, INPUT_* as action.yml maps its inputs).
 #
 # Always exits 0 once the outputs are written: the review's exit code is the `exit-code` output, and
-# action.yml's last step fails the job with it, after the SARIF upload.
+# action.yml's last step fails the job with it, after the SARIF upload. On pull requests it then
+# publishes the report as a pull-request review (pr-review), which never changes that exit code.
+#
+# `run.sh upload-sarif` is action.yml's upload step: the SARIF to code scanning with the ocr-hook
+# installed by the review step (action/support.py upload-sarif says how `auto` treats failures).
 set -euo pipefail
 
 action_dir="${GITHUB_ACTION_PATH:-$(cd "$(dirname "$0")/.." && pwd)}"
 work="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/ocr-hook"
 python="${OCR_ACTION_PYTHON:-python3}"
+venv="$work/venv"
 mkdir -p "$work"
+
+# The GitHub token is for publishing only: kept out of the review's environment.
+github_token="${INPUT_GITHUB_TOKEN:-}"
+unset INPUT_GITHUB_TOKEN
+
+if [ "${1:-}" = "upload-sarif" ]; then
+  commit="$(git rev-parse HEAD 2>/dev/null || printf '%s' "${GITHUB_SHA:-}")"
+  ref="${GITHUB_REF:-}"
+  # A pull request's merge ref names the merge commit; a checkout of the head is that head's ref
+  # (what github/codeql-action/upload-sarif sends too).
+  if [[ "$ref" =~ ^refs/pull/([0-9]+)/merge$ ]] && [ "$commit" != "${GITHUB_SHA:-}" ]; then
+    ref="refs/pull/${BASH_REMATCH[1]}/head"
+  fi
+  OCR_ACTION_GITHUB_TOKEN="$github_token" OCR_ACTION_COMMIT="$commit" OCR_ACTION_REF="$ref" \
+    exec "$venv/bin/python" "$action_dir/action/support.py" upload-sarif
+fi
 
 output() { # name value: one step output (GITHUB_OUTPUT), echoed to the log when run elsewhere
   if [ -n "${GITHUB_OUTPUT:-}" ]; then printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"; else printf 'output %s=%s\n' "$1" "$2"; fi
@@ -69,7 +90,6 @@ fi
 
 # --- install ----------------------------------------------------------------------------------------
 echo "::group::Installing ocr-hook from $action_dir"
-venv="$work/venv"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$action_dir"
 "$venv/bin/ocr-hook" --version
@@ -85,6 +105,7 @@ cmd=("$venv/bin/ocr-hook" review --base "${INPUT_BASE:-auto}" --format github
 [ -n "${INPUT_MAX_COST:-}" ] && cmd+=(--max-cost "$INPUT_MAX_COST")
 [ -n "${INPUT_TIMEOUT:-}" ] && cmd+=(--timeout "$INPUT_TIMEOUT")
 [ -n "${INPUT_MODEL:-}" ] && cmd+=(--model "$INPUT_MODEL")
+[ -n "${INPUT_EFFORT:-}" ] && cmd+=(--effort "$INPUT_EFFORT")
 if [ -n "${INPUT_CACHE_DIR:-}" ]; then cmd+=(--cache-dir "$INPUT_CACHE_DIR"); else cmd+=(--no-cache); fi
 # (The ${a[@]+...} form: an empty array under `set -u` is an error in the bash 3 of macOS.)
 cmd+=(${extra[@]+"${extra[@]}"})
@@ -102,4 +123,15 @@ else
   while IFS='=' read -r name value; do output "$name" "$value"; done < <("$python" "$action_dir/action/support.py" report-outputs "$report")
 fi
 if [ -s "$sarif" ]; then output sarif-file "$sarif"; else output sarif-file ""; fi
+
+# --- the pull-request review ---------------------------------------------------------------------------
+if [ "${INPUT_PR_REVIEW:-true}" = "true" ] && [ "$code" -ne 2 ] && [ -s "$report" ]; then
+  case "${GITHUB_EVENT_NAME:-}" in
+    pull_request | pull_request_target)
+      # One line says what was published or why not; the gate stays the review's exit code.
+      GITHUB_TOKEN="$github_token" "$venv/bin/ocr-hook" github-review --from "$report" \
+        || echo "::warning title=ocr-hook::the pull-request review was not published"
+      ;;
+  esac
+fi
 exit 0

@@ -1,10 +1,12 @@
 """Small JSON and argument chores for action/run.sh, kept out of the shell script.
 
 Standard library only: it runs before ocr-hook is installed (the fork check decides whether to
-install at all). Usage:
+install at all); only `upload-sarif` runs later, with the installed ocr-hook's Python. Usage:
   support.py skip-reason            why a run without a key is a skip, not a failure ('' if it is not)
   support.py split-args STRING      the `args` input split like a POSIX shell would, NUL-terminated
   support.py report-outputs FILE    `status=...` and `findings=N` from ocr-hook's JSON report
+  support.py upload-sarif           upload OCR_ACTION_SARIF_FILE to code scanning as the `upload-sarif`
+                                    input says (auto, true); exit 1 when that is a failure
 """
 
 from __future__ import annotations
@@ -55,6 +57,54 @@ def report_outputs(path: str) -> str:
     return f"status={report.get('status', 'error')}\nfindings={len(findings)}\n"
 
 
+UPLOAD_MODES = ("auto", "true")
+
+
+def upload_sarif(environ: dict[str, str]) -> int:
+    """The Action's SARIF upload, through the REST API rather than github/codeql-action/upload-sarif:
+    that action's failure carries no reason a later step could read, and `auto` has to tell a
+    repository without code scanning (a notice) from every other failure (an error)."""
+    from ocr_hook.publish.code_scanning import not_enabled, upload_sarif
+    from ocr_hook.publish.github_api import ApiRefusal, GitHubApi
+
+    mode = environ.get("INPUT_UPLOAD_SARIF", "auto")
+    if mode not in UPLOAD_MODES:
+        print(f"::error title=ocr-hook::upload-sarif must be auto, true or false, not {mode[:40]!r}")
+        return 1
+    path, token = environ.get("OCR_ACTION_SARIF_FILE", ""), environ.get("OCR_ACTION_GITHUB_TOKEN", "")
+    repository, category = environ.get("GITHUB_REPOSITORY", ""), environ.get("INPUT_SARIF_CATEGORY", "")
+    commit, ref = environ.get("OCR_ACTION_COMMIT", ""), environ.get("OCR_ACTION_REF", "")
+    if not token or not repository or not commit or not ref:
+        missing = "the github-token input" if not token else "GITHUB_REPOSITORY, GITHUB_SHA or GITHUB_REF"
+        return _upload_failed(mode, f"SARIF not uploaded: no {missing}", notice=False)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            log = json.load(fh)
+        if not isinstance(log, dict):
+            raise ValueError("not a SARIF log")
+        with GitHubApi(environ.get("GITHUB_API_URL", ""), token) as api:
+            upload_id = upload_sarif(api, repository, log, commit_sha=commit, ref=ref, category=category)
+    except (OSError, ValueError) as exc:
+        return _upload_failed(mode, f"SARIF not uploaded: cannot read {path}: {exc}", notice=False)
+    except ApiRefusal as exc:
+        if not_enabled(exc):
+            return _upload_failed(mode, f"SARIF not uploaded: code scanning is not available in this repository "
+                                        f"({exc.message}). The review's result stands; set upload-sarif: false to "
+                                        "skip the upload.", notice=True)
+        return _upload_failed(mode, f"SARIF upload failed: {exc}", notice=False)
+    print(f"ocr-hook: uploaded {path} to code scanning (upload {upload_id}, category {category or '(none)'})")
+    return 0
+
+
+def _upload_failed(mode: str, message: str, *, notice: bool) -> int:
+    message = " ".join(message.split()).replace("%", "%25")
+    if notice and mode == "auto":
+        print(f"::notice title=ocr-hook SARIF upload::{message}")
+        return 0
+    print(f"::error title=ocr-hook SARIF upload::{message}")
+    return 1
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["skip-reason"]:
         print(skip_reason(dict(os.environ)))
@@ -67,6 +117,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write("".join(w + "\0" for w in words))
     elif argv[:1] == ["report-outputs"] and len(argv) == 2:
         sys.stdout.write(report_outputs(argv[1]))
+    elif argv == ["upload-sarif"]:
+        return upload_sarif(dict(os.environ))
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -12,31 +12,38 @@ class ReportWriteError(FatalError):
     """An output file could not be written (missing directory, permissions, disk full)."""
 
 
+def replace_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o666, sync: bool = True) -> None:
+    """Write `data` to a temporary file beside `path`, then rename it over `path`; OSError on failure.
+
+    The temporary file gets `mode` less the umask (0o600 for private caches) and is removed again when
+    anything fails. `sync` flushes it to disk before the rename (reports); caches, which can only lose
+    an entry on a crash, skip that cost."""
+    import secrets  # only when a file is written: not on every run's start-up
+    from pathlib import Path
+
+    target = Path(path)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write `text` as UTF-8 to a temporary file beside `path`, then rename it over `path`.
 
     The temporary file is created with mode 0666 less the umask, like an ordinary new file, and is
     removed again when anything fails; the error is one line naming the file.
     """
-    import secrets  # only when a file is written: not on every run's start-up
-    from pathlib import Path
-
-    target = Path(path)
-    data = text.encode("utf-8", "surrogateescape")
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        replace_bytes(path, text.encode("utf-8", "surrogateescape"))
     except OSError as exc:
-        raise ReportWriteError(f"cannot write {target}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        if isinstance(exc, OSError):
-            raise ReportWriteError(f"cannot write {target}: {exc.strerror or exc}") from None
-        raise
+        raise ReportWriteError(f"cannot write {path}: {exc.strerror or exc}") from None

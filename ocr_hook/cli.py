@@ -87,12 +87,19 @@ def cli() -> None:
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               help="Which findings to keep by where they are (reviewdog's meanings; default diff_context).")
 @click.option("--model", help="Model for the review loop.")
+@click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
+              help="How deep each file's review goes (default auto: quick under pre-commit, standard in CI "
+                   "and elsewhere, risky paths one level deeper).")
 @click.option("--max-cost", type=float, metavar="USD", help="Cost ceiling for the whole run.")
 @click.option("--max-tokens", type=int, metavar="N", help="Token ceiling for the whole run.")
 @click.option("--timeout", type=float, metavar="SECONDS", help="Wall-clock deadline for the whole run.")
 @click.option("--concurrency", type=int, metavar="N", help="Files reviewed at once.")
 @click.option("--no-cache", is_flag=True, default=None, help="Neither read nor write the result cache.")
 @click.option("--cache-dir", metavar="DIR", help="Where the result cache lives (e.g. a CI cache path).")
+@click.option("--no-memory", is_flag=True, default=None,
+              help="Review from scratch: neither read nor write review memory (carried, late, resolved).")
+@click.option("--late-findings", type=click.Choice(["advisory", "block"]),
+              help="Whether findings raised now on lines unchanged since the last review block (default advisory).")
 @click.option("--no-review-filter", is_flag=True, default=None, help="Keep every comment; skip the filter request.")
 @click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
 @click.option("--shard", metavar="I/N", help="Review only share I of N of the files (CI matrix).")
@@ -106,6 +113,8 @@ def review(**kw: Any) -> None:
     kw["format"] = kw.pop("format_")
     if kw.pop("no_cache"):
         kw["cache"] = False
+    if kw.pop("no_memory"):
+        kw["memory"] = False
     if kw.pop("no_review_filter"):
         kw["review_filter"] = False
     sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard))
@@ -115,12 +124,16 @@ def review(**kw: Any) -> None:
 @_scope_options
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               help="Text for people, JSON for scripts.")
+@click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
+              help="Show the profiles a review with this --effort would use.")
 def preview(**kw: Any) -> None:
-    """Show what would be reviewed, what is skipped and why, and the estimated cost. Calls no model."""
+    """Show what would be reviewed, what is skipped and why, each file's effort profile, and the estimated
+    cost. Calls no model."""
     from ocr_hook.commands import preview as preview_cmd
 
     scope = _scope(kw)
-    sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
+    sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_"),
+                             flags={"effort": kw.pop("effort")}))
 
 
 @cli.command()
@@ -151,6 +164,41 @@ def rules(**kw: Any) -> None:
     sys.exit(rules_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
 
 
+@cli.command()
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.option("--reason", required=True, metavar="TEXT",
+              help="Why the finding is wrong; recorded, and taught to later reviews of the files in --paths.")
+@click.option("--paths", "paths", multiple=True, metavar="GLOB",
+              help="Where the reason teaches (gitignore-style; repeat for more). Default: the finding's file.")
+@click.option("--expires", metavar="YYYY-MM-DD", help="From this date on the dismissal no longer suppresses.")
+@click.option("--from", "from_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Look the ids up in this JSON report instead of the last review's memory.")
+@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def dismiss(ids: tuple[str, ...], reason: str, paths: tuple[str, ...], expires: str | None,
+            from_file: str | None, config_file: str | None) -> None:
+    """Record findings as wrong, with the reason, in the dismissals file (.ocr-hook/dismissed.yaml).
+
+    ID is a finding's fingerprint or its first 8 or more characters (the text report shows them). Later
+    reviews report the finding as dismissed and never block on it; once the file is committed, the reason
+    teaches the reviewer. Nothing is staged or committed."""
+    from ocr_hook.commands import dismiss as dismiss_cmd
+
+    sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file))
+
+
+@cli.command()
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def dismissed(format_: str, config_file: str | None) -> None:
+    """List the dismissals file's entries and which have expired."""
+    from ocr_hook.commands import dismissed as dismissed_cmd
+
+    sys.exit(dismissed_cmd.run(format_, config_file))
+
+
 @cli.command("merge-sarif")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", required=True, metavar="FILE", help="The merged SARIF file.")
@@ -159,6 +207,20 @@ def merge_sarif(inputs: tuple[str, ...], output: str) -> None:
     from ocr_hook.commands import merge_sarif as merge_cmd
 
     sys.exit(merge_cmd.run(inputs, output))
+
+
+@cli.command("github-review")
+@click.option("--from", "report", required=True, metavar="REPORT.json", type=click.Path(dir_okay=False),
+              help="The review's --format json report (--json-output).")
+def github_review(report: str) -> None:
+    """Publish a report as one review on the GitHub pull request of this Actions run.
+
+    Inline comments (with suggested changes) on the diff's lines, the rest in the review's body; a
+    re-run does not repeat a comment. Needs GITHUB_TOKEN with pull-requests: write. Publishing never
+    changes the gate: anything that stops it is one line on standard error and exit 0."""
+    from ocr_hook.commands import github_review as github_review_cmd
+
+    sys.exit(github_review_cmd.run(report))
 
 
 @cli.command("mcp")

@@ -27,15 +27,18 @@ def _check(fail_on: str, on_error: str) -> None:
         raise ValueError(f"on_error must be one of {', '.join(ON_ERROR_CHOICES)}, got {on_error!r}")
 
 
-def blocking_findings(findings: Iterable[Finding], fail_on: str) -> list[Finding]:
-    """Findings that fail the gate: not suppressed and at or above `fail_on` ("never": none)."""
+def blocking_findings(findings: Iterable[Finding], fail_on: str, late_findings: str = "advisory") -> list[Finding]:
+    """Findings that fail the gate: not suppressed and at or above `fail_on` ("never": none). New and
+    carried findings block; late ones (raised now on lines unchanged since the last review) only with
+    late_findings "block", so a fix can only make the verdict better."""
     active = [] if fail_on == "never" else [f for f in findings if f.suppressed is None]
     if not active:  # e.g. nothing staged: the findings' types need not be loaded
         return []
     from ocr_hook.findings import Severity
 
     threshold = Severity(fail_on).rank
-    return [f for f in active if f.severity.rank >= threshold]
+    late_blocks = late_findings == "block"
+    return [f for f in active if f.severity.rank >= threshold and (f.status != "late" or late_blocks)]
 
 
 def unreviewed_files(result: ReviewResult) -> list[FileCoverage]:
@@ -46,7 +49,7 @@ def unreviewed_files(result: ReviewResult) -> list[FileCoverage]:
 def exit_code(result: ReviewResult, fail_on: str, on_error: str) -> int:
     """0 clean · 1 blocking findings · 3 incomplete (0 with on_error="warn"). Blocking wins over 3."""
     _check(fail_on, on_error)
-    if blocking_findings(result.findings, fail_on):
+    if blocking_findings(result.findings, fail_on, result.late_findings):
         return EXIT_BLOCKING
     if not result.complete and on_error != "warn":
         return EXIT_INCOMPLETE
@@ -75,7 +78,7 @@ def incomplete_line(result: ReviewResult) -> str | None:
 def verdict_line(result: ReviewResult, fail_on: str, on_error: str) -> str:
     """One line that can never make an incomplete review look like a clean pass."""
     code = exit_code(result, fail_on, on_error)
-    blocking = blocking_findings(result.findings, fail_on)
+    blocking = blocking_findings(result.findings, fail_on, result.late_findings)
     parts: list[str] = []
     if blocking:
         parts.append(

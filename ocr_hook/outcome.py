@@ -20,6 +20,7 @@ class FileCoverage:
     # True when the file should have been reviewed and was not (size limit, budget, time, API
     # failure). Policy skips (binary, deleted, excluded, sensitive) leave it False.
     incomplete: bool = False
+    effort: str | None = None  # the profile the file was reviewed with (quick | standard | deep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,10 @@ class ReviewResult:
     file_notes: list[FileNote] = field(default_factory=list)  # the notes of `notes` that are about one file
     dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"filter_mode": 3, "review_filter": 1}
     elapsed_s: float = 0.0
+    # Review memory (DESIGN.md 7): earlier findings this review found fixed, as they were then, and
+    # whether findings raised late (on lines unchanged since the last review) block: advisory | block.
+    resolved: list[Finding] = field(default_factory=list)
+    late_findings: str = "advisory"
 
     @property
     def complete(self) -> bool:

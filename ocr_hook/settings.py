@@ -26,6 +26,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
     "provider": ("anthropic", "bedrock", "vertex"),
+    "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
+    "late_findings": ("advisory", "block"),
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
@@ -83,6 +85,11 @@ class Settings:
     language: str
     pricing: Mapping[str, Price] = field(default_factory=dict)
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
+    effort: str = "auto"  # auto | quick | standard | deep (ocr_hook.effort)
+    risk_paths: tuple[str, ...] = ()  # gitignore-style globs auto reviews one level deeper
+    memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
+    late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
+    dismissals_file: str = ".ocr-hook/dismissed.yaml"  # repo-relative (DESIGN.md 9, ocr_hook.findings.dismissals)
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -108,6 +115,15 @@ def _check_file_names(key: str, names: Any, source: str) -> None:
         if not name.strip() or "/" in name or "\\" in name or name in (".", ".."):
             raise ConfigError(f"{source}: setting '{key}' takes plain file names (looked for in every "
                               f"directory), got {name!r}")
+
+
+def _repo_relative(key: str, value: str, source: str) -> str:
+    """A '/'-separated path inside the repository: the file is read from the work tree and from commits."""
+    parts = [p for p in value.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not value.strip() or value.startswith("/") or not parts or ".." in parts or "\0" in value:
+        raise ConfigError(f"{source}: setting '{key}' must be a path inside the repository (relative to its "
+                          f"root), got {value!r}")
+    return "/".join(parts)
 
 
 def _type_name(key: str) -> str:
@@ -144,6 +160,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if ann == "str":
         if not isinstance(value, str):
             raise bad()
+        if key == "dismissals_file":
+            return _repo_relative(key, value, source)
         if key in CHOICES and value not in CHOICES[key]:
             raise bad()
         return value

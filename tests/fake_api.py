@@ -12,6 +12,7 @@ state, so concurrent files and SDK retries are answered deterministically.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import itertools
 import json
@@ -61,6 +62,16 @@ def tool_use(name: str, input: dict[str, Any] | str, id: str | None = None) -> d
 
 def text(t: str) -> dict[str, Any]:
     return {"type": "text", "text": t}
+
+
+def thinking(t: str) -> dict[str, Any]:
+    """A thinking block for a Reply; the fake signs it when it answers (see ModelsAndThinking). Sent only
+    when the request turned thinking on, as with the real API."""
+    return {"type": "thinking", "thinking": t}
+
+
+def redacted_thinking() -> dict[str, Any]:
+    return {"type": "redacted_thinking"}
 
 
 def task_done(state: str = "DONE") -> Reply:
@@ -375,6 +386,202 @@ class PromptCache:
         }
 
 
+# ---------------------------------------------------------------------------------------------- models, thinking
+
+
+MODELS_PATH = "/v1/models/"
+_SAMPLING = ("temperature", "top_p", "top_k")
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def _support(flag: bool) -> dict[str, bool]:
+    return {"supported": flag}
+
+
+def model_info_json(model: str, *, adaptive: bool, efforts: Sequence[str], max_input_tokens: int | None,
+                    max_tokens: int | None) -> dict[str, Any]:
+    """A `GET /v1/models/{id}` answer of the real API's shape (every capability key present)."""
+    no = _support(False)
+    return {
+        "type": "model", "id": model, "display_name": model, "created_at": "2026-01-01T00:00:00Z",
+        "lifecycle": "active", "max_input_tokens": max_input_tokens, "max_tokens": max_tokens,
+        "capabilities": {
+            "batch": _support(True), "citations": _support(True), "code_execution": no,
+            "context_management": {"supported": False, "clear_thinking_20251015": None,
+                                   "clear_tool_uses_20250919": None, "compact_20260112": None},
+            "effort": {"supported": bool(efforts), **{e: _support(e in efforts) for e in _EFFORTS}},
+            "image_input": _support(True), "pdf_input": _support(True),
+            "server_tools": {"supported": False},
+            "structured_outputs": _support(True),
+            "thinking": {"supported": adaptive,
+                         "types": {"adaptive": _support(adaptive), "enabled": no, "disabled": _support(True),
+                                   "between_tools": no}},
+        },
+    }
+
+
+@dataclass
+class _ModelEntry:
+    info: dict[str, Any]
+    adaptive: bool
+    efforts: tuple[str, ...]
+    rejects_sampling: bool
+
+
+class ModelCatalogue:
+    """The Models API of the fake, and what the real API checks about thinking and effort.
+
+    With no model registered every `GET /v1/models/{id}` is a 404, as on a compatible server. A
+    registered model answers with its capabilities, and its Messages requests are checked against
+    them: an unsupported thinking type or effort level is a 400, and so are sampling parameters on a
+    model that rejects them. With thinking on (any model), thinking blocks sent back must carry the
+    signature the fake gave them, and the assistant turn of a pending tool call must carry its
+    thinking blocks unchanged, as the real API requires in a tool-use loop."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._models: dict[str, _ModelEntry] = {}
+        self._requests: list[RecordedRequest] = []
+        self._key = b"fake-thinking-signing-key"
+        # tool_use id → the signed thinking blocks of the reply that made the call
+        self._thinking_of_call: dict[str, list[dict[str, Any]]] = {}
+        self._redacted = itertools.count(1)
+
+    def register(self, model: str, *, adaptive: bool = True, efforts: Sequence[str] = ("low", "medium", "high", "max"),
+                 max_input_tokens: int | None = 200_000, max_tokens: int | None = 64_000,
+                 rejects_sampling: bool | None = None) -> None:
+        """Make `model` known to the Models API. `rejects_sampling` defaults to `adaptive` (current models
+        both think adaptively and reject temperature, top_p and top_k)."""
+        info = model_info_json(model, adaptive=adaptive, efforts=tuple(efforts), max_input_tokens=max_input_tokens,
+                               max_tokens=max_tokens)
+        with self._lock:
+            self._models[model] = _ModelEntry(info, adaptive, tuple(efforts),
+                                              adaptive if rejects_sampling is None else rejects_sampling)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every Models API request so far (kept apart from the Messages requests)."""
+        with self._lock:
+            return list(self._requests)
+
+    def record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(req)
+
+    def answer(self, req: RecordedRequest) -> _Answer:
+        if not req.headers.get("x-api-key") and not req.headers.get("authorization"):
+            return _error(401, "x-api-key header is required")
+        model = req.path.split("?", 1)[0][len(MODELS_PATH):]
+        with self._lock:
+            entry = self._models.get(model)
+        if entry is None:
+            return _error(404, f"model: {model}")
+        return _Answer(200, json.dumps(entry.info).encode())
+
+    # -- thinking -------------------------------------------------------------------------------------------
+
+    def _sign(self, text_: str) -> str:
+        return hmac.new(self._key, text_.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def sign_reply(self, body: Mapping[str, Any], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The reply's blocks as the API sends them: thinking blocks only when the request turned thinking
+        on, then signed; the calls they precede remembered for the checks on the next request."""
+        if not thinking_on(body):
+            return [b for b in content if b.get("type") not in ("thinking", "redacted_thinking")]
+        out = []
+        for block in content:
+            if block.get("type") == "thinking":
+                block = {"type": "thinking", "thinking": block["thinking"], "signature": self._sign(block["thinking"])}
+            elif block.get("type") == "redacted_thinking":
+                data = f"redacted-{next(self._redacted):06d}"
+                block = {"type": "redacted_thinking", "data": f"{data}.{self._sign(data)}"}
+            out.append(block)
+        thoughts = [b for b in out if b["type"] in ("thinking", "redacted_thinking")]
+        if thoughts:
+            with self._lock:
+                for block in out:
+                    if block["type"] == "tool_use":
+                        self._thinking_of_call[block["id"]] = thoughts
+        return out
+
+    def _genuine(self, block: Mapping[str, Any]) -> bool:
+        if block.get("type") == "thinking":
+            return isinstance(block.get("thinking"), str) and hmac.compare_digest(
+                str(block.get("signature", "")), self._sign(block["thinking"]))
+        data = str(block.get("data", ""))
+        head, _, signature = data.rpartition(".")
+        return bool(head) and hmac.compare_digest(signature, self._sign(head))
+
+    def check(self, body: Mapping[str, Any]) -> None:
+        """Raise _Invalid for what the real API rejects about thinking, effort and sampling."""
+        model = str(body.get("model"))
+        with self._lock:
+            entry = self._models.get(model)
+        config = body.get("thinking")
+        if config is not None:
+            if not isinstance(config, dict) or config.get("type") not in ("adaptive", "enabled", "disabled"):
+                raise _Invalid("thinking.type: Input should be 'adaptive', 'enabled' or 'disabled'")
+            if entry is not None and config["type"] == "adaptive" and not entry.adaptive:
+                raise _Invalid(f"thinking.type: 'adaptive' is not supported on this model ({model})")
+            if entry is not None and config["type"] == "enabled" and entry.adaptive:
+                raise _Invalid("thinking.type.enabled is not supported for this model. Use thinking.type.adaptive")
+        output_config = body.get("output_config")
+        if output_config is not None:
+            effort = output_config.get("effort") if isinstance(output_config, dict) else None
+            if effort not in _EFFORTS:
+                raise _Invalid(f"output_config.effort: Input should be one of {', '.join(_EFFORTS)}")
+            if entry is not None and effort not in entry.efforts:
+                raise _Invalid(f"output_config.effort: '{effort}' is not supported on this model ({model})")
+        if entry is not None and entry.rejects_sampling:
+            for name in _SAMPLING:
+                if name in body:
+                    raise _Invalid(f"{name}: is not supported on this model; remove it (sampling parameters are "
+                                   "deprecated for this model)")
+        if not thinking_on(body):
+            return
+        choice = body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("type") in ("any", "tool"):
+            raise _Invalid("Thinking may not be enabled when tool_choice forces tool use.")
+        messages = body.get("messages") or []
+        for i, message in enumerate(messages):
+            content = message.get("content")
+            if message.get("role") != "assistant" or not isinstance(content, list):
+                continue
+            for j, block in enumerate(content):
+                if block.get("type") in ("thinking", "redacted_thinking") and not self._genuine(block):
+                    raise _Invalid(f"messages.{i}.content.{j}: Invalid `signature` in `{block['type']}` block")
+        self._check_pending_call(messages)
+
+    def _check_pending_call(self, messages: list[dict[str, Any]]) -> None:
+        """The last assistant turn, when it made the tool calls being answered now, must start with the
+        thinking blocks it came with, unchanged and in order."""
+        last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+        if last is None or not isinstance(messages[last].get("content"), list):
+            return
+        content = messages[last]["content"]
+        calls = [b.get("id") for b in content if b.get("type") == "tool_use"]
+        with self._lock:
+            expected = next((self._thinking_of_call[c] for c in calls if c in self._thinking_of_call), None)
+        if not expected:
+            return
+        sent = [{k: v for k, v in b.items() if k != "cache_control"} for b in content
+                if b.get("type") in ("thinking", "redacted_thinking")]
+        first = content[0].get("type") if content else None
+        if first not in ("thinking", "redacted_thinking"):
+            raise _Invalid(
+                f"messages.{last}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{first}`. "
+                "When `thinking` is enabled, a final `assistant` message must start with a thinking block "
+                "(preceeding the lastmost set of `tool_use` and `tool_result` blocks). To avoid this requirement, "
+                "disable `thinking`.")
+        if sent != expected:
+            raise _Invalid(f"messages.{last}.content: thinking blocks must be passed back unmodified, as received")
+
+
+def thinking_on(body: Mapping[str, Any]) -> bool:
+    config = body.get("thinking")
+    return isinstance(config, dict) and config.get("type") in ("adaptive", "enabled")
+
+
 # ---------------------------------------------------------------------------------------------- the server
 
 
@@ -395,6 +602,10 @@ class FakeMessagesAPI:
 
     def __init__(self, latency_s: float = 0.0) -> None:
         self.latency_s = latency_s
+        # The Models API and the thinking checks (register models on it; its requests are kept apart).
+        self.models = ModelCatalogue()
+        # Seconds an answer takes as a function of its billed usage (a latency model for benchmarks).
+        self.latency_model: Callable[[Mapping[str, int]], float] | None = None
         self.cache = PromptCache()
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)  # notified when a request arrives or is answered
@@ -531,6 +742,9 @@ class FakeMessagesAPI:
         except ValueError:
             parsed = {}
         req = RecordedRequest(path, headers, parsed if isinstance(parsed, dict) else {}, time.monotonic(), method, raw)
+        if method == "GET" and path.startswith(MODELS_PATH):
+            self.models.record(req)
+            return req
         with self._arrived:
             self._requests.append(req)
             self._arrived.notify_all()
@@ -541,6 +755,8 @@ class FakeMessagesAPI:
             self._arrived.notify_all()
 
     def _answer(self, req: RecordedRequest) -> _Answer:
+        if req.method == "GET" and req.path.startswith(MODELS_PATH):
+            return self.models.answer(req)
         if req.method != "POST" or req.path.split("?", 1)[0] != MESSAGES_PATH:
             return _error(404, f"fake API: no route {req.method} {req.path} (only POST {MESSAGES_PATH})")
         if not req.headers.get("x-api-key") and not req.headers.get("authorization"):
@@ -548,6 +764,7 @@ class FakeMessagesAPI:
         try:
             body = json.loads(req.raw)
             validate(body)
+            self.models.check(body)
         except ValueError as exc:
             return _error(400, f"The request body is not valid JSON: {exc}")
         except _Invalid as exc:
@@ -612,6 +829,7 @@ class FakeMessagesAPI:
             if block.get("type") == "tool_use" and "id" not in block:
                 block["id"] = f"toolu_{next(self._ids):06d}"
             content.append(block)
+        content = self.models.sign_reply(body, content) or [text("(no reply)")]
         usage: dict[str, int] = {**self.cache.usage_for(body), "output_tokens": output_tokens_of(content)}
         usage.update(reply.usage or {})
         message = {
@@ -624,7 +842,8 @@ class FakeMessagesAPI:
             "stop_sequence": None,
             "usage": {**dict.fromkeys(USAGE_KEYS, 0), **usage},
         }
-        return _Answer(200, json.dumps(message).encode(), delay_s=reply.delay_s, usage=usage, hold=reply.hold)
+        delay = reply.delay_s + (self.latency_model(usage) if self.latency_model is not None else 0.0)
+        return _Answer(200, json.dumps(message).encode(), delay_s=delay, usage=usage, hold=reply.hold)
 
     def _sleep(self, seconds: float, hold: threading.Event | None = None) -> bool:
         """Wait without holding anything (then, with `hold`, until it is set); False when the server closed

@@ -5,7 +5,8 @@ SchemaStore's schemas (check-jsonschema's vendored copies, no network) and actio
 passes shellcheck. The script then runs as the composite step would: the environment action.yml maps
 from its inputs, a simulated runner (event payload, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, RUNNER_TEMP)
 and a shallow checkout of a pull request's merge commit, installing ocr-hook from this checkout and
-reviewing against the fake Messages API through the real SDK.
+reviewing against the fake Messages API through the real SDK, and publishing the pull-request review
+and the SARIF upload to the fake GitHub REST API (tests/fake_github.py) at GITHUB_API_URL.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from agent_support import is_filter
 from ci_repos import FEATURE_FILES, Forked, ci_free_env, forked_history
 from e2e_support import comment, comment_turn
 from fake_api import FakeMessagesAPI, Reply, text
+from fake_github import FakeGitHub
 from gitrepo import git
 from validators import validate_sarif
 
@@ -82,10 +85,12 @@ def test_the_schema_check_is_offline_and_can_fail(tmp_path: Path) -> None:
 
 def test_inputs_and_outputs_of_the_contract() -> None:
     meta = action()
-    assert {"anthropic-api-key", "base", "fail-on", "max-cost", "timeout", "model", "args", "upload-sarif",
-            "sarif-category", "require-key", "cache"} <= set(meta["inputs"])
+    assert {"anthropic-api-key", "base", "fail-on", "max-cost", "timeout", "model", "effort", "args", "upload-sarif",
+            "sarif-category", "require-key", "cache", "pr-review", "github-token"} <= set(meta["inputs"])
     assert meta["inputs"]["base"]["default"] == "auto"
-    assert meta["inputs"]["upload-sarif"]["default"] == "true"
+    assert meta["inputs"]["upload-sarif"]["default"] == "auto"
+    assert meta["inputs"]["pr-review"]["default"] == "true"
+    assert meta["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert meta["inputs"]["require-key"]["default"] == "false"
     assert set(meta["outputs"]) == {"exit-code", "status", "findings", "sarif-file"}
     text_ = ACTION.read_text(encoding="utf-8")
@@ -93,8 +98,10 @@ def test_inputs_and_outputs_of_the_contract() -> None:
         assert f"inputs.{name}" in text_, f"input {name} is declared but never used"
     steps = meta["runs"]["steps"]
     assert meta["runs"]["using"] == "composite"
-    upload = next(s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@"))
+    upload = next(s for s in steps if s.get("id") == "upload")
     assert upload["if"].startswith("always()")  # uploaded also when the gate fails
+    assert "inputs.upload-sarif != 'false'" in upload["if"]
+    assert [s["id"] for s in steps if s.get("id") in ("review", "upload")] == ["review", "upload"]
     assert steps[-1]["if"] == "always()" and "OCR_ACTION_EXIT_CODE" in steps[-1]["run"]  # the gate comes last
     assert any(str(s.get("uses", "")).startswith("actions/cache@") for s in steps)
 
@@ -155,22 +162,29 @@ def test_run_script_passes_shellcheck() -> None:
 # --- the script on a simulated runner --------------------------------------------------------------------
 
 _INPUT_EXPR = re.compile(r"^\$\{\{\s*inputs\.([a-z-]+)\s*\}\}$")
+_OUTPUT_EXPR = re.compile(r"^\$\{\{\s*steps\.review\.outputs\.([a-z-]+)\s*\}\}$")
 _CACHE_EXPR = "${{ inputs.cache == 'true' && format('{0}/ocr-hook-cache', runner.temp) || '' }}"
+GITHUB_TOKEN = "ghs_simulatedRunnerToken0123456789abcd"  # what ${{ github.token }} gives the simulated job
 
 
-def step_env(inputs: dict[str, str], runner_temp: Path) -> dict[str, str]:
-    """The review step's env exactly as action.yml maps it, with the given inputs over the defaults."""
+def step_env(inputs: dict[str, str], runner_temp: Path, step_id: str = "review",
+             outputs: dict[str, str] | None = None) -> dict[str, str]:
+    """A step's env exactly as action.yml maps it, with the given inputs over the defaults (and, for the
+    steps after the review, the review step's outputs)."""
     meta = action()
     values = {name: str(spec.get("default", "")) for name, spec in meta["inputs"].items()}
+    values = {name: GITHUB_TOKEN if v == "${{ github.token }}" else v for name, v in values.items()}
     unknown = set(inputs) - set(values)
     assert not unknown, f"not inputs of action.yml: {unknown}"
     values.update(inputs)
-    step = next(s for s in meta["runs"]["steps"] if s.get("id") == "review")
-    assert step["run"] == 'bash "$GITHUB_ACTION_PATH/action/run.sh"'
+    step = next(s for s in meta["runs"]["steps"] if s.get("id") == step_id)
+    assert step["run"] == 'bash "$GITHUB_ACTION_PATH/action/run.sh"' + (" upload-sarif" if step_id == "upload" else "")
     env: dict[str, str] = {}
     for name, expr in step["env"].items():
         if match := _INPUT_EXPR.match(expr):
             env[name] = values[match.group(1)]
+        elif (match := _OUTPUT_EXPR.match(expr)) and outputs is not None:
+            env[name] = outputs[match.group(1)]
         elif expr == _CACHE_EXPR:
             env[name] = f"{runner_temp}/ocr-hook-cache" if values["cache"] == "true" else ""
         elif expr == "${{ steps.python.outputs.python-path }}":
@@ -210,7 +224,9 @@ class Runner:
     """A simulated GitHub runner for one job: a shallow checkout of refs/pull/1/merge (what
     actions/checkout does by default for pull_request events) and the files the runner provides."""
 
-    def __init__(self, tmp_path: Path, forked: Forked) -> None:
+    def __init__(self, tmp_path: Path, forked: Forked, github: FakeGitHub) -> None:
+        self.github = github  # GITHUB_API_URL: nothing set up there answers 404, as for an unknown pull request
+        github.tokens[GITHUB_TOKEN] = "write"
         work = forked.work
         git(work, "checkout", "-q", "--detach", forked.main_tip)
         git(work, "merge", "-q", "--no-ff", "--no-edit", "feature")
@@ -249,17 +265,25 @@ class Runner:
         self.event.write_text(json.dumps(event), encoding="utf-8")
         env = ci_free_env(
             **names, GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_PATH=str(self.event),
-            GITHUB_REPOSITORY="octo/app", GITHUB_ACTOR="octo",
+            GITHUB_REPOSITORY="octo/app", GITHUB_ACTOR="octo", GITHUB_API_URL=self.github.url,
             GITHUB_WORKSPACE=str(self.workspace), GITHUB_ACTION_PATH=str(ROOT), GITHUB_OUTPUT=str(self.output),
             GITHUB_STEP_SUMMARY=str(self.summary), RUNNER_TEMP=str(self.temp),
             ANTHROPIC_BASE_URL=sdk["ANTHROPIC_BASE_URL"], NO_PROXY=sdk.get("NO_PROXY", ""),
         )
         for name in [n for n in env if n.startswith("ANTHROPIC_") and n != "ANTHROPIC_BASE_URL"]:
             del env[name]
+        self.job_env = dict(env)
         # The key reaches the script only as the input (a secret), as in the README's workflows.
         env.update(step_env({"anthropic-api-key": sdk["ANTHROPIC_API_KEY"] if key else "", **inputs}, self.temp))
         return subprocess.run(["bash", str(ROOT / "action" / "run.sh")], cwd=self.workspace, env=env,
                               capture_output=True, text=True, timeout=300)
+
+    def upload(self, inputs: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        """action.yml's upload step after `run`, with the review step's outputs."""
+        env = {**self.job_env, **step_env(inputs, self.temp, "upload", self.outputs())}
+        step = next(s for s in action()["runs"]["steps"] if s.get("id") == "upload")
+        return subprocess.run(["bash", "-c", step["run"]], cwd=self.workspace, env=env, capture_output=True,
+                              text=True, timeout=120)
 
     def outputs(self) -> dict[str, str]:
         lines = self.output.read_text(encoding="utf-8").splitlines() if self.output.exists() else []
@@ -267,8 +291,9 @@ class Runner:
 
 
 @pytest.fixture
-def runner(tmp_path: Path) -> Runner:
-    return Runner(tmp_path, forked_history(tmp_path / "history"))
+def runner(tmp_path: Path) -> Iterator[Runner]:
+    with FakeGitHub() as github:
+        yield Runner(tmp_path, forked_history(tmp_path / "history"), github)
 
 
 def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
@@ -278,8 +303,9 @@ def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: Fak
         "api() returns a constant string.", code="return 'api'", severity="high", suggestion="    return API"))])
     assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "true"
 
-    proc = runner.run({"fail-on": "high", "max-cost": "2.50", "args": "--concurrency 1 --no-review-filter"},
-                      sdk_env)
+    fake_api.models.register("claude-sonnet-5-5")
+    proc = runner.run({"fail-on": "high", "max-cost": "2.50", "effort": "quick",
+                       "args": "--concurrency 1 --no-review-filter"}, sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the gate is the last step, not the script
     assert "Traceback" not in proc.stderr
     out = runner.outputs()
@@ -303,6 +329,9 @@ def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: Fak
     assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "false"
     # Inputs and `args` reached the command line; the cache input chose the result cache directory.
     assert not [r for r in fake_api.requests if is_filter(r.body)]  # --no-review-filter from `args`
+    # The effort input: quick, although CI=true would make auto standard.
+    assert set(report["coverage"]["effort"].values()) == {"quick"}
+    assert all("thinking" not in r.body and r.body["output_config"] == {"effort": "low"} for r in fake_api.requests)
     assert any((runner.temp / "ocr-hook-cache").rglob("*"))
 
 
@@ -398,3 +427,92 @@ def test_push_event_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeM
     assert "GitHub Actions (push)" in report["scope"]
     assert "PASSED" in runner.summary.read_text(encoding="utf-8")
     assert not (runner.temp / "ocr-hook-cache").exists()  # cache: false → --no-cache
+    assert runner.github.requests == [] and "github-review" not in proc.stderr  # a pull-request review needs one
+
+
+# --- the pull-request review and the SARIF upload (issue 23) -------------------------------------------------
+
+
+def pull_request_files(forked: Forked) -> dict[str, str | None]:
+    """The pull request's files as GitHub's pulls/files lists them: each file's hunks of base...head."""
+    files: dict[str, str | None] = {}
+    for path in FEATURE_FILES:
+        diff = git(forked.work, "diff", f"{forked.main_tip}...{forked.feature_tip}", "--", path)
+        files[path] = diff[diff.index("@@"):].rstrip("\n")
+    return files
+
+
+def test_pull_request_gets_a_review_and_the_sarif_is_uploaded(runner: Runner, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str]) -> None:
+    pull = runner.github.add_pull(1, runner.forked.feature_tip, pull_request_files(runner.forked))
+    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    fake_api.script("def api():", [comment_turn(comment(
+        "api() returns a constant string.", code="return 'api'", severity="high", suggestion="return API"))])
+
+    proc = runner.run({"cache": "false"}, sdk_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["findings"]) == ("1", "1"), (out, proc.stderr)
+    assert "ocr-hook: github-review: published a review on octo/app#1: 1 inline comment(s)" in proc.stderr
+    [review] = pull.reviews
+    [inline] = [c for c in pull.comments if c["pull_request_review_id"] == review["id"]]
+    assert (inline["path"], inline["line"], review["commit_id"]) == (FEATURE_FILES[0], 2, runner.forked.feature_tip)
+    report = json.loads((runner.temp / "ocr-hook" / "ocr-hook.json").read_text(encoding="utf-8"))
+    assert report["findings"][0]["fix"]["replacement"] == "    return API"
+    assert inline["body"].endswith("```suggestion\n    return API\n```")
+    assert "FAILED" in review["body"]
+
+    upload = runner.upload({"upload-sarif": "true"})
+    assert upload.returncode == 0, upload.stdout + upload.stderr
+    [sent] = runner.github.sarif_uploads
+    assert (sent["commit_sha"], sent["ref"]) == (runner.merge, "refs/pull/1/merge")
+    run_ = sent["log"]["runs"][0]
+    assert run_["automationDetails"]["id"] == "ocr-hook/"  # the sarif-category input, as codeql-action sets it
+    assert [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run_["results"]] \
+        == [FEATURE_FILES[0]]
+    assert gate(out["exit-code"]) == 1
+    # The token went to the GitHub fake only, in its Authorization header, and was printed nowhere.
+    assert {r.headers["authorization"] for r in runner.github.requests} == {f"Bearer {GITHUB_TOKEN}"}
+    assert all(GITHUB_TOKEN not in json.dumps(r.body) for r in fake_api.requests)
+    for text_ in (proc.stdout, proc.stderr, upload.stdout, upload.stderr, runner.output.read_text(),
+                  runner.summary.read_text()):
+        assert GITHUB_TOKEN not in text_
+
+
+def test_clean_review_without_code_scanning_ends_green_with_a_notice(runner: Runner, fake_api: FakeMessagesAPI,
+                                                                     sdk_env: dict[str, str]) -> None:
+    pull = runner.github.add_pull(1, runner.forked.feature_tip, pull_request_files(runner.forked))
+    runner.github.code_scanning = "not-enabled"  # a private repository without GitHub Code Security
+
+    proc = runner.run({"cache": "false", "args": "--no-review-filter"}, sdk_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"], out["findings"]) == ("0", "complete", "0"), (out, proc.stderr)
+    [review] = pull.reviews  # the verdict is on the pull request, with no comment
+    assert "PASSED" in review["body"] and pull.comments == []
+
+    upload = runner.upload({})  # upload-sarif: auto, the default
+    assert upload.returncode == 0, upload.stdout + upload.stderr
+    assert re.search(r"^::notice title=ocr-hook SARIF upload::SARIF not uploaded: code scanning is not available "
+                     r"in this repository \(Code scanning is not enabled", upload.stdout, re.M), upload.stdout
+    assert gate(out["exit-code"]) == 0  # green: the job's result is the review's verdict
+
+    runner.github.code_scanning = "no-ghas"
+    assert runner.upload({}).returncode == 0
+    # `true` fails the job on the same answer; any other refusal fails `auto` too.
+    strict = runner.upload({"upload-sarif": "true"})
+    assert strict.returncode == 1 and "::error title=ocr-hook SARIF upload::" in strict.stdout
+    runner.github.code_scanning = "enabled"
+    runner.github.tokens[GITHUB_TOKEN] = "read"
+    refused = runner.upload({})
+    assert refused.returncode == 1, refused.stdout
+    assert "SARIF upload failed: HTTP 403: Resource not accessible by integration" in refused.stdout
+    assert runner.github.sarif_uploads == []
+
+
+def test_pr_review_false_posts_nothing(runner: Runner, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    runner.github.add_pull(1, runner.forked.feature_tip, pull_request_files(runner.forked))
+    proc = runner.run({"cache": "false", "pr-review": "false"}, sdk_env)
+    assert proc.returncode == 0 and runner.outputs()["exit-code"] == "0", proc.stderr
+    assert "github-review" not in proc.stderr
+    assert runner.github.requests == []

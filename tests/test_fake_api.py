@@ -11,7 +11,7 @@ from typing import Any
 
 import anthropic
 import pytest
-from fake_api import FakeMessagesAPI, Fault, Reply, task_done, text, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, redacted_thinking, task_done, text, thinking, tool_use
 
 from ocr_hook.settings import Price
 
@@ -310,3 +310,70 @@ def test_sdk_env_without_key_never_finds_a_credential(sdk_env_without_key: dict[
     assert "ANTHROPIC_API_KEY" not in sdk_env_without_key
     with pytest.raises(anthropic.AnthropicError):
         anthropic.Anthropic(max_retries=0)
+
+
+# --- the Models API and thinking (DESIGN.md section 8) ------------------------------------------------
+
+
+def thinking_turn(fake: FakeMessagesAPI, c: anthropic.Anthropic, model: str) -> tuple[list[dict[str, Any]], Any]:
+    fake.script("think about a.py", [Reply([thinking("Let me look at line 3."), redacted_thinking(),
+                                            tool_use("file_read", {"file_path": "a.py"})]), task_done()])
+    opening = [{"role": "user", "content": "Please think about a.py"}]
+    first = c.messages.create(model=model, max_tokens=2048, messages=opening, tools=TOOLS,  # type: ignore[arg-type]
+                              thinking={"type": "adaptive"})
+    return opening, first
+
+
+def answered(opening: list[dict[str, Any]], assistant: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
+    return [*opening, {"role": "assistant", "content": assistant},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "1|x"}]}]
+
+
+def test_thinking_blocks_are_signed_and_must_come_back_unchanged(fake_api: FakeMessagesAPI) -> None:
+    fake_api.models.register("claude-thinker")
+    c = client(fake_api)
+    opening, first = thinking_turn(fake_api, c, "claude-thinker")
+    kinds = [b.type for b in first.content]
+    assert kinds == ["thinking", "redacted_thinking", "tool_use"] and first.content[0].signature
+    blocks = [b.model_dump(exclude_none=True) for b in first.content]
+    call_id = first.content[2].id
+    ok = c.messages.create(model="claude-thinker", max_tokens=2048, tools=TOOLS,  # type: ignore[arg-type]
+                           messages=answered(opening, blocks, call_id), thinking={"type": "adaptive"})
+    assert ok.stop_reason == "tool_use"
+    altered = [{**blocks[0], "thinking": "Something else."}, *blocks[1:]]
+    for assistant in (blocks[2:], blocks[1:], altered):  # thinking dropped, one of two dropped, text altered
+        with pytest.raises(anthropic.BadRequestError):
+            c.messages.create(model="claude-thinker", max_tokens=2048, tools=TOOLS,  # type: ignore[arg-type]
+                              messages=answered(opening, assistant, call_id), thinking={"type": "adaptive"})
+
+
+def test_without_thinking_no_thinking_blocks_and_no_checks(fake_api: FakeMessagesAPI) -> None:
+    c = client(fake_api)
+    fake_api.script("think about a.py", [Reply([thinking("hm"), tool_use("file_read", {"file_path": "a.py"})])])
+    opening = [{"role": "user", "content": "Please think about a.py"}]
+    first = send(c, opening)
+    assert [b.type for b in first.content] == ["tool_use"]
+    assert send(c, answered(opening, [first.content[0].model_dump()], first.content[0].id)).stop_reason
+
+
+def test_current_models_reject_sampling_and_unsupported_settings(fake_api: FakeMessagesAPI) -> None:
+    fake_api.models.register("claude-thinker", efforts=("low", "medium", "high"))
+    fake_api.models.register("claude-plain", adaptive=False, efforts=())
+    c = client(fake_api)
+    hi = [{"role": "user", "content": "hi"}]
+    bad: list[tuple[str, dict[str, Any]]] = [
+        # SDK 2.15 no longer has sampling parameters at all; a caller could still send them as extra body.
+        ("claude-thinker", {"extra_body": {"temperature": 0.2}}), ("claude-thinker", {"extra_body": {"top_p": 0.9}}),
+        ("claude-thinker", {"output_config": {"effort": "max"}}),
+        ("claude-thinker", {"thinking": {"type": "adaptive"}, "tool_choice": {"type": "any"}}),
+        ("claude-plain", {"thinking": {"type": "adaptive"}}),
+        ("claude-plain", {"output_config": {"effort": "low"}}),
+    ]
+    for model, extra in bad:
+        with pytest.raises(anthropic.BadRequestError):
+            c.messages.create(model=model, max_tokens=64, messages=hi, tools=TOOLS, **extra)  # type: ignore[arg-type]
+    assert send(c, hi, extra_body={"temperature": 0.2}).stop_reason  # an unregistered (compatible) model takes it
+    ok = c.messages.create(model="claude-thinker", max_tokens=64, messages=hi,  # type: ignore[arg-type]
+                           output_config={"effort": "high"}, thinking={"type": "adaptive"})
+    assert ok.stop_reason
+    assert [r.status for r in fake_api.requests] == [400] * len(bad) + [200, 200]

@@ -81,3 +81,22 @@ def test_verdict_lists_at_most_five_files() -> None:
 def test_verdict_gate_off() -> None:
     line = gate.verdict_line(result([finding(severity="critical")]), "never", "fail")
     assert line.startswith("PASSED") and "gate is off" in line
+
+
+@pytest.mark.parametrize(
+    ("statuses", "late_findings", "expected"),
+    [
+        (["new"], "advisory", 1),
+        (["carried"], "advisory", 1),  # a carried finding blocks as before
+        (["late"], "advisory", 0),  # raised late on unchanged lines: advisory
+        (["late"], "block", 1),
+        (["late", "carried"], "advisory", 1),
+    ],
+)
+def test_memory_statuses_at_the_gate(statuses, late_findings, expected) -> None:
+    import dataclasses
+
+    res = result([dataclasses.replace(finding(severity="high"), status=s) for s in statuses], None)
+    res.late_findings = late_findings
+    assert gate.exit_code(res, "high", "fail") == expected
+    assert gate.verdict_line(res, "high", "fail").endswith(f"[exit {expected}]")

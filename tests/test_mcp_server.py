@@ -437,3 +437,30 @@ def test_a_client_on_the_2026_protocol_gets_the_same_tools_progress_and_cancella
     assert previewed.structured_content["files"][0]["path"] == CALC_PATH  # type: ignore[index]
     time.sleep(0.5)
     assert len(fake_api.requests_for("return a * b")) == 1  # the cancelled review sent nothing more
+
+
+def test_review_honours_the_dismissals_file(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                            sdk_env: dict[str, str]) -> None:
+    repo = calc_repo(tmp_path / "repo")
+    _filter_keeps_everything(fake_api)
+    fake_api.script(CALC_PATH, [comment_turn(comment(severity="high")), task_done()])
+    report = tmp_path / "report.json"
+    first = run_cli(repo, "review", "--no-cache", "--json-output", str(report), env=sdk_env)
+    assert first.returncode == 1
+    fingerprint = json.loads(report.read_text())["findings"][0]["fingerprint"]
+    reason = "subtraction is intended here: amounts are signed"
+    dismissed = run_cli(repo, "dismiss", fingerprint[:8], "--reason", reason, "--from", str(report), env=sdk_env)
+    assert dismissed.returncode == 0, dismissed.stderr
+
+    async def main() -> types.CallToolResult:
+        async with serving(repo, sdk_env, tmp_path / "stderr.txt") as client:
+            return await client.call("review", {})
+
+    result = anyio.run(main)
+    doc = result.structured_content
+    assert not result.is_error and doc is not None
+    assert doc["exit_code"] == 0 and doc["verdict"].startswith("PASSED")
+    (finding,) = doc["findings"]
+    assert (finding["fingerprint"], finding["suppressed"], finding["suppression_reason"]) == (
+        fingerprint, "dismissed", reason)
+    assert any(".ocr-hook/dismissed.yaml" in n and fingerprint[:8] in n for n in doc["notes"])

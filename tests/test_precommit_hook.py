@@ -9,7 +9,9 @@ module on one worker: `--dist loadfile` in pyproject.toml).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +21,7 @@ import pytest
 import yaml
 from agent_support import is_filter
 from fake_api import Reply, text, tool_use
-from gitrepo import commit_all, git, make_repo, repo_state, write
+from gitrepo import commit_all, git, head, make_repo, repo_state, write
 
 PROJECT = Path(__file__).resolve().parent.parent
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
@@ -85,6 +87,7 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
             "severity": "high", "category": "bug"}]})]),
         Reply([tool_use("task_done", {"state": "DONE"})]),
     ])
+    fake_api.models.register("claude-sonnet-5-5")  # a model that could think, and take any effort
     before = repo_state(repo)
     proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env, "ocr-hook")
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -92,6 +95,10 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
     assert "app.py:2" in proc.stdout
     assert any(r.path.endswith("/messages") for r in fake_api.requests)
     assert repo_state(repo) == before
+    # pre-commit sets PRE_COMMIT=1, so effort auto is quick: no thinking, effort low (DESIGN.md section 8).
+    main = [r.body for r in fake_api.requests if "Review the change to `app.py`" in r.first_user_text]
+    assert main and all("thinking" not in b and b["output_config"] == {"effort": "low"} for b in main)
+    assert "(1 quick)" in proc.stdout
 
 
 def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
@@ -125,3 +132,104 @@ def test_push_hook_reviews_the_pushed_range(tmp_path, hook_config, pre_commit_ho
                      "--from-ref", base, "--to-ref", head)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "app.py:2" in proc.stdout
+
+
+# --- through `git commit` (issue 21): what a developer sees, without pre-commit's --verbose flag ----------------
+
+LOW = "Subtraction where the function name promises addition."
+
+
+def _installed(target: Path, config: Path, home: Path, env: dict[str, str]) -> dict[str, str]:
+    """pre-commit installed as the repository's pre-commit hook (as `pre-commit install` does for a user)."""
+    full_env = {**os.environ, **env, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    subprocess.run([*PRE_COMMIT, "install", "--config", str(config)], cwd=target, env=full_env, check=True,
+                   capture_output=True, timeout=120)
+    return full_env
+
+
+def _commit(target: Path, env: dict[str, str], **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "commit", "-m", "change"], cwd=target, env={**env, **extra}, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _hook_output(proc: subprocess.CompletedProcess) -> list[str]:
+    """The lines our hook printed: pre-commit shows them after its `- duration:` line."""
+    out = (proc.stdout + proc.stderr).splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("- duration:")) + 1
+    return [line for line in out[start:] if line.strip()]
+
+
+def _script(fake_api, severity: str, suggestion: str | None = "return a + b") -> None:
+    entry = {"content": LOW, "existing_code": "return a - b", "severity": severity, "category": "bug"}
+    if suggestion:
+        entry["suggestion_code"] = suggestion
+    fake_api.script("app.py", [Reply([tool_use("code_comment", {"comments": [entry]})]),
+                               Reply([tool_use("task_done", {"state": "DONE"})])])
+
+
+def test_a_commit_with_a_low_finding_passes_and_shows_it_briefly(tmp_path, hook_config, pre_commit_home, fake_api,
+                                                                 sdk_env):
+    repo = _target_repo(tmp_path)
+    _script(fake_api, "low")
+    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    before = head(repo)
+    proc = _commit(repo, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert head(repo) != before
+    lines = _hook_output(proc)
+    assert len(lines) == 2, lines  # a line per finding, then the verdict with the summary
+    assert lines[0].startswith("app.py:2 [LOW] bug ") and lines[0].endswith(LOW)
+    assert lines[1].startswith("ocr-hook: PASSED — review complete") and "1 file reviewed" in lines[1]
+
+
+def test_a_clean_commit_shows_one_line(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
+    repo = _target_repo(tmp_path)
+    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    proc = _commit(repo, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [line] = _hook_output(proc)
+    assert line.startswith("ocr-hook: PASSED — review complete") and "no findings" in line
+
+
+def test_a_blocked_commit_says_what_to_do_and_each_way_out_works(tmp_path, hook_config, pre_commit_home, fake_api,
+                                                                  sdk_env):
+    repo = _target_repo(tmp_path)
+    _script(fake_api, "high")
+    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    before = head(repo)
+    proc = _commit(repo, env)
+    assert proc.returncode == 1 and head(repo) == before
+    out = "\n".join(_hook_output(proc))
+    report = json.loads(subprocess.run([sys.executable, "-m", "ocr_hook", "review", "-q", "--format", "json"],
+                                       cwd=repo, env=env, capture_output=True, text=True, check=False).stdout)
+    short = report["findings"][0]["fingerprint"][:8]
+    assert f"[HIGH] bug  {short}" in out
+    hint = out[out.index("What to do next:"):]
+    assert "git apply --index" in hint
+    assert f'ocr-hook dismiss {short} --reason "..."' in hint
+    assert "SKIP=ocr-hook git commit ..." in hint
+    # The skip the hint names works with the real pre-commit: the hook is skipped, the commit made.
+    skipped = _commit(repo, env, SKIP="ocr-hook")
+    assert skipped.returncode == 0 and "Skipped" in skipped.stdout + skipped.stderr
+    assert head(repo) != before
+
+
+def test_dismiss_by_the_short_id_then_the_commit_passes(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
+    repo = _target_repo(tmp_path)
+    _script(fake_api, "high")
+    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    blocked = _commit(repo, env)
+    assert blocked.returncode == 1
+    # The id as the developer reads it in the blocked commit's output; dismiss finds it in the hook's review memory.
+    short = re.search(r"ocr-hook dismiss ([0-9a-f]{8}) ", blocked.stdout + blocked.stderr).group(1)
+    reason = "subtraction on purpose: add() receives negated amounts"
+    dismissed = subprocess.run([sys.executable, "-m", "ocr_hook", "dismiss", short, "--reason", reason],
+                               cwd=repo, env=env, capture_output=True, text=True)
+    assert dismissed.returncode == 0, dismissed.stderr
+    assert "git add .ocr-hook/dismissed.yaml" in dismissed.stdout
+    git(repo, "add", ".ocr-hook/dismissed.yaml")
+    proc = _commit(repo, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = _hook_output(proc)
+    assert any(line.startswith("app.py:2 [HIGH] bug ") and line.endswith(f"dismissed: {reason}") for line in lines)
+    assert any("dismissal(s) that the trusted revision" in line for line in lines)  # named: it is in this commit

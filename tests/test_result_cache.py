@@ -245,7 +245,7 @@ def test_two_processes_hammering_the_same_keys(tmp_path: Path) -> None:
     for proc, (out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, out + err
         assert out.startswith("OK 480")
-    leftovers = [p for p in directory.rglob("*") if p.is_file() and p.name.startswith(".tmp-")]
+    leftovers = [p for p in directory.rglob("*") if p.is_file() and p.name.endswith(".tmp")]
     assert leftovers == []
     assert len([p for p in directory.rglob("*.json")]) == 8
     assert os.listdir(directory)  # entries exist after the run

@@ -19,9 +19,12 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.budget import Budget
+    from ocr_hook.effort import Profile
+    from ocr_hook.findings.memory import Remembered
     from ocr_hook.result_cache import ResultCache
 
-__all__ = ["FileGuidance", "ReviewJob", "check_credentials", "review_files", "review_files_async"]
+__all__ = ["FileGuidance", "ReviewJob", "check_credentials", "context_parts", "review_files",
+           "review_files_async"]
 
 
 def _no_event(path: str, kind: str, detail: str) -> None:
@@ -51,6 +54,11 @@ class ReviewJob:
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # path → the project's guidance for that file (REVIEW.md etc. from the trusted revision)
     guidance: Mapping[str, FileGuidance] = field(default_factory=dict)
+    # path → effort profile (ocr_hook.effort); None or a missing path: from the settings and environ
+    profiles: Mapping[str, Profile] | None = None
+    # Review memory (DESIGN.md 7): path → the file as its last review saw it; None: memory is off.
+    memory: Mapping[str, Remembered] | None = None
+    memory_id: str | None = None  # names that memory (repository and line of work), for the result cache
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
@@ -58,6 +66,14 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     from ocr_hook.agent.client import check_credentials as check
 
     check(settings, environ)
+
+
+def context_parts(settings: Settings, guidance: FileGuidance | None = None) -> dict[str, str]:
+    """What besides the file itself decides its findings (models, prompts, tools, settings, version,
+    guidance): an entry point remembers it with the file, for review memory."""
+    from ocr_hook.agent.run import context_parts as parts
+
+    return parts(settings, guidance)
 
 
 async def review_files_async(job: ReviewJob) -> ReviewResult:

@@ -163,13 +163,21 @@ class Api:
         self.requests = 0
         self._background: set[asyncio.Task[Any]] = set()
 
+    @property
+    def sdk_client(self) -> Any:
+        """The SDK client, for the Models API lookup (ocr_hook.agent.capabilities)."""
+        return self._client
+
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
                      system: list[dict[str, Any]] | str | None = None,
-                     tools: list[dict[str, Any]] | None = None, optional: bool = False) -> Any:
+                     tools: list[dict[str, Any]] | None = None, optional: bool = False,
+                     thinking: dict[str, Any] | None = None, output_config: dict[str, Any] | None = None) -> Any:
         """One request: reserve its worst case, send it under the deadline, settle what it cost.
 
-        An `optional` request that does not fit raises BudgetStop without marking the budget
-        exhausted: the review can go on without it."""
+        `thinking` and `output_config` are sent only when given (request_options decides, from the
+        model's capabilities); max_tokens then already includes the room for thinking, so the
+        reservation covers it. An `optional` request that does not fit raises BudgetStop without
+        marking the budget exhausted: the review can go on without it."""
         import anthropic
 
         payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
@@ -177,6 +185,10 @@ class Api:
             payload["system"] = system
         if tools:
             payload["tools"] = tools
+        if thinking:
+            payload["thinking"] = thinking
+        if output_config:
+            payload["output_config"] = output_config
         estimate = estimate_tokens(json.dumps(payload, ensure_ascii=False, default=str))
         reservation = self._budget.reserve(model, estimate, max_tokens, optional=optional)
         if reservation is None:

@@ -30,7 +30,11 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
+    from ocr_hook.agent.capabilities import Capabilities, CapabilityLookup
+    from ocr_hook.agent.request_options import RequestOptions
     from ocr_hook.budget import Budget
+    from ocr_hook.effort import Profile
+    from ocr_hook.findings.memory import MemoryPlan
 
 # The plan phase is a short look around, never most of a file's rounds.
 PLAN_MAX_ROUNDS = 5
@@ -44,6 +48,12 @@ CLOSING_MAX_TOKENS = 2_048
 # Output allowance and length asked for of the notes that replace older turns (see compaction).
 NOTES_MAX_TOKENS = 2_048
 NOTES_WORDS = 700
+# The file's own text in the first main-loop message (DESIGN.md section 8): whole up to this many lines,
+# else windows around each hunk, so the model can comment in its first turn without a file_read.
+OPENING_WHOLE_LINES = 600
+OPENING_WINDOW = 40
+OPENING_MAX_LINES = 2_000
+OPENING_MAX_CHARS = 120_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,10 @@ class FileTask:
     budget: Budget
     other_paths: tuple[str, ...]
     guidance: FileGuidance | None = None  # the project's guidance for this file
+    profile: Profile | None = None  # the file's effort profile (ocr_hook.effort); None: as standard
+    capabilities: CapabilityLookup | None = None  # None: capabilities unknown (no thinking, no effort)
+    # Review memory: the interdiff since the last review and the earlier findings to re-check
+    memory: MemoryPlan | None = None
 
 
 @dataclass
@@ -83,11 +97,20 @@ class _End(Exception):
         self.reason = reason
 
 
-def plan_rounds(change: FileChange, settings: Settings) -> int:
-    """How many rounds the plan phase may take for this file (0: no plan phase)."""
-    if change.changed_lines < settings.plan_threshold or settings.max_rounds < PLAN_MIN_TOTAL_ROUNDS:
+def plan_rounds(change: FileChange, settings: Settings, profile: Profile | None = None) -> int:
+    """How many rounds the plan phase may take for this file (0: no plan phase). The profile says
+    whether a file gets one never (quick), from plan_threshold changed lines (standard) or always (deep)."""
+    plan = profile.plan if profile is not None else "threshold"
+    rounds = profile.max_rounds(settings.max_rounds) if profile is not None else settings.max_rounds
+    if plan == "never" or rounds < PLAN_MIN_TOTAL_ROUNDS:
         return 0
-    return min(PLAN_MAX_ROUNDS, settings.max_rounds // PLAN_MIN_TOTAL_ROUNDS)
+    if plan == "threshold" and change.changed_lines < settings.plan_threshold:
+        return 0
+    return min(PLAN_MAX_ROUNDS, rounds // PLAN_MIN_TOTAL_ROUNDS)
+
+
+def max_rounds(settings: Settings, profile: Profile | None) -> int:
+    return profile.max_rounds(settings.max_rounds) if profile is not None else settings.max_rounds
 
 
 def _call_key(name: str, tool_input: Any) -> str:
@@ -115,6 +138,8 @@ class FileReview:
         self._answered: dict[str, int] = {}
         self.closing_note: str | None = None
         self._compactor: Compactor | None = None
+        self.rounds_limit = max_rounds(task.settings, task.profile)
+        self._options: dict[str, tuple[RequestOptions, Capabilities]] = {}
 
     async def run(self) -> LoopOutcome:
         outcome = LoopOutcome(self.path)
@@ -138,9 +163,12 @@ class FileReview:
 
     async def _review(self, outcome: LoopOutcome) -> None:
         try:
-            rounds = self.settings.max_rounds
+            rounds = self.rounds_limit
             checklist = None
-            planned = plan_rounds(self.task.change, self.settings)
+            # A re-review's focus is the interdiff since the last review, not the whole change to plan for.
+            memory = self.task.memory
+            planned = plan_rounds(self.task.change, self.settings, self.task.profile) \
+                if memory is None or not memory.interdiff.changed else 0
             if planned:
                 checklist, used = await self._plan(planned)
                 rounds -= used
@@ -162,13 +190,36 @@ class FileReview:
 
     # --- requests ------------------------------------------------------------------------------
 
+    async def _request_options(self, model: str) -> tuple[RequestOptions, Capabilities]:
+        """Thinking and effort for this file's requests to `model`: its profile, as far as the model's
+        capabilities (looked up once per run and model) allow."""
+        from ocr_hook.agent.capabilities import Capabilities
+        from ocr_hook.agent.request_options import options_for
+
+        found = self._options.get(model)
+        if found is None:
+            lookup = self.task.capabilities
+            caps = await lookup.get(model) if lookup is not None else Capabilities.unknown()
+            found = self._options[model] = (options_for(self.task.profile, caps), caps)
+        return found
+
+    def _fitting_max_tokens(self, model: str, base: int, wanted: int, input_tokens: int) -> int:
+        from ocr_hook.agent.request_options import fitting_max_tokens
+
+        return fitting_max_tokens(base, wanted, lambda limit: self.task.budget.fits(model, input_tokens, limit))
+
     async def _send(self, conv: Conversation, phase: str, model: str, max_tokens: int | None = None) -> Any:
         tools_api = tools_param(registry.tools_for_phase(phase))
         if self._compactor is not None and await self._compactor.before_request(
                 lambda: conv.estimate_tokens(self.system, tools_api)):
             self._older_turns_changed()
-        response = await self.api.create(model=model, max_tokens=max_tokens or self.settings.max_output_tokens,
-                                         system=self.system, tools=tools_api, messages=conv.for_request())
+        options, caps = await self._request_options(model)
+        base = max_tokens or self.settings.max_output_tokens
+        limit = options.max_tokens(base, caps.max_tokens)
+        if limit > base:
+            limit = self._fitting_max_tokens(model, base, limit, conv.estimate_tokens(self.system, tools_api))
+        response = await self.api.create(model=model, max_tokens=limit, system=self.system, tools=tools_api,
+                                         messages=conv.for_request(), **options.as_params())
         self.requests += 1
         if response.stop_reason == "refusal":
             raise _End("model", "the model declined to review this file (refusal)")
@@ -179,7 +230,7 @@ class FileReview:
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """Read-only look around; returns the checklist (if the model wrote one) and rounds used."""
         change = self.task.change
-        conv = self._new_conversation("plan")
+        conv = self._new_conversation("plan", await self._context_window(self.settings.model_for("plan")))
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds))])
@@ -205,10 +256,12 @@ class FileReview:
         change = self.task.change
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
-        conv = self._new_conversation("main")
+        conv = self._new_conversation("main", await self._context_window(self.settings.model_for("main")))
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds, self.mask(checklist) if checklist else None))])
+            self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
+            await self._opening_text())),
+            *self._memory_blocks()])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = 0
         for round_no in range(1, rounds + 1):
@@ -253,7 +306,33 @@ class FileReview:
             conv.add_user(results)
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
-        raise _End("model", f"no task_done within the limit of {self.settings.max_rounds} rounds")
+        raise _End("model", f"no task_done within the limit of {self.rounds_limit} rounds")
+
+    async def _opening_text(self) -> tuple[str, str] | None:
+        """The file as it is after the change, numbered like file_read, masked as a whole (line breaks
+        kept), and how much of it is shown; None when there is no text to show."""
+        from ocr_hook.agent.excerpt import file_lines, numbered_excerpt
+
+        text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
+        if not text:
+            return None
+        masked = self.mask(text)
+        total = len(file_lines(masked))
+        shown = numbered_excerpt(masked, self.task.change.hunks, whole_up_to=OPENING_WHOLE_LINES,
+                                 window=OPENING_WINDOW, max_lines=OPENING_MAX_LINES,
+                                 max_line_chars=tools.MAX_READ_LINE_CHARS, max_chars=OPENING_MAX_CHARS)
+        if total <= OPENING_WHOLE_LINES:
+            extent = f"all {total} lines"
+        else:
+            extent = f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
+        return shown, extent
+
+    def _memory_blocks(self) -> list[dict[str, Any]]:
+        """The re-review's focus, after the first main-loop message: the interdiff since the last review
+        and the earlier findings on changed lines to re-check (none without review memory)."""
+        if self.task.memory is None or not self.task.memory.interdiff.changed:
+            return []  # same content as at the last review (cache off): a plain review, classified after
+        return [text_block(self.mask(prompts.memory_focus(self.task.memory)))]
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,
@@ -262,12 +341,23 @@ class FileReview:
 
     # --- compaction ------------------------------------------------------------------------------
 
-    def _new_conversation(self, phase: str) -> Conversation:
+    async def _context_window(self, model: str) -> int:
+        """The window compaction works against: the setting, or, while it is the shipped default, the
+        model's own max_input_tokens from the Models API when known (DESIGN.md section 8)."""
+        from ocr_hook import config_files
+
+        configured = self.settings.context_window
+        if configured != config_files.read_yaml("defaults.yaml")["context_window"]:
+            return configured
+        _, caps = await self._request_options(model)
+        return caps.max_input_tokens or configured
+
+    def _new_conversation(self, phase: str, window: int) -> Conversation:
         """A fresh conversation for a phase, with its own compactor (the previous one is closed)."""
         self._end_conversation()
         conv = Conversation()
         self._compactor = Compactor(
-            conv, self.settings.context_window, prompts.compact_request(self.path, NOTES_WORDS),
+            conv, window, prompts.compact_request(self.path, NOTES_WORDS),
             prompts.compact_notes, functools.partial(self._notes, phase=phase))
         return conv
 
@@ -283,9 +373,13 @@ class FileReview:
     async def _notes(self, messages: list[dict[str, Any]], phase: str) -> str | None:
         """The model's notes on its older turns (see compaction); None when there are none to be had."""
         tools_api = tools_param(registry.tools_for_phase(phase))
+        model = self.settings.model_for("compact")
         try:
-            response = await self.api.create(model=self.settings.model_for("compact"), max_tokens=NOTES_MAX_TOKENS,
-                                             system=self.system, tools=tools_api, messages=messages, optional=True)
+            # The same thinking settings as the conversation: its cached prefix stays valid.
+            options, caps = await self._request_options(model)
+            response = await self.api.create(
+                model=model, max_tokens=options.max_tokens(NOTES_MAX_TOKENS, caps.max_tokens), system=self.system,
+                tools=tools_api, messages=messages, optional=True, **options.as_params())
         except (BudgetStop, RequestFailed):
             return None
         self.requests += 1

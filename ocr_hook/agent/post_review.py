@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ocr_hook.agent import prompts
+from ocr_hook.agent import excerpt, prompts
 from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import text_block
 from ocr_hook.changes.model import FileChange
-from ocr_hook.findings import Comment, Finding, Fix, fingerprint
+from ocr_hook.findings import Comment, Finding, Fix, Severity, fingerprint
 from ocr_hook.findings.anchoring import Anchor, FileIndex, anchor_prepared, prepare
 from ocr_hook.findings.dedupe import dedupe
 from ocr_hook.findings.fixes import compute_fix
@@ -25,6 +25,7 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
+    from ocr_hook.effort import Profile
 
 DELETED_NOTE = "the quoted code was deleted by this change; the finding is shown where it was"
 # Re-location shows the model numbered lines; a whole file up to this size, else windows around hunks.
@@ -77,32 +78,8 @@ def _number(value: Any) -> int | None:
 
 def numbered_excerpt(text: str, change: FileChange) -> str:
     """The file's lines as `N|text`: all of it when short, else windows around the hunks."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) <= RELOCATE_MAX_LINES:
-        keep = [(1, len(lines))]
-    else:
-        keep = []
-        for hunk in change.hunks:
-            first = max(1, hunk.new_start - RELOCATE_WINDOW)
-            last = min(len(lines), hunk.new_start + hunk.new_len + RELOCATE_WINDOW)
-            if keep and first <= keep[-1][1] + 1:
-                keep[-1] = (keep[-1][0], max(keep[-1][1], last))
-            else:
-                keep.append((first, last))
-    out: list[str] = []
-    shown = 0
-    for first, last in keep:
-        if out:
-            out.append("…")
-        for number in range(first, last + 1):
-            if shown >= RELOCATE_MAX_LINES:
-                out.append("…")
-                return "\n".join(out)
-            out.append(f"{number}|{lines[number - 1].removesuffix(chr(13))}")
-            shown += 1
-    return "\n".join(out)
+    return excerpt.numbered_excerpt(text, change.hunks, whole_up_to=RELOCATE_MAX_LINES, window=RELOCATE_WINDOW,
+                                    max_lines=RELOCATE_MAX_LINES)
 
 
 class _Anchorer:
@@ -250,9 +227,23 @@ def _finding(item: _Placed) -> Finding:
     )
 
 
+def filter_due(findings: Sequence[Finding], settings: Settings, profile: Profile | None) -> bool:
+    """Whether the review filter runs: always, except under a profile (quick) that filters only when a
+    comment could block, i.e. is at or above fail_on. Such a commit never waits for a filter that
+    could not change the verdict, and is never blocked by an unfiltered comment."""
+    if not settings.review_filter or not findings:
+        return False
+    if profile is None or profile.filter_all:
+        return True
+    if settings.fail_on == "never":
+        return False
+    threshold = Severity(settings.fail_on).rank
+    return any(f.severity.rank >= threshold for f in findings)
+
+
 async def finish_file(comments: Sequence[Comment], change: FileChange, new_text: str | None, *,
                       api: Api | None, settings: Settings, mask: Callable[[str], str],
-                      guidance: FileGuidance | None = None) -> PostReview:
+                      guidance: FileGuidance | None = None, profile: Profile | None = None) -> PostReview:
     """Findings for one file's comments. With `api` None no model step runs (e.g. after an API error)."""
     result = PostReview(findings=[])
     if not comments:
@@ -268,7 +259,7 @@ async def finish_file(comments: Sequence[Comment], change: FileChange, new_text:
     _attach_fixes(items, text)
     _quote_file_lines(items, text)
     findings = [_finding(item) for item in items]
-    if settings.review_filter and api is not None:
+    if api is not None and filter_due(findings, settings, profile):
         # The filter must know what the team asked for, or it would drop exactly those comments.
         findings = await _review_filter(findings, items, change, api, settings, mask, result, guidance)
     unique = dedupe(findings)

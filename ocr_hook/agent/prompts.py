@@ -14,11 +14,13 @@ from ocr_hook.agent.conversation import EPHEMERAL
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
+    from ocr_hook.findings.memory import MemoryPlan
 
 PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
-    "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md",
+    "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "memory.md",
+    "file_text.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200
@@ -103,11 +105,37 @@ def plan_message(path: str, status: str, changed_lines: int, diff: str, other_pa
 
 
 def main_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
-                 rounds: int, checklist: str | None) -> str:
+                 rounds: int, checklist: str | None, file_text: tuple[str, str] | None = None) -> str:
+    """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text)."""
     checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
-    return render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
+    text = render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
                   other_files=other_files_list(other_paths), diff=fence(diff, "diff"),
                   checklist=checklist_text)
+    if file_text is not None:
+        lines, extent = file_text
+        text = text.rstrip("\n") + "\n\n" + render("file_text.md", path=path, extent=extent,
+                                                   lines=fence(lines)).strip() + "\n"
+    return text
+
+
+def memory_focus(plan: MemoryPlan) -> str:
+    """Review memory's part of the first main-loop message: the earlier findings on lines changed since
+    the last review (to report again when they still apply) and the interdiff, marked as the focus."""
+    listed = []
+    for f in plan.recheck:
+        if not f.anchored or f.start_line < 1:
+            where = "no line"
+        elif f.end_line > f.start_line:
+            where = f"lines {f.start_line}-{f.end_line}"
+        else:
+            where = f"line {f.start_line}"
+        entry = f"- [{f.severity.value} {f.category.value}, {where} at the last review] {f.message}"
+        if f.existing_code.strip():
+            entry += "\n  quoted then:\n" + "\n".join("    " + line for line in f.existing_code.splitlines())
+        listed.append(entry)
+    return render("memory.md", path=plan.path, carried=len(plan.carried),
+                  findings="\n".join(listed) if listed else "(none)",
+                  interdiff=fence(plan.interdiff.unified(plan.path), "diff")).strip()
 
 
 def nudge(path: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import time
@@ -20,8 +21,11 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
+    from ocr_hook.agent.capabilities import CapabilityLookup
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.effort import Profile
+    from ocr_hook.findings.memory import MemoryPlan
 
 
 @cache
@@ -34,11 +38,9 @@ def tools_digest() -> str:
     return hashlib.sha256(config_files.read_text("tools.yaml").encode("utf-8")).hexdigest()
 
 
-def result_key(change: FileChange, content: str | None, settings: Settings,
-               guidance: FileGuidance | None = None) -> str:
-    """Everything that decides a file's findings; any change means a fresh review."""
-    from ocr_hook.result_cache import cache_key
-
+def context_parts(settings: Settings, guidance: FileGuidance | None = None) -> dict[str, str]:
+    """The parts of a file's result-cache key other than the file itself (its path, diff, content):
+    what review memory compares to decide whether the last review still speaks for today's."""
     models = {task: settings.model_for(task) for task in ("main", "plan", "filter", "relocate", "compact")}
     relevant = {
         "provider": settings.provider, "max_rounds": settings.max_rounds,
@@ -46,10 +48,7 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
         "context_window": settings.context_window, "language": settings.language,
     }
-    return cache_key({
-        "path": change.path,
-        "patch": change.patch,
-        "content": content if content is not None else "\0(absent)",
+    return {
         "models": json.dumps(models, sort_keys=True),
         "prompts": prompts.digest(),
         "tools": tools_digest(),
@@ -58,6 +57,21 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         # The guidance text that applies to the file (from the trusted revision): a guidance edit
         # committed to HEAD makes staged results stale.
         "guidance": json.dumps(list(guidance.sections) if guidance is not None else [], ensure_ascii=False),
+    }
+
+
+def result_key(change: FileChange, content: str | None, settings: Settings,
+               guidance: FileGuidance | None = None, profile: Profile | None = None) -> str:
+    """Everything that decides a file's findings; any change means a fresh review."""
+    from ocr_hook.result_cache import cache_key
+
+    return cache_key({
+        "path": change.path,
+        "patch": change.patch,
+        "content": content if content is not None else "\0(absent)",
+        **context_parts(settings, guidance),
+        # A deep review's findings are not a quick one's: each profile has its own entry.
+        "effort": profile.name if profile is not None else "standard",
     })
 
 
@@ -67,46 +81,104 @@ class _FileResult:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
+    resolved: list[Finding] = field(default_factory=list)
+
+
+# What the parts of the key are called in a note saying why memory was not used.
+_PART_NAMES = {"models": "the models", "prompts": "the prompts", "tools": "the tool definitions",
+               "settings": "the review settings", "version": "the ocr-hook version", "guidance": "the guidance"}
+
+
+def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tuple[MemoryPlan | None, str | None]:
+    """The file's re-review plan when review memory applies, else None and maybe a note saying why not.
+
+    It applies only when everything else in the file's result-cache key is the same as at the remembered
+    review (DESIGN.md 7). Unchanged content is the result cache's job; when the cache is off (or missed
+    because the diff's base moved) the plan has an empty interdiff: every earlier finding is carried and
+    whatever the fresh review adds is late, so re-running on the same code cannot make the verdict worse."""
+    remembered = job.memory.get(change.path) if job.memory is not None else None
+    if remembered is None or content is None:
+        return None, None
+    from ocr_hook.findings.memory import changed_context, plan_memory
+    from ocr_hook.secrets_mask import mask_secrets
+
+    masked = mask_secrets(content)[0]  # remembered content is stored as sent: masked
+    changed = changed_context(remembered.context, context_parts(job.settings, job.guidance.get(change.path)))
+    if changed:
+        names = ", ".join(_PART_NAMES.get(name, name) for name in changed)
+        return None, (f"review memory not used for {change.path}: {names} changed since the last review, "
+                      "so the file got a full review")
+    return plan_memory(remembered, masked), None
 
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
                       mask: SecretMasker, other_paths: tuple[str, ...],
-                      guidance: FileGuidance | None = None) -> _FileResult:
+                      guidance: FileGuidance | None = None,
+                      capabilities: CapabilityLookup | None = None) -> _FileResult:
+    import asyncio
+
     from ocr_hook.agent.loop import FileReview, FileTask
     from ocr_hook.agent.post_review import finish_file
 
     path = change.path
+    profile = _profile(job, path)
+    effort = profile.name
     job.on_event(path, "reviewing", "")
+    content = await asyncio.to_thread(job.snapshot.read_text, path)
+    plan, memory_note = memory_plan(job, change, content)
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                    budget=job.budget, other_paths=other_paths, guidance=guidance)
+                    budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
+                    capabilities=capabilities)
     outcome = await FileReview(task, api, mask).run()
+    if memory_note:
+        outcome.notes.insert(0, memory_note)
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
-        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True), notes=outcome.notes)
-    import asyncio
-
-    content = await asyncio.to_thread(job.snapshot.read_text, path)
+        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True, effort=effort),
+                           notes=outcome.notes)
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
                              api=None if outcome.stopped_by in ("api", "internal") else api,
-                             guidance=guidance)
+                             guidance=guidance, profile=profile)
     notes = outcome.notes + post.notes
+    findings, resolved = post.findings, []
+    if plan is not None:
+        from ocr_hook.findings.memory import classify
+
+        classified = classify(plan, post.findings, complete=outcome.state != "failed" and post.complete)
+        findings, resolved = classified.findings, classified.resolved
+        notes.insert(0, f"review memory: {path} re-reviewed against the last review ("
+                        f"{len(plan.carried)} earlier finding(s) on unchanged lines carried, "
+                        f"{len(plan.recheck)} re-checked, {len(resolved)} resolved)")
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
-        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(post.findings), incomplete=True)
+        coverage = FileCoverage(path, "failed", outcome.reason, comments=len(findings), incomplete=True,
+                                effort=effort)
     else:
-        job.on_event(path, "done", f"{len(post.findings)} comment(s)")
-        coverage = FileCoverage(path, "reviewed", comments=len(post.findings))
+        job.on_event(path, "done", f"{len(findings)} comment(s)")
+        coverage = FileCoverage(path, "reviewed", comments=len(findings), effort=effort)
         if job.cache is not None and key is not None and post.complete:
-            job.cache.put(key, post.findings)
-    return _FileResult(coverage, post.findings, notes, post.dropped)
+            job.cache.put(key, findings, resolved, memory=job.memory_id if plan is not None else None)
+    return _FileResult(coverage, findings, notes, post.dropped, resolved)
+
+
+def _profile(job: ReviewJob, path: str) -> Profile:
+    """The file's effort profile: the entry point's choice, else what the settings and environment say."""
+    from ocr_hook.effort import EffortPlan
+
+    found = job.profiles.get(path) if job.profiles is not None else None
+    if found is None:
+        plan = EffortPlan(job.settings, job.environ)  # once per job: every file's profile at once
+        job.profiles = {**{f.path: plan.for_path(f.path) for f in job.files}, **(job.profiles or {})}
+        found = job.profiles.get(path) or plan.for_path(path)
+    return found
 
 
 def _check_prices(job: ReviewJob) -> None:
     """A model without a price would make the cost cap meaningless: a ConfigError before any request."""
     tasks = ["main", "relocate"]
-    if any(plan_due(change, job.settings) for change in job.files):
+    if any(plan_due(change, job.settings, _profile(job, change.path)) for change in job.files):
         tasks.append("plan")
     if job.settings.review_filter:
         tasks.append("filter")
@@ -114,10 +186,10 @@ def _check_prices(job: ReviewJob) -> None:
         job.budget.price(job.settings.model_for(task))
 
 
-def plan_due(change: FileChange, settings: Settings) -> bool:
+def plan_due(change: FileChange, settings: Settings, profile: Profile | None = None) -> bool:
     from ocr_hook.agent.loop import plan_rounds
 
-    return plan_rounds(change, settings) > 0
+    return plan_rounds(change, settings, profile) > 0
 
 
 def review_files(job: ReviewJob) -> ReviewResult:
@@ -145,10 +217,17 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         key = None
         if job.cache is not None:
             content = job.snapshot.read_text(change.path)
-            key = result_key(change, content, job.settings, job.guidance.get(change.path))
-            hit = job.cache.get(key)
-            if hit is not None:
-                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit)), hit)
+            profile = _profile(job, change.path)
+            key = result_key(change, content, job.settings, job.guidance.get(change.path), profile)
+            entry = job.cache.get_review(key)
+            if entry is not None:
+                hit, resolved = entry.findings, entry.resolved
+                if entry.memory is not None and entry.memory != job.memory_id:
+                    # Statuses relative to another line of work's memory, or memory is off now: the
+                    # findings without what that memory said of them.
+                    hit, resolved = [dataclasses.replace(f, status="new") for f in hit], []
+                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
+                                                                effort=profile.name), hit, resolved=resolved)
                 job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
                 continue
         to_review.append((change, key))
@@ -171,6 +250,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
+        capabilities = _capability_lookup(job, api)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.
@@ -184,7 +264,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                 others = tuple(p for p in all_paths if p != change.path)
                 try:
                     results[change.path] = await _review_one(job, change, key, api, mask, others,
-                                                             guidance.get(change.path))
+                                                             guidance.get(change.path), capabilities)
                 except Exception as exc:  # one file's bug must not sink the others' results
                     reason = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
                     job.on_event(change.path, "failed", reason)
@@ -199,6 +279,19 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         masked_count = mask.count
 
     return _assemble(job, results, masked_count, time.monotonic() - started)
+
+
+def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
+    """What each model accepts (thinking, effort), from the day's record in the cache directory or the
+    Models API: asked only here, once there is something to send."""
+    from pathlib import Path
+
+    from ocr_hook.agent.capabilities import CapabilityLookup
+    from ocr_hook.result_cache import default_cache_dir
+
+    settings = job.settings
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(job.environ)
+    return CapabilityLookup(api.sdk_client, settings.provider, cache_dir, remaining_s=job.budget.remaining_seconds)
 
 
 def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -> dict[str, FileGuidance]:
@@ -220,6 +313,7 @@ def _masked_guidance(guidance: Mapping[str, FileGuidance], mask: SecretMasker) -
 
 def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elapsed: float) -> ReviewResult:
     findings: list[Finding] = []
+    resolved: list[Finding] = []
     files: list[FileCoverage] = []
     notes: list[str] = []
     dropped: dict[str, int] = {}
@@ -230,6 +324,7 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
                                             incomplete=True))
         files.append(item.coverage)
         findings.extend(item.findings)
+        resolved.extend(item.resolved)
         notes.extend(item.notes)
         for name, count in item.dropped.items():
             dropped[name] = dropped.get(name, 0) + count
@@ -247,4 +342,5 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     if job.cache is not None and getattr(job.cache, "last_error", None):
         notes.append(str(job.cache.last_error))
     return ReviewResult(findings=findings, files=files, usage=job.budget.usage, scope=job.change_set.description,
-                        notes=notes, dropped=dropped, elapsed_s=elapsed)
+                        notes=notes, dropped=dropped, elapsed_s=elapsed, resolved=resolved,
+                        late_findings=job.settings.late_findings)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.changes import git
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.errors import FatalError, GitError
 from ocr_hook.scope import Scope
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.ci_base import AutoBase
 
 AUTO_BASE = "auto"  # `--base auto`: the CI system's pull/merge request base (ocr_hook.cienv)
 
@@ -18,6 +21,8 @@ class Sides(NamedTuple):
     base: str  # tree-ish of the old side
     target: str | None  # commit of the reviewed side; None: the index
     description: str
+    base_ref: str | None = None  # --base: the ref given, or the one `--base auto` detected
+    auto_base: AutoBase | None = None  # what `--base auto` detected
 
 
 class _Lookup:
@@ -43,7 +48,7 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
     if paths:
         description += " in " + ", ".join(paths)
     return ChangeSet(repo_root=repo_root, description=description, base=sides.base, target=sides.target,
-                     files=tuple(files))
+                     files=tuple(files), base_ref=sides.base_ref, auto_base=sides.auto_base)
 
 
 def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
@@ -51,7 +56,7 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
     if scope.kind == "staged":
         return _staged(repo, git.head_commit(repo) if isinstance(head, _Lookup) else head)
     if scope.kind == "base":
-        ref, detected = scope.base or "", ""
+        ref, detected, auto = scope.base or "", "", None
         if ref == AUTO_BASE:
             from ocr_hook.changes.ci_base import resolve_auto_base
 
@@ -60,7 +65,7 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
         base_sha = git.resolve_commit(repo, ref)
         head = git.resolve_commit(repo, "HEAD")
         mb = git.merge_base(repo, base_sha, head)
-        return Sides(mb, head, f"{ref}...HEAD (merge base {mb[:12]}..{head[:12]}{detected})")
+        return Sides(mb, head, f"{ref}...HEAD (merge base {mb[:12]}..{head[:12]}{detected})", ref, auto)
     if scope.kind == "range":
         old = git.resolve_commit(repo, scope.from_ref or "")
         new = git.resolve_commit(repo, scope.to_ref or "")

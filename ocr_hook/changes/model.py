@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.ci_base import AutoBase
 
 
 class FileStatus(StrEnum):
@@ -68,6 +71,8 @@ class ChangeSet:
     base: str  # tree-ish of the old side (a commit sha or the empty tree)
     target: str | None  # commit sha of the reviewed side; None means the index
     files: tuple[FileChange, ...]
+    base_ref: str | None = None  # `--base`: the ref the base came from (after `--base auto` detection)
+    auto_base: AutoBase | None = None  # what `--base auto` detected (the one place it is detected)
 
     def by_path(self) -> dict[str, FileChange]:
         return {f.path: f for f in self.files}

@@ -133,6 +133,9 @@ def classify(change: FileChange, snapshot: Snapshot, settings: Settings, rules: 
     reason = _policy_reason(change, rules)
     if reason is not None:
         return Selected(change, "skip", reason, False)
+    if change.path == settings.dismissals_file:
+        # People review it (its new entries are named in the run notes); the model has nothing to add.
+        return Selected(change, "skip", "ocr-hook's dismissals file: new entries are named in the notes", False)
     content = snapshot.read_bytes(change.path)
     if content is None:
         return Selected(change, "skip", "not a regular file in the reviewed snapshot", False)

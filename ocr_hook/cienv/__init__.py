@@ -14,7 +14,7 @@ from ocr_hook.cienv import azure, bitbucket, buildkite, github, gitlab, jenkins
 from ocr_hook.cienv.guess import Guess
 from ocr_hook.errors import FatalError
 
-__all__ = ["DETECTORS", "Guess", "detect", "looked_for"]
+__all__ = ["DETECTORS", "Guess", "detect", "head_branch", "looked_for"]
 
 
 # First match wins. GitHub comes first because Gitea and Forgejo runners set GITHUB_* as well.
@@ -40,3 +40,19 @@ def detect(environ: Mapping[str, str]) -> Guess:
             return found
     raise FatalError(f"--base auto: no pull/merge request base in the environment (looked for {looked_for()}); "
                      "pass --base REF")
+
+
+# The same systems, for the branch under review (review memory's line of work, DESIGN.md section 7).
+HEAD_BRANCHES: tuple[Callable[[Mapping[str, str]], str | None], ...] = (
+    github.head_branch, gitlab.head_branch, bitbucket.head_branch, azure.head_branch, jenkins.head_branch,
+    buildkite.head_branch,
+)
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """The head branch the CI system names (first system that names one), or None outside CI."""
+    for fn in HEAD_BRANCHES:
+        found = fn(environ)
+        if found:
+            return found
+    return None

@@ -23,3 +23,9 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
     if not branch:
         return None
     return Guess("Azure Pipelines (pull request)", branch_refs(branch), f"SYSTEM_PULLREQUEST_TARGETBRANCH={raw}")
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """The pull request's source branch (review memory's line of work), without refs/heads/."""
+    raw = value(environ, "SYSTEM_PULLREQUEST_SOURCEBRANCH")
+    return raw.removeprefix("refs/heads/") or None

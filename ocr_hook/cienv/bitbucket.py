@@ -20,3 +20,8 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
         return None
     return Guess("Bitbucket Pipelines (pull request)", branch_refs(branch),
                  f"BITBUCKET_PR_DESTINATION_BRANCH={branch}")
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """The branch being built, a pull request's source branch (review memory's line of work)."""
+    return value(environ, "BITBUCKET_BRANCH") or None

@@ -21,3 +21,8 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
     if not branch or branch == "false" or value(environ, "BUILDKITE_PULL_REQUEST") == "false":
         return None
     return Guess("Buildkite (pull request)", branch_refs(branch), f"BUILDKITE_PULL_REQUEST_BASE_BRANCH={branch}")
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """The branch being built, a pull request's source branch (review memory's line of work)."""
+    return value(environ, "BUILDKITE_BRANCH") or None

@@ -56,3 +56,8 @@ def _push(name: str, path: str) -> Guess:
                          "previous commit to compare with; pass the branch it forked from, e.g. "
                          "--base origin/main, or run the review on pull_request events")
     return Guess(f"{name} (push)", (before,), f"push event before={before[:12]}")
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """The pull request's source branch (review memory's line of work); None outside pull requests."""
+    return value(environ, "GITHUB_HEAD_REF") or None

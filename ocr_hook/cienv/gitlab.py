@@ -26,3 +26,8 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
     if branch:
         return Guess(NAME, fallback, f"CI_MERGE_REQUEST_TARGET_BRANCH_NAME={branch}")
     return None
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """The merge request's source branch (review memory's line of work); None outside merge requests."""
+    return value(environ, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME") or None

@@ -19,3 +19,9 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
     if not branch:
         return None
     return Guess("Jenkins (change request)", branch_refs(branch), f"CHANGE_TARGET={branch}")
+
+
+def head_branch(environ: Mapping[str, str]) -> str | None:
+    """A change request's source branch (CHANGE_BRANCH), else the branch being built (BRANCH_NAME; in a
+    change-request build that is the request's name, e.g. PR-12, which is stable across its pushes)."""
+    return value(environ, "CHANGE_BRANCH") or value(environ, "BRANCH_NAME") or None

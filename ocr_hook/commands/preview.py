@@ -10,11 +10,11 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.changes.ci_base import AutoBase, resolve_auto_base
-from ocr_hook.changes.collect import AUTO_BASE, repo_relative_paths
+from ocr_hook.changes.ci_base import AutoBase
+from ocr_hook.changes.collect import repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.selection import Selected
@@ -24,15 +24,20 @@ from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 from ocr_hook.tokens import estimate_tokens
 
+if TYPE_CHECKING:
+    from ocr_hook.effort import Profile
+
 # Estimate of one file's review, deliberately on the high side:
 #   input  = (SYSTEM_ALLOWANCE + tokens(patch) + tokens(whole new file)) * TURN_FACTOR
 #   output = OUTPUT_ALLOWANCE
 # SYSTEM_ALLOWANCE covers the system prompt, tool definitions and instructions. Every model turn
 # re-sends the whole conversation, and a file typically takes a plan request, a few main-loop turns
 # and a review-filter request, so the first request's size is counted TURN_FACTOR times. Cache
-# discounts are ignored, so real bills are usually lower.
+# discounts are ignored, so real bills are usually lower. The effort profile changes the number of
+# requests (ocr_hook.effort): quick has no plan phase and often one turn; deep plans every file.
 SYSTEM_ALLOWANCE = 3_000
 TURN_FACTOR = 5
+TURN_FACTORS = {"quick": 2, "standard": TURN_FACTOR, "deep": 7}
 OUTPUT_ALLOWANCE = 2_000
 _PER_MILLION = 1_000_000
 
@@ -51,51 +56,53 @@ class Previewed(NamedTuple):
     settings: Settings
     ci: AutoBase | None = None  # what `--base auto` detected
     guidance: GuidancePlan | None = None  # the project's guidance per file
+    profiles: Mapping[str, Profile] | None = None  # the effort profile of each file to review
 
 
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
-        environ: Mapping[str, str] | None = None) -> int:
-    seen = preview(scope, paths, config_file, environ=environ)
+        environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> int:
+    seen = preview(scope, paths, config_file, environ=environ, flags=flags)
     out = render_json(*seen) if fmt == "json" else render_text(*seen)
     _write(out)
     return 0
 
 
 def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd: str | None = None,
-            environ: Mapping[str, str] | None = None) -> Previewed:
-    """What would be reviewed and what it could cost, without printing anything."""
+            environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Previewed:
+    """What would be reviewed and what it could cost, without printing anything. `flags` are the
+    settings a review would take from its command line (e.g. effort)."""
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
-    settings = load(Path(root), config_file, flags={}, environ=environ)
-    ci = None
-    if scope.kind == "base" and scope.base == AUTO_BASE:
-        # Detected here rather than inside collect_changes, so the preview can say what it found.
-        ci = resolve_auto_base(root, environ)
-        scope = scope._replace(base=ci.ref)
+    settings = load(Path(root), config_file, flags=flags or {}, environ=environ)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
+    ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
     snapshot = open_snapshot(root, change_set)
     try:
         selected = select_files(change_set, snapshot, settings)
         from ocr_hook.guidance.resolve import resolve_guidance
 
         guidance = resolve_guidance(change_set, settings, [s.change.path for s in selected])
-        estimate = estimate_cost(selected, snapshot, settings, guidance)
+        from ocr_hook.effort import profiles_for
+
+        profiles = profiles_for([s.change.path for s in selected if s.action == "review"], settings, environ)
+        estimate = estimate_cost(selected, snapshot, settings, guidance, profiles)
     finally:
         snapshot.close()
-    return Previewed(change_set, list(selected), estimate, settings, ci, guidance)
+    return Previewed(change_set, list(selected), estimate, settings, ci, guidance, profiles)
 
 
 def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings,
-                  guidance: GuidancePlan | None = None) -> Estimate:
+                  guidance: GuidancePlan | None = None, profiles: Mapping[str, Profile] | None = None) -> Estimate:
     reviewed = [s.change for s in selected if s.action == "review"]
     input_tokens = 0
     for change in reviewed:
         text = snapshot.read_text(change.path) or ""
         # The file's guidance rides in the system prompt of every request, like the allowance.
         guide = sum(estimate_tokens(t) for t in guidance.sections(change.path)) if guidance else 0
-        input_tokens += (SYSTEM_ALLOWANCE + guide + estimate_tokens(change.patch) + estimate_tokens(text)) \
-            * TURN_FACTOR
+        profile = (profiles or {}).get(change.path)
+        factor = TURN_FACTORS[profile.name] if profile is not None else TURN_FACTOR
+        input_tokens += (SYSTEM_ALLOWANCE + guide + estimate_tokens(change.patch) + estimate_tokens(text)) * factor
     output_tokens = OUTPUT_ALLOWANCE * len(reviewed)
     price = settings.price_for(settings.model)
     if price is None:
@@ -108,16 +115,21 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
 
 
 def render_json(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None,
+                profiles: Mapping[str, Profile] | None = None) -> str:
     # ensure_ascii keeps undecodable path bytes (lone surrogates) representable in the JSON text.
-    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci, guidance), indent=2) + "\n"
+    return json.dumps(preview_dict(change_set, selected, estimate, settings, ci, guidance, profiles),
+                      indent=2) + "\n"
 
 
 def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
                  settings: Settings, ci: AutoBase | None = None,
-                 guidance: GuidancePlan | None = None) -> dict[str, Any]:
+                 guidance: GuidancePlan | None = None,
+                 profiles: Mapping[str, Profile] | None = None) -> dict[str, Any]:
     """The `preview --format json` document."""
     from ocr_hook.guidance.resolve import describe
+
+    profiles = profiles or {}
 
     files = [
         {
@@ -130,6 +142,9 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
             "removed": s.change.removed,
             "incomplete": s.incomplete,
             "guidance": [describe(g) for g in guidance.per_path.get(s.change.path, ())] if guidance else [],
+            # quick | standard | deep for a file to review (null for a skip), and why auto chose it
+            "effort": _effort_of(profiles, s.change.path, "name"),
+            "effort_reason": _effort_of(profiles, s.change.path, "why"),
         }
         for s in selected
     ]
@@ -153,8 +168,14 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
     return doc
 
 
+def _effort_of(profiles: Mapping[str, Profile], path: str, attr: str) -> str | None:
+    found = profiles.get(path)
+    return None if found is None else (getattr(found, attr) or None)
+
+
 def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: Estimate,
-                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None) -> str:
+                settings: Settings, ci: AutoBase | None = None, guidance: GuidancePlan | None = None,
+                profiles: Mapping[str, Profile] | None = None) -> str:
     reviews = sum(1 for s in selected if s.action == "review")
     lines = [f"ocr-hook preview: {change_set.description}"]
     if ci is not None:
@@ -171,6 +192,9 @@ def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
         row = f"  {s.action:<6}  {s.change.status.value:<12}  {name:<{width}}  {counts:>13}"
         if s.reason:
             row += f"  {s.reason}" + ("  [incomplete]" if s.incomplete else "")
+        profile = (profiles or {}).get(s.change.path)
+        if profile is not None:
+            row += f"  effort: {profile.label}"
         lines.append(row.rstrip())
     if guidance is not None:
         guided = [s for s in selected if guidance.per_path.get(s.change.path)]

@@ -18,10 +18,14 @@ from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
+    from ocr_hook.agent import FileGuidance
     from ocr_hook.budget import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.findings import Finding
+    from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
+    from ocr_hook.memory_store import MemoryStore
     from ocr_hook.reports import ReportContext
 
 
@@ -42,10 +46,13 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
         quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None,
         baseline_out: str | None = None) -> int:
     environ = os.environ if environ is None else environ
+    # pre-commit shows a hook's output only once it has finished: progress lines would just lengthen it.
+    quiet = quiet or (environ.get("PRE_COMMIT") == "1" and not sys.stderr.isatty())
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
                   baseline_out=baseline_out)
-    return report(done.result, done.change_set, done.texts, done.settings, progress, environ)
+    return report(done.result, done.change_set, done.texts, done.settings, progress, environ,
+                  scope_kind=scope.kind)
 
 
 def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
@@ -74,12 +81,16 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                              elapsed_s=time.monotonic() - started)
         return Reviewed(empty, change_set, {}, settings)
 
+    from ocr_hook.findings.dismissals import load_file
+
+    dismissed = load_file(root, settings.dismissals_file)  # before any paid work: a bad file is exit 2 now
     from ocr_hook.changes.snapshot import open_snapshot
 
     snapshot = open_snapshot(root, change_set)
     try:
+        memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
-                                          on_budget)
+                                          on_budget, memory, dismissed)
         if baseline_out:
             from ocr_hook.findings.suppress import write_baseline
 
@@ -87,6 +98,20 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
+
+
+def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
+                 environ: Mapping[str, str]) -> MemoryStore | None:
+    """Review memory for this review's line of work, or None (memory off; --commit and --from/--to)."""
+    if not settings.memory:
+        return None
+    from pathlib import Path
+
+    from ocr_hook.memory_store import open_memory
+    from ocr_hook.result_cache import default_cache_dir
+
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
+    return open_memory(cache_dir, root, scope, environ, base_ref=change_set.base_ref)
 
 
 def check_output_paths(paths: Sequence[str | None]) -> None:
@@ -110,7 +135,9 @@ def check_output_paths(paths: Sequence[str | None]) -> None:
 def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
                       on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                       shard: str | None,
-                      on_budget: Callable[[Budget], None] | None = None) -> tuple[ReviewResult, dict[str, str]]:
+                      on_budget: Callable[[Budget], None] | None = None,
+                      memory: MemoryStore | None = None,
+                      dismissed: Sequence[Dismissal] = ()) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
     from ocr_hook.changes.selection import select_files
@@ -129,11 +156,12 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     from ocr_hook.guidance.resolve import resolve_guidance
 
     guidance = resolve_guidance(change_set, settings, [c.path for c in to_review])
+    job_guidance: dict[str, FileGuidance] = {}
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
-        result = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started, on_budget,
-                            guidance)
+        result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
+                                          on_budget, guidance, memory)
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
@@ -142,14 +170,65 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = apply_ignore_categories(result, guidance)
     result.scope = change_set.description
     result.elapsed_s = time.monotonic() - started
+    result.late_findings = settings.late_findings
     texts = _file_texts(result, snapshot)
-    return _apply_policies(result, change_set, texts, settings), texts
+    _apply_dismissals(result, dismissed, guidance, settings)
+    result = _apply_policies(result, change_set, texts, settings)
+    if memory is not None:
+        _remember(memory, result, snapshot, settings, job_guidance)
+    return result, texts
+
+
+def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
+              guidance: Mapping[str, FileGuidance]) -> None:
+    """Record every file whose review completed, as it was sent (masked), with its findings."""
+    from ocr_hook.agent import context_parts
+    from ocr_hook.memory_store import remembered_file
+    from ocr_hook.secrets_mask import mask_secrets
+
+    done = [f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete]
+    if not done:
+        return
+    by_path: dict[str, list[Finding]] = {}
+    for finding in result.findings:
+        by_path.setdefault(finding.path, []).append(finding)
+    files = []
+    for path in done:
+        content = snapshot.read_text(path)
+        if content is None:
+            continue
+        files.append(remembered_file(path, mask_secrets(content)[0], context_parts(settings, guidance.get(path)),
+                                     by_path.get(path, [])))
+    memory.record(files, result.findings)
+    if memory.last_error:
+        result.notes.append(memory.last_error)
+
+
+def _apply_dismissals(result: ReviewResult, dismissed: Sequence[Dismissal], guidance: GuidancePlan,
+                      settings: Settings) -> None:
+    """Suppression follows the work tree's dismissals file; the entries the trusted revision lacks are named."""
+    if not dismissed:
+        return
+    import datetime
+
+    from ocr_hook.findings import dismissals
+    from ocr_hook.outcome import FileNote
+
+    result.findings, notes = dismissals.apply(result.findings, dismissed, datetime.date.today(),
+                                              settings.dismissals_file)
+    added = dismissals.added_note(dismissed, guidance.trusted_dismissals, settings.dismissals_file,
+                                  guidance.revision_label)
+    if added is not None:
+        notes.append(added)
+        result.file_notes.append(FileNote(settings.dismissals_file, added))
+    result.notes += notes
 
 
 def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                on_budget: Callable[[Budget], None] | None,
-               guidance: GuidancePlan | None = None) -> ReviewResult:
+               guidance: GuidancePlan | None = None,
+               memory: MemoryStore | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from pathlib import Path
 
@@ -169,7 +248,9 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     if guidance is not None:
         job.guidance = {path: FileGuidance(sections, shared) for path, (sections, shared)
                         in guidance.prompt_guidance([f.path for f in files]).items()}
-    return review_files(job)
+    if memory is not None:
+        job.memory, job.memory_id = memory.load(), memory.record_key
+    return review_files(job), dict(job.guidance)
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
@@ -200,7 +281,7 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 
 
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
-           progress: Progress, environ: Mapping[str, str]) -> int:
+           progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged") -> int:
     from ocr_hook import gate
     from ocr_hook.reports import render, write_report
 
@@ -210,7 +291,8 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
         result.notes += write_patch(settings.patch_output, result.findings, texts)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
-                         step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None)
+                         step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
+                         environ=environ, scope_kind=scope_kind)
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
@@ -229,15 +311,27 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
 
 
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
-                   color: bool = False, step_summary_path: str | None = None) -> ReportContext:
-    """What every report of this run needs, the gate's exit code included."""
+                   color: bool = False, step_summary_path: str | None = None,
+                   environ: Mapping[str, str] | None = None, scope_kind: str | None = None) -> ReportContext:
+    """What every report of this run needs, the gate's exit code included, and for a blocked run what to do
+    next (`environ` says whether pre-commit runs us; without it no hook is named)."""
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext
 
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
+    pre_commit = environ is not None and environ.get("PRE_COMMIT") == "1"
+    steps: tuple[str, ...] = ()
+    if code == gate.EXIT_BLOCKING:
+        from ocr_hook.reports.hints import next_steps
+
+        kind = scope_kind or ("staged" if change_set.target is None else "base")
+        steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
+                           pre_commit=pre_commit, patch_output=settings.patch_output,
+                           json_output=settings.json_output, dismissals_file=settings.dismissals_file,
+                           memory=settings.memory)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,
         sarif_category=settings.sarif_category, color=color, file_texts=texts,
-        step_summary_path=step_summary_path,
+        step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit,
     )

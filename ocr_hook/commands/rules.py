@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.commands.preview import _write, shown
+from ocr_hook.findings.dismissals import Dismissal
 from ocr_hook.guidance.resolve import GuidancePlan, describe, resolve_guidance
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
@@ -39,10 +40,16 @@ def render_json(description: str, changed: list[str], plan: GuidancePlan, settin
         "trusted_revision": plan.revision,
         "language": settings.language,
         "files": [{"path": path, "guidance": [describe(i) for i in plan.per_path.get(path, ())],
-                   "ignore_categories": sorted(plan.ignore.get(path, {}))} for path in changed],
+                   "ignore_categories": sorted(plan.ignore.get(path, {})),
+                   "dismissals": [_dismissal(d) for d in plan.dismissals.get(path, ())]} for path in changed],
         "notes": plan.notes,
     }
     return json.dumps(doc, indent=2) + "\n"
+
+
+def _dismissal(entry: Dismissal) -> dict[str, object]:
+    return {"fingerprint": entry.fingerprint, "path": entry.path, "reason": entry.reason, "on": entry.on.isoformat(),
+            "paths": list(entry.paths)}
 
 
 def render_text(description: str, changed: list[str], plan: GuidancePlan, settings: Settings) -> str:
@@ -61,6 +68,9 @@ def render_text(description: str, changed: list[str], plan: GuidancePlan, settin
             lines.append(f"  {e['kind']:<8} {shown(name)}  {where}  {size}")
         for category, rule in sorted(plan.ignore.get(path, {}).items()):
             lines.append(f"  ignores  {category} findings ({rule})")
+        for entry in plan.dismissals.get(path, ()):  # what the reviewer is taught, most recent first
+            lines.append(f"  dismissed {entry.short_id} ({shown(entry.path)}, on {entry.on}): "
+                         f"{shown(' '.join(entry.reason.split()))}")
     if plan.notes:
         lines += ["", "Notes:"] + [f"  - {n}" for n in plan.notes]
     return "\n".join(lines) + "\n"

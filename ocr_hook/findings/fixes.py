@@ -20,42 +20,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from ocr_hook.findings import Finding, Fix
-from ocr_hook.findings.normalise import clean_lines, unfenced, without_line_numbers, without_markers
+from ocr_hook.findings.normalise import Reading, clean_lines, readings, unfenced, without_line_numbers
 
 # Control characters and bidirectional overrides: never written into a file by a one-click fix (they
 # can make code read differently from what it does); such a suggestion stays text in the report.
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 _DIFF_HEADER = re.compile(r"^(?:@@ .* @@|\+\+\+ (?:b/|/dev/null)|--- (?:a/|/dev/null))")
-
-
-@dataclass(frozen=True, slots=True)
-class _Reading:
-    """One literal reading of the quote and the decorations removed to get it."""
-
-    lines: tuple[str, ...]
-    fenced: bool = False
-    numbered: bool = False
-    marked: bool = False
-
-
-def _readings(quote: str) -> list[_Reading]:
-    """The quote's literal readings in the anchoring's order (normalise.forms)."""
-    out = [_Reading(clean_lines(quote))]
-    inner = unfenced(out[0].lines)
-    if inner is not None:
-        out.append(_Reading(inner, fenced=True))
-    for reading in list(out):
-        numbered = without_line_numbers(reading.lines)
-        if numbered is not None:
-            out.append(dataclasses.replace(reading, lines=numbered[0], numbered=True))
-    for reading in list(out):
-        marked = without_markers(reading.lines)
-        if marked is not None:
-            out.append(dataclasses.replace(reading, lines=marked[0], marked=True))
-    return out
 
 
 def _keys(lines: Iterable[str]) -> list[str]:
@@ -74,7 +46,7 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-def _matching_reading(quote: str, block: Sequence[str]) -> _Reading | None:
+def _matching_reading(quote: str, block: Sequence[str]) -> Reading | None:
     """The first literal reading of the quote whose lines are exactly the block's (indentation aside).
 
     The model saw secrets masked, so a quote may match the masked block only."""
@@ -84,13 +56,13 @@ def _matching_reading(quote: str, block: Sequence[str]) -> _Reading | None:
     masked, count = mask_secrets("\n".join(block))
     if count:
         wanted.append(_keys(masked.split("\n")))
-    for reading in _readings(quote):
+    for reading in readings(quote):
         if _keys(reading.lines) in wanted:
             return reading
     return None
 
 
-def _pairs(reading: _Reading, block: Sequence[str]) -> list[tuple[str, str]]:
+def _pairs(reading: Reading, block: Sequence[str]) -> list[tuple[str, str]]:
     """(quote indentation, file indentation) of each non-blank line, in order."""
     quoted = [_indent(line) for line in reading.lines if line.strip()]
     present = [_indent(line) for line in block if line.strip()]
@@ -138,7 +110,7 @@ def _undiffed(lines: list[str]) -> list[str]:
     return out
 
 
-def _suggestion_lines(suggestion: str, reading: _Reading, block: Sequence[str]) -> list[str]:
+def _suggestion_lines(suggestion: str, reading: Reading, block: Sequence[str]) -> list[str]:
     """The suggestion's lines without the decorations the quote carried, blank lines around it dropped."""
     lines = list(clean_lines(suggestion))
     if unfenced(tuple(block)) is None:  # a fence in the file itself (Markdown) is content
@@ -163,7 +135,7 @@ def _marker_lines(lines: Sequence[str]) -> bool:
     return any(line[:1] in ("+", "-") and line[:2] not in ("++", "--") for line in lines if line.strip())
 
 
-def _decorated_beyond_quote(suggestion: str, reading: _Reading) -> bool:
+def _decorated_beyond_quote(suggestion: str, reading: Reading) -> bool:
     """The suggestion carries diff markers or `N|` prefixes that the quote, read literally, did not:
     stripping them would be a guess and keeping them would write them into the file."""
     lines = clean_lines(suggestion)

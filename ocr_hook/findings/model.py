@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+STATUSES = ("new", "carried", "late")
+
 
 class Severity(StrEnum):
     CRITICAL = "critical"
@@ -77,8 +79,12 @@ class Finding:
     fingerprint: str
     existing_code: str = ""
     anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
-    suppressed: str | None = None  # None, "baseline" or "inline"
+    suppressed: str | None = None  # None, "baseline", "inline" or "dismissed"
+    suppression_reason: str | None = None  # why, when the team gave a reason (a dismissal's)
     fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.findings.fixes), when it is one
+    # Review memory (ocr_hook.findings.memory): "new", "carried" from the last review, or "late" (raised
+    # now on lines unchanged since then). Not part of a finding's identity.
+    status: str = field(default="new", compare=False, hash=False)
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
 

@@ -134,26 +134,46 @@ def without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint] 
     return tuple(kept), side
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One literal reading of a quote (as written, or without its code fence, `N|` prefixes or diff
+    markers) and which of those decorations were removed to get it."""
+
+    lines: tuple[str, ...]
+    fenced: bool = False
+    numbered: bool = False
+    marked: bool = False
+    side: SideHint = "any"  # where diff markers say the lines live
+    start_hint: int | None = None  # line number copied from the first quoted `N|` code line
+
+
+def readings(snippet: str) -> list[Reading]:
+    """Every literal reading of the snippet, most literal first (duplicates and blank ones included):
+    what anchoring matches exactly (via `forms`) and what a fix may replace (ocr_hook.findings.fixes)."""
+    out = [Reading(clean_lines(snippet))]
+    inner = unfenced(out[0].lines)
+    if inner is not None:
+        out.append(Reading(inner, fenced=True))
+    for reading in list(out):
+        numbered = without_line_numbers(reading.lines)
+        if numbered is not None:
+            out.append(replace(reading, lines=numbered[0], numbered=True, start_hint=numbered[1]))
+    for reading in list(out):
+        marked = without_markers(reading.lines)
+        if marked is not None:
+            out.append(replace(reading, lines=marked[0], marked=True, side=marked[1],
+                               start_hint=reading.start_hint if marked[1] == "new" else None))
+    return out
+
+
 def forms(snippet: str) -> list[Form]:
     """Readings of the snippet, most literal first."""
-    base = clean_lines(snippet)
-    if not any(line.strip() for line in base):
+    if not any(line.strip() for line in clean_lines(snippet)):
         return []
-    out: list[Form] = [Form(base, "any")]
-    inner = unfenced(base)
-    if inner is not None:
-        out.append(Form(inner, "any"))
-    for form in list(out):
-        numbered = without_line_numbers(form.lines)
-        if numbered is not None:
-            out.append(Form(numbered[0], "any", numbered[1]))
-    for form in list(out):
-        marked = without_markers(form.lines)
-        if marked is not None:
-            out.append(Form(marked[0], marked[1], form.start_hint if marked[1] == "new" else None))
     seen: set[Form] = set()
     unique: list[Form] = []
-    for form in out:
+    for reading in readings(snippet):
+        form = Form(reading.lines, reading.side, reading.start_hint)
         if form not in seen and any(line.strip() for line in form.lines):
             seen.add(form)
             unique.append(form)

@@ -8,12 +8,15 @@ there is none. Rules in the settings follow the configuration file as it is read
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ocr_hook.changes.globs import GitIgnoreGlobs
 from ocr_hook.changes.model import ChangeSet, FileStatus
+from ocr_hook.changes.selection import is_sensitive
 from ocr_hook.errors import ConfigError
+from ocr_hook.findings.dismissals import Dismissal
 from ocr_hook.guidance.discovery import (
     FILE_CAP_BYTES,
     PER_REVIEWED_FILE_CAP_BYTES,
@@ -26,7 +29,8 @@ from ocr_hook.outcome import FileNote
 from ocr_hook.settings import REPO_CONFIG_NAME, Settings
 
 MIN_PART_BYTES = 1024  # less room than this for a part that is longer: left out rather than cut
-_KIND_WORDS = {"review": "review guidance", "context": "project context", "rule": "path rule"}
+_KIND_WORDS = {"review": "review guidance", "context": "project context", "rule": "path rule",
+               "dismissed": "findings dismissed before"}
 
 
 @dataclass
@@ -37,6 +41,11 @@ class GuidancePlan:
     ignore: dict[str, dict[str, str]]  # path → category → the rule that silences it
     notes: list[str] = field(default_factory=list)
     file_notes: list[FileNote] = field(default_factory=list)  # their text is in `notes` too
+    # The dismissals file as the trusted revision has it (teaching reads it; the review names what the work
+    # tree's file adds to it), and per path the entries taught to that file's review.
+    trusted_dismissals: tuple[Dismissal, ...] = ()
+    dismissals: dict[str, tuple[Dismissal, ...]] = field(default_factory=dict)
+    dismissals_teach: bool = True  # False: the file's path is sensitive
 
     def sections(self, path: str) -> tuple[str, ...]:
         return tuple(section_text(item) for item in self.per_path.get(path, ()))
@@ -64,6 +73,8 @@ def section_text(item: GuidanceText) -> str:
     """One guidance part as the model sees it. No commit id in it: the text must stay the same (for the
     result cache and the prompt cache) as long as the guidance itself does not change."""
     title, _, file = item.source.partition(" file ")
+    if item.kind == "dismissed":
+        title, file = "Dismissed findings", item.source
     if item.kind == "rule" and not file:
         origin = "from the ocr-hook settings"
     else:
@@ -111,6 +122,13 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
         reader = GuidanceReader(snapshot, revision, settings)
         rule_items = _rule_items(settings.rules, reader, revision, label)
         plan = GuidancePlan(revision, label, {}, {})
+        plan.trusted_dismissals = _trusted_dismissals(reader, settings.dismissals_file, label)
+        if plan.trusted_dismissals and is_sensitive(settings.dismissals_file, settings):
+            # The same refusal as for guidance files: reasons would be sent to the model. Suppression still works.
+            plan.dismissals_teach = False
+            reader.notes.append(f"dismissals file {settings.dismissals_file}: its path is sensitive, so its reasons "
+                                "are not sent to the model (its entries still suppress)")
+        today = _today()
         globs = [GitIgnoreGlobs(rule.paths) for rule in settings.rules]
         cut_counts: dict[str, int] = {}
         for path in dict.fromkeys(paths):
@@ -121,6 +139,9 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
                         items.append(item)
                     for category in rule.ignore_categories:
                         plan.ignore.setdefault(path, {})[category] = rule.label
+            taught = _dismissed_item(plan, path, settings.dismissals_file, revision, today)
+            if taught is not None:
+                items.append(taught)
             capped = _cap(items)
             kept = {item.source: item.text for item in capped}
             for item in items:
@@ -139,6 +160,46 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
             snapshot.close()
 
 
+def _today() -> dt.date:
+    return dt.date.today()
+
+
+def _trusted_dismissals(reader: GuidanceReader, name: str, label: str) -> tuple[Dismissal, ...]:
+    """The dismissals file at the trusted revision. A bad one teaches nothing, with a note: the change under
+    review may be the fix, and the work tree's file (which suppresses) is checked on its own."""
+    if reader.snapshot is None or not reader.exists(name):
+        return ()
+    from ocr_hook.findings.dismissals import parse_text
+
+    if reader.snapshot.is_symlink(name):
+        reader.notes.append(f"dismissals file {name} at {label} not read: it is a symbolic link")
+        return ()
+
+    data = reader.snapshot.read_bytes(name)
+    try:
+        return parse_text((data or b"").decode("utf-8"), f"{name} at {label}")
+    except UnicodeDecodeError:
+        reader.notes.append(f"dismissals file {name} at {label} is not UTF-8 text: its reasons were not used")
+    except ConfigError as exc:
+        reader.notes.append(f"{exc}: its reasons were not used")
+    return ()
+
+
+def _dismissed_item(plan: GuidancePlan, path: str, name: str, revision: str | None,
+                    today: dt.date) -> GuidanceText | None:
+    """The reasons of the trusted revision's dismissals that apply to `path`, as one guidance part."""
+    if not plan.trusted_dismissals or not plan.dismissals_teach:
+        return None
+    from ocr_hook.findings.dismissals import teaching, teaching_text
+
+    entries = teaching(plan.trusted_dismissals, path, today)
+    if not entries:
+        return None
+    plan.dismissals[path] = tuple(entries)
+    text, _left = teaching_text(entries)
+    return GuidanceText(name, "dismissed", revision, text, len(text.encode("utf-8")))
+
+
 def _rule_items(rules: Sequence[GuidanceRule], reader: GuidanceReader, revision: str | None,
                 label: str) -> list[GuidanceText | None]:
     items: list[GuidanceText | None] = []
@@ -150,7 +211,10 @@ def _rule_items(rules: Sequence[GuidanceRule], reader: GuidanceReader, revision:
                                     "bytes (16 KiB per guidance part)")
             items.append(GuidanceText(rule.label, "rule", None, text, len(rule.instructions.encode("utf-8"))))
             continue
-        file = rule.instructions_file or ""
+        if rule.instructions_file is None:  # a rule that only sets its paths' effort
+            items.append(None)
+            continue
+        file = rule.instructions_file
         where = f"{rule.source}: setting 'rules' item {rule.number}" if rule.source else \
             f"setting 'rules' item {rule.number}"
         if revision is None:

@@ -12,7 +12,9 @@ from typing import Any
 
 from ocr_hook.errors import ConfigError
 
-RULE_KEYS = ("paths", "instructions", "instructions_file", "ignore_categories")
+RULE_KEYS = ("paths", "instructions", "instructions_file", "ignore_categories", "effort")
+# A rule's `effort:` sets the review profile of its paths under `effort: auto` (DESIGN.md section 8).
+RULE_EFFORTS = ("quick", "standard", "deep")
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class GuidanceRule:
     instructions_file: str | None  # repo-relative, read at the trusted revision
     ignore_categories: tuple[str, ...]
     source: str = ""  # the settings layer it came from, for messages
+    effort: str | None = None  # quick | standard | deep for its paths under effort: auto
 
     @property
     def label(self) -> str:
@@ -62,7 +65,11 @@ def parse_rules(value: Any, source: str) -> tuple[GuidanceRule, ...]:
         if problem is not None:
             raise bad(where, f"'paths': {problem}")
         has_text, has_file = "instructions" in entry, "instructions_file" in entry
-        if has_text == has_file:
+        effort = entry.get("effort")
+        if "effort" in entry and effort not in RULE_EFFORTS:
+            raise bad(where, f"'effort' must be one of {', '.join(RULE_EFFORTS)}, got {effort!r}"[:300])
+        # A rule may only set the effort of its paths; otherwise it brings instructions.
+        if has_text == has_file and not (effort and not has_text):
             raise bad(where, "give exactly one of 'instructions' and 'instructions_file'"
                              + (", not both" if has_text else ""))
         text = entry.get("instructions")
@@ -80,7 +87,8 @@ def parse_rules(value: Any, source: str) -> tuple[GuidanceRule, ...]:
         wrong = [c for c in ignored if c not in categories]
         if wrong:
             raise bad(where, f"'ignore_categories': unknown category '{wrong[0]}' (one of {', '.join(categories)})")
-        rules.append(GuidanceRule(number, tuple(paths), text if has_text else None, file, tuple(ignored), source))
+        rules.append(GuidanceRule(number, tuple(paths), text if has_text else None, file, tuple(ignored), source,
+                                  effort))
     return tuple(rules)
 
 

@@ -36,6 +36,7 @@ class ReviewCall:
     fail_on: str | None = None  # None: the configured one
     max_cost: float | None = None  # None: the configured one; else at most the configured one
     timeout: float | None = None
+    effort: str | None = None  # None: the configured one
 
 
 def _schema_error(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
@@ -94,9 +95,11 @@ def _checked(tool: str, schema: Mapping[str, Any], arguments: Any) -> Mapping[st
 def review_call(arguments: Any) -> ReviewCall:
     args = _checked(tools.REVIEW, tools.REVIEW_INPUT, arguments)
     return ReviewCall(scope=_scope(tools.REVIEW, args), paths=tuple(args.get("paths", ())),
-                      fail_on=args.get("fail_on"), max_cost=args.get("max_cost"), timeout=args.get("timeout"))
+                      fail_on=args.get("fail_on"), max_cost=args.get("max_cost"), timeout=args.get("timeout"),
+                      effort=args.get("effort"))
 
 
-def preview_call(arguments: Any) -> tuple[Scope, tuple[str, ...]]:
+def preview_call(arguments: Any) -> tuple[Scope, tuple[str, ...], str | None]:
+    """Scope, paths and effort (None: the configured one) of a preview call."""
     args = _checked(tools.PREVIEW, tools.PREVIEW_INPUT, arguments)
-    return _scope(tools.PREVIEW, args), tuple(args.get("paths", ()))
+    return _scope(tools.PREVIEW, args), tuple(args.get("paths", ())), args.get("effort")

@@ -65,6 +65,8 @@ def capped(settings: Settings, call: ReviewCall) -> Settings:
         changes["max_cost"] = min(settings.max_cost, call.max_cost)
     if call.timeout is not None:
         changes["timeout"] = min(settings.timeout, call.timeout)
+    if call.effort is not None:  # depth, not a cap: the budget caps above hold whatever the profile
+        changes["effort"] = call.effort
     if call.fail_on is not None:  # a stricter gate only: an agent cannot wave its own findings through
         changes["fail_on"] = min(settings.fail_on, call.fail_on, key=STRICTEST_FIRST.index)
     return dataclasses.replace(settings, **changes)
@@ -82,9 +84,9 @@ def run_review(root: str, call: ReviewCall, on_event: Callable[[str, str, str], 
     return report_dict(done.result, ctx)
 
 
-def run_preview(root: str, scope: Scope, paths: tuple[str, ...]) -> dict[str, Any]:
+def run_preview(root: str, scope: Scope, paths: tuple[str, ...], effort: str | None = None) -> dict[str, Any]:
     """The `preview --format json` document of one call."""
     from ocr_hook.commands import preview as preview_cmd
 
-    seen = preview_cmd.preview(scope, paths, None, cwd=root, environ=os.environ)
+    seen = preview_cmd.preview(scope, paths, None, cwd=root, environ=os.environ, flags={"effort": effort})
     return preview_cmd.preview_dict(*seen)

@@ -85,8 +85,8 @@ class ReviewServer:
             if params.name == tools.REVIEW:
                 return await self._review(ctx, arguments.review_call(params.arguments))
             if params.name == tools.PREVIEW:
-                scope, paths = arguments.preview_call(params.arguments)
-                doc = await anyio.to_thread.run_sync(runner.run_preview, self.root, scope, paths)
+                scope, paths, effort = arguments.preview_call(params.arguments)
+                doc = await anyio.to_thread.run_sync(runner.run_preview, self.root, scope, paths, effort)
                 return _document(doc)
             return _error(f"ocr-hook: error: unknown tool {params.name!r}; this server has: {tools.REVIEW}, "
                           f"{tools.PREVIEW}")

@@ -45,10 +45,23 @@ _SCOPE_PROPERTIES: dict[str, Any] = {
     },
 }
 
+EFFORTS = ("auto", "quick", "standard", "deep")
+_EFFORT_PROPERTY: dict[str, Any] = {
+    "type": "string",
+    "enum": list(EFFORTS),
+    "description": ("How deep each file's review goes. 'quick': one fast pass per file (about one model turn "
+                    "when nothing needs looking up; use it for a quick check while you work). 'standard': the "
+                    "model may think and look around. 'deep': thinks hardest and plans every file; use it for "
+                    "security-sensitive changes. 'auto': standard, and one level deeper on risky paths "
+                    "(auth, crypto, payments, migrations, CI). Default: the repository's setting (auto unless "
+                    ".ocr-hook.yaml says otherwise)."),
+}
+
 REVIEW_INPUT: dict[str, Any] = {
     "type": "object",
     "properties": {
         **_SCOPE_PROPERTIES,
+        "effort": _EFFORT_PROPERTY,
         "fail_on": {
             "type": "string",
             "enum": list(FAIL_ON_CHOICES),
@@ -74,7 +87,7 @@ REVIEW_INPUT: dict[str, Any] = {
 
 PREVIEW_INPUT: dict[str, Any] = {
     "type": "object",
-    "properties": dict(_SCOPE_PROPERTIES),
+    "properties": {**_SCOPE_PROPERTIES, "effort": _EFFORT_PROPERTY},
     "additionalProperties": False,
 }
 
@@ -94,6 +107,8 @@ _FINDING: dict[str, Any] = {
         "anchored": {"type": "boolean"},
         "fingerprint": {"type": "string"},
         "suppressed": {"type": ["string", "null"], "description": "Why the finding does not count, if it does not."},
+        "suppression_reason": {"type": ["string", "null"],
+                               "description": "The team's reason, for a finding they dismissed (ocr-hook dismiss)."},
         "anchor_note": {"type": ["string", "null"]},
         "fix": {
             "type": ["object", "null"],
@@ -105,6 +120,24 @@ _FINDING: dict[str, Any] = {
                            "end_line": {"type": "integer", "minimum": 1},
                            "replacement": {"type": "string"}},
         },
+        "status": {"type": "string", "enum": ["new", "carried", "late"],
+                   "description": ("Against the last review of this branch (review memory): new; carried from "
+                                   "it; or late: raised now on lines unchanged since then (advisory unless "
+                                   "late_findings is block).")},
+    },
+}
+
+_RESOLVED: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "fingerprint", "severity", "category", "message", "start_line", "end_line"],
+    "properties": {
+        "path": {"type": "string"},
+        "fingerprint": {"type": "string"},
+        "severity": {"type": "string", "enum": [s.value for s in Severity]},
+        "category": {"type": "string", "enum": [c.value for c in Category]},
+        "message": {"type": "string"},
+        "start_line": {"type": "integer", "minimum": 0, "description": "At the earlier review."},
+        "end_line": {"type": "integer", "minimum": 0},
     },
 }
 
@@ -125,10 +158,15 @@ REVIEW_OUTPUT: dict[str, Any] = {
         "fail_on": {"type": "string", "enum": list(FAIL_ON_CHOICES)},
         "scope": {"type": "string"},
         "findings": {"type": "array", "items": _FINDING},
+        "resolved": {"type": "array", "items": _RESOLVED,
+                     "description": "Findings of the last review that this review found fixed."},
         "coverage": {
             "type": "object",
             "required": ["reviewed", "cached", "skipped", "failed"],
             "properties": {
+                "effort": {"type": "object", "additionalProperties": {"type": "string",
+                                                                      "enum": ["quick", "standard", "deep"]},
+                           "description": "The effort profile each reviewed file got, by path."},
                 "reviewed": {"type": "array", "items": {"type": "string"}},
                 "cached": {"type": "array", "items": {"type": "string"}},
                 "skipped": {"type": "array", "items": _REASONED},
@@ -173,6 +211,10 @@ PREVIEW_OUTPUT: dict[str, Any] = {
                     "removed": {"type": "integer"},
                     "incomplete": {"type": "boolean",
                                    "description": "Skipped for a limit: the review would be incomplete."},
+                    "effort": {"type": ["string", "null"], "enum": ["quick", "standard", "deep", None],
+                               "description": "The effort profile the file would get; null when skipped."},
+                    "effort_reason": {"type": ["string", "null"],
+                                      "description": "Why auto chose it (e.g. 'risky path'), if it did."},
                 },
             },
         },

@@ -35,6 +35,8 @@ class ReportContext(NamedTuple):
     color: bool = False
     file_texts: Mapping[str, str] = MappingProxyType({})  # path → reviewed snapshot text
     step_summary_path: str | None = None  # $GITHUB_STEP_SUMMARY
+    next_steps: tuple[str, ...] = ()  # what to do about a blocked run (ocr_hook.reports.hints), one line each
+    brief: bool = False  # a passing text report in one line per finding and one summary line (pre-commit)
 
 
 # ESC sequences first (CSI, OSC/DCS/PM/APC strings, two-character escapes), then every remaining

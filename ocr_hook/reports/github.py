@@ -66,6 +66,8 @@ def finding_annotation(f: Finding) -> str:
     if suggestion:
         message += "\n\nSuggested code:\n" + sanitize_text(suggestion)
     title = f"ocr-hook: {f.severity.value} {f.category.value}"
+    if f.status != "new":  # review memory: carried from the last review, or raised late on unchanged lines
+        title += f" ({f.status})"
     path = sanitize_text(f.path)
     if not f.anchored:
         return annotation(LEVEL[f.severity], _clip(message + "\n\n(about the whole file)", MAX_MESSAGE),
@@ -146,6 +148,10 @@ def step_summary(result: ReviewResult, ctx: ReportContext) -> str:
         out.append("")
     if result.notes:
         out += ["### Notes", ""] + [f"- {escape_markdown(n)}" for n in result.notes] + [""]
+    if ctx.next_steps and gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING:
+        # Commands to copy: a code block, so nothing in them is read as markup (no fence can be closed early).
+        steps = [sanitize_text(line).replace("`", "'") for line in ctx.next_steps[1:]]
+        out += ["### What to do next", "", "```", *steps, "```", ""]
     return "\n".join(out) + "\n"
 
 

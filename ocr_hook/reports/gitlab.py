@@ -3,8 +3,9 @@
 GitLab stops reading at the first invalid entry and pairs issues across pipelines by fingerprint,
 so every entry is complete and every fingerprint unique. Severity mapping (GitLab knows info, minor,
 major, critical, blocker): critical → critical, high → major, medium → minor, low → info.
-Suppressed findings are left out (GitLab has no notion of them). An incomplete review adds one
-`major` entry per file that was not reviewed, so the merge request never looks clean.
+Suppressed findings are left out (GitLab has no notion of them), except dismissed ones: an `info` entry
+`ocr-hook/dismissed` with the team's reason, so the merge request shows what was waved through and why.
+An incomplete review adds one `major` entry per file that was not reviewed, so the merge request never looks clean.
 
 GitLab has no place for run notes, so only the notes about one file appear, as an `info` entry at
 that file's line 1 (`ocr-hook/run-note`): a change that edits guidance or modifies `.ocr-hook.yaml`
@@ -38,6 +39,7 @@ CODECLIMATE_CATEGORY = {
 }
 INCOMPLETE_CHECK = f"{TOOL_NAME}/review-incomplete"
 NOTE_CHECK = f"{TOOL_NAME}/run-note"
+DISMISSED_CHECK = f"{TOOL_NAME}/dismissed"
 
 
 def _digest(*parts: str) -> str:
@@ -77,12 +79,24 @@ def _finding_entry(f: Finding, fingerprint: str) -> dict[str, Any]:
     }
 
 
+def _dismissed_entry(f: Finding, taken: set[str]) -> dict[str, Any]:
+    """A dismissed finding as an `info` entry with its reason. Its own fingerprint: under the finding's, GitLab
+    would pair it with the earlier pipeline's blocking entry and show the same issue, merely downgraded."""
+    entry = _finding_entry(f, unique_fingerprint(_digest(DISMISSED_CHECK, f.fingerprint), taken))
+    reason = f.suppression_reason or "no reason recorded"
+    entry.update(check_name=DISMISSED_CHECK, severity="info",
+                 description=f"dismissed ({reason}): {entry['description']}")
+    return entry
+
+
 def entries(result: ReviewResult) -> list[dict[str, Any]]:
     taken: set[str] = set()
     out = []
     for f in sorted_findings(result.findings):
         if f.suppressed is None:
             out.append(_finding_entry(f, unique_fingerprint(f.fingerprint, taken)))
+        elif f.suppressed == "dismissed":
+            out.append(_dismissed_entry(f, taken))
     for cov in sorted(gate.unreviewed_files(result), key=lambda c: c.path):
         reason = cov.reason or cov.state
         out.append({

@@ -27,9 +27,25 @@ def finding_dict(f: Finding) -> dict[str, Any]:
         "anchored": f.anchored,
         "fingerprint": f.fingerprint,
         "suppressed": f.suppressed,
+        "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss)
         "anchor_note": f.anchor_note,
         # The suggestion as an edit: whole lines start..end become `replacement` (no final line break).
         "fix": None if f.fix is None else f.fix.as_dict(),
+        # Review memory: new, carried (from the last review) or late (raised now on unchanged lines).
+        "status": f.status,
+    }
+
+
+def resolved_dict(f: Finding) -> dict[str, Any]:
+    """An earlier finding this review found fixed, with its lines as they were at the earlier review."""
+    return {
+        "path": f.path,
+        "fingerprint": f.fingerprint,
+        "severity": f.severity.value,
+        "category": f.category.value,
+        "message": f.message,
+        "start_line": f.start_line if f.anchored else 0,
+        "end_line": f.end_line if f.anchored else 0,
     }
 
 
@@ -45,12 +61,15 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
         "fail_on": ctx.fail_on,
         "scope": result.scope,
         "findings": [finding_dict(f) for f in sorted_findings(result.findings)],
+        "resolved": [resolved_dict(f) for f in sorted_findings(result.resolved)],
         "coverage": {
             "reviewed": [f.path for f in groups["reviewed"]],
             "cached": [f.path for f in groups["reviewed"] if f.state == "cached"],
             "skipped": [{"path": f.path, "reason": f.reason, "incomplete": f.incomplete}
                         for f in groups["skipped"]],
             "failed": [{"path": f.path, "reason": f.reason} for f in groups["failed"]],
+            # The effort profile each reviewed (or failed) file got: quick | standard | deep.
+            "effort": {f.path: f.effort for f in result.files if f.effort is not None},
         },
         "usage": {
             "requests": u.requests,

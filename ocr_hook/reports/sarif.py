@@ -34,7 +34,7 @@ GITHUB_LINE_HASH = "primaryLocationLineHash"
 
 LEVEL = {Severity.CRITICAL: "error", Severity.HIGH: "error", Severity.MEDIUM: "warning", Severity.LOW: "note"}
 SECURITY_SEVERITY = {Severity.CRITICAL: "9.5", Severity.HIGH: "8.0", Severity.MEDIUM: "5.5", Severity.LOW: "3.0"}
-SUPPRESSION_KIND = {"baseline": "external", "inline": "inSource"}
+SUPPRESSION_KIND = {"baseline": "external", "inline": "inSource", "dismissed": "external"}
 _SUPPRESSION_WHY = {
     "baseline": "Fingerprint listed in the ocr-hook baseline file.",
     "inline": "Suppressed by an 'ocr-hook: ignore' marker on or above the line.",
@@ -91,8 +91,9 @@ def _rule(category: Category, severity: Severity | None) -> dict[str, Any]:
     help_text = (
         f"{full}\n\nThe finding was written by ocr-hook, an LLM code reviewer, about the lines it "
         "points at; its message says what is wrong and may suggest replacement code. To silence one "
-        "finding, put 'ocr-hook: ignore' in a comment on or above the line, or add its fingerprint "
-        "to a baseline file with 'ocr-hook baseline'."
+        "finding, put 'ocr-hook: ignore' in a comment on or above the line, dismiss it with the reason "
+        "('ocr-hook dismiss ID --reason TEXT': recorded in the repository and taught to later reviews), or add its "
+        "fingerprint to a baseline file with 'ocr-hook baseline'."
     )
     properties: dict[str, Any] = {"tags": [category.value], "precision": "medium"}
     if severity is not None:
@@ -155,6 +156,7 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
         properties["security-severity"] = SECURITY_SEVERITY[f.severity]
     if f.anchor_note:
         properties["anchorNote"] = f.anchor_note
+    properties["reviewStatus"] = f.status  # review memory: new, carried or late
     fingerprints = {OUR_FINGERPRINT: f.fingerprint}
     if hashes is not None and start <= len(hashes):
         fingerprints[GITHUB_LINE_HASH] = hashes[start - 1]
@@ -168,6 +170,9 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
             "region": {"startLine": start, "endLine": end},
         }}],
         "partialFingerprints": fingerprints,
+        # Against the last review (review memory): carried findings are unchanged; late ones were not
+        # reported before, so they are new to whoever reads this log.
+        "baselineState": "unchanged" if f.status == "carried" else "new",
         "properties": properties,
     }
     if f.fix is not None:
@@ -176,7 +181,8 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
         result["suppressions"] = [{
             "kind": SUPPRESSION_KIND.get(f.suppressed, "external"),
             "status": "accepted",
-            "justification": _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
+            "justification": f.suppression_reason
+            or _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
         }]
     return result
 
@@ -251,6 +257,12 @@ def sarif_log(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     note_paths = {note.text: note.path for note in result.file_notes}  # a note about one file points at it
     for note in result.notes:
         notifications.append(_notification("note", note, f"{TOOL_NAME}/note", note_paths.get(note)))
+    # Resolved findings are not results (code scanning would show them as open alerts): notes instead.
+    for f in sorted(result.resolved, key=lambda f: (f.path, f.start_line, f.fingerprint)):
+        where = f"{f.path}:{f.start_line}" if f.anchored and f.start_line >= 1 else f.path
+        notifications.append(_notification(
+            "note", f"resolved since the last review: {where} [{f.severity.value} {f.category.value}] {f.message}",
+            f"{TOOL_NAME}/resolved", f.path))
     if dropped:
         notifications.append(cut_notification(dropped, MAX_RESULTS))
 

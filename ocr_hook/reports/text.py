@@ -25,6 +25,16 @@ _STYLE = {"path": "\x1b[1m", "add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b
 _INDENT = "    "
 
 
+def _status_label(status: str, late_findings: str) -> str:
+    """Review memory's status as a finding's header shows it ("new" needs no label)."""
+    if status == "carried":
+        return "  (carried from the last review)"
+    if status == "late":
+        effect = "blocking: late_findings is block" if late_findings == "block" else "advisory"
+        return f"  (late: on lines unchanged since the last review; {effect})"
+    return ""
+
+
 def _paint(text: str, style: str, color: bool) -> str:
     return f"{style}{text}{_RESET}" if color and text else text
 
@@ -72,7 +82,7 @@ def _diff_line(line: str, color: bool) -> str:
     return _paint(line, style, color) if style else line
 
 
-def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
+def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "advisory") -> list[str]:
     path = safe_for_log(finding.path)
     if finding.anchored and finding.start_line >= 1:
         where = f"{path}:{finding.start_line}"
@@ -81,7 +91,10 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
     else:
         where = f"{path} (whole file: the quoted code was not found)"
     badge = _paint(f"[{finding.severity.value.upper()}]", _BADGE_STYLE[finding.severity], ctx.color)
-    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}"]
+    short_id = _paint(short_id_of(finding), _STYLE["dim"], ctx.color)  # what `ocr-hook dismiss` takes
+    label = _status_label(finding.status, late_findings)
+    out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}  {short_id}"
+           + (_paint(label, _STYLE["dim"], ctx.color) if label else "")]
     out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
     if finding.anchor_note:
         out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
@@ -90,6 +103,38 @@ def _finding_block(finding: Finding, ctx: ReportContext) -> list[str]:
         out.append(_INDENT + ("suggested fix:" if finding.fix is not None else "suggestion:"))
         out += [_INDENT + "  " + _diff_line(safe_for_log(line), ctx.color) for line in diff]
     return out
+
+
+def short_id_of(finding: Finding) -> str:
+    from ocr_hook.findings.dismissals import SHORT_ID  # here: a run with no finding need not load it
+
+    return finding.fingerprint[:SHORT_ID]
+
+
+def _where(finding: Finding) -> str:
+    if finding.anchored and finding.start_line >= 1:
+        end = f"-{finding.end_line}" if finding.end_line > finding.start_line else ""
+        return f"{finding.path}:{finding.start_line}{end}"
+    return f"{finding.path} (whole file)"
+
+
+def one_line(finding: Finding, late_findings: str = "advisory") -> str:
+    """`path:line [SEVERITY] category id: the message's first line` (a dismissed one: its reason instead)."""
+    head = f"{_where(finding)} [{finding.severity.value.upper()}] {finding.category.value} {short_id_of(finding)}"
+    if finding.suppressed == "dismissed":  # whatever its memory status: dismissed is what counts
+        return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
+    first = (finding.message.strip().splitlines() or ["(no message)"])[0]
+    return safe_for_log(f"{head}{_status_label(finding.status, late_findings)}: {first}")[:300]
+
+
+def _brief(result: ReviewResult, ctx: ReportContext) -> str:
+    """A passing run under pre-commit: a line per finding (and note), then one line with verdict and summary."""
+    shown = [f for f in sorted_findings(result.findings) if f.suppressed in (None, "dismissed")]
+    lines = [one_line(f, result.late_findings) for f in shown]
+    lines += [safe_for_log(f"note: {n}") for n in result.notes]
+    verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
+    lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))
+    return "\n".join(lines) + "\n"
 
 
 def summary_line(result: ReviewResult) -> str:
@@ -102,6 +147,10 @@ def summary_line(result: ReviewResult) -> str:
     if cached:
         files += f" ({cached} from cache)"
     files += f", {len(groups['skipped'])} skipped, {len(groups['failed'])} failed"
+    efforts = Counter(f.effort for f in result.files if f.effort is not None)
+    if efforts:
+        files += " (" + ", ".join(f"{efforts[name]} {name}" for name in ("quick", "standard", "deep")
+                                  if efforts[name]) + ")"
     active = [f for f in result.findings if f.suppressed is None]
     counts = Counter(f.severity for f in active)
     if active:
@@ -111,9 +160,15 @@ def summary_line(result: ReviewResult) -> str:
             f"{counts[s]} {s.value}" for s in Severity if counts[s]) + ")"
     else:
         findings = "no findings"
+    remembered = Counter(f.status for f in active if f.status != "new")
+    if remembered:  # review memory: how much of it the last review already knew
+        findings = findings[:-1] + "; " + ", ".join(f"{remembered[s]} {s}" for s in ("carried", "late")
+                                                    if remembered[s]) + ")"
     suppressed = len(result.findings) - len(active)
     if suppressed:
         findings += f", {suppressed} suppressed"
+    if result.resolved:
+        findings += f", {len(result.resolved)} resolved since the last review"
     u = result.usage
     tokens = f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens"
     if u.cache_read_input_tokens or u.cache_creation_input_tokens:
@@ -126,7 +181,32 @@ def summary_line(result: ReviewResult) -> str:
     ])
 
 
+_EFFORT_LISTED_FILES = 20
+
+
+def _effort_lines(result: ReviewResult) -> list[str]:
+    """Each file's effort profile, when the files did not all get the same one (then the summary line's
+    count says it all)."""
+    by_profile: dict[str, list[str]] = {}
+    for f in result.files:
+        if f.effort is not None:
+            by_profile.setdefault(f.effort, []).append(f.path)
+    if len(by_profile) < 2:
+        return []
+    lines = ["", "Effort:"]
+    for name in ("quick", "standard", "deep"):
+        paths = by_profile.get(name, [])
+        if paths:
+            shown = ", ".join(safe_for_log(p) for p in paths[:_EFFORT_LISTED_FILES])
+            more = f" and {len(paths) - _EFFORT_LISTED_FILES} more" if len(paths) > _EFFORT_LISTED_FILES else ""
+            lines.append(f"  {name}: {shown}{more}")
+    return lines
+
+
 def render(result: ReviewResult, ctx: ReportContext) -> str:
+    blocked = gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING
+    if ctx.brief and result.complete and not blocked:
+        return _brief(result, ctx)
     color = ctx.color
     lines: list[str] = []
     shown = [f for f in sorted_findings(result.findings) if f.suppressed is None]
@@ -137,7 +217,11 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
                 lines.append("")
             current = finding.path
             lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
-        lines += _finding_block(finding, ctx)
+        lines += _finding_block(finding, ctx, result.late_findings)
+    dismissed = [f for f in sorted_findings(result.findings) if f.suppressed == "dismissed"]
+    if dismissed:
+        lines += ["", "Dismissed (never blocking; see `ocr-hook dismissed`):"]
+        lines += [f"  {one_line(f)}" for f in dismissed]
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
         if entries:
@@ -145,6 +229,13 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             for f in entries:
                 mark = " [review incomplete]" if f.incomplete or f.state == "failed" else ""
                 lines.append(f"  {safe_for_log(f.path)} — {safe_for_log(f.reason or f.state)}{mark}")
+    if result.resolved:
+        lines += ["", f"Resolved since the last review: {len(result.resolved)}"]
+        for f in sorted_findings(result.resolved):
+            where = safe_for_log(f.path) + (f":{f.start_line}" if f.anchored and f.start_line >= 1 else "")
+            lines.append(f"  {where}  [{f.severity.value.upper()}] {f.category.value}: "
+                         f"{safe_for_log(' '.join(f.message.split()))}")
+    lines += _effort_lines(result)
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
         lines += ["", f"Comments dropped: {dropped}"]
@@ -157,4 +248,6 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     else:
         style = _STYLE["good"] if result.complete else _STYLE["warn"]
     lines.append(_paint(verdict, style, color))
+    if blocked and ctx.next_steps:
+        lines += ["", *(safe_for_log(step) for step in ctx.next_steps)]
     return "\n".join(lines).lstrip("\n") + "\n"

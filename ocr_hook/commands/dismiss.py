@@ -1,0 +1,167 @@
+"""`ocr-hook dismiss ID... --reason TEXT`: record findings as wrong, with the reason, in the dismissals file.
+
+The findings are looked up by fingerprint or unique prefix (at least 8 characters) in the last review's
+memory, or with `--from FILE` in a JSON report. The command writes the dismissals file and nothing else: it
+never stages or commits (it prints the `git add` to run). Every refusal is one line and exit 2, with nothing
+written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ocr_hook.changes.git import repo_top, run_git
+from ocr_hook.errors import ConfigError
+from ocr_hook.findings import dismissals
+from ocr_hook.settings import load
+
+MIN_PREFIX = 8
+_HEX = re.compile(r"[0-9a-f]+")
+_NEEDED = ("path", "category", "severity", "fingerprint")
+
+
+def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | None, from_file: str | None,
+        config_file: str | None, *, environ: Mapping[str, str] | None = None, today: dt.date | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    today = today or dt.date.today()
+    cwd = os.getcwd()
+    # Everything the user typed is checked before anything is read.
+    wanted = [_check_id(i) for i in ids]
+    if not reason.strip():
+        raise ConfigError("--reason is empty: say why the finding is wrong (it is recorded and teaches later reviews)")
+    until = _check_expiry(expires, today)
+    _check_globs(paths)
+    root, _head = repo_top(cwd)
+    settings = load(root, config_file, flags={}, environ=environ)
+    existing = dismissals.load_file(root, settings.dismissals_file)  # a bad file: exit 2 before anything else
+    if from_file:
+        candidates = _from_report(from_file)
+    elif not settings.memory:
+        raise ConfigError("review memory is off (setting memory: false): pass --from REPORT.json (a review's "
+                          "--json-output)")
+    else:
+        candidates = _from_memory(settings.cache_dir, root, environ)
+    chosen = [resolve(i, candidates) for i in wanted]
+    live = dismissals.active(existing, today)
+    by = _user_email(root)
+    added: list[dismissals.Dismissal] = []
+    out: list[str] = []
+    for finding in dict((str(f["fingerprint"]), f) for f in chosen).values():
+        fp = str(finding["fingerprint"])
+        if fp in live:
+            out.append(f"{fp[:8]} ({finding['path']}) is already dismissed in {settings.dismissals_file} "
+                       f"(on {live[fp].on}: {live[fp].reason}); not added again")
+            continue
+        entry = dismissals.new_entry(finding, reason, paths, by, today, until)
+        added.append(entry)
+        out.append(f"dismissed {entry.short_id} ({entry.path}, {entry.severity} {entry.category}): {entry.reason}")
+    if added:
+        dismissals.write_file(root, settings.dismissals_file, [*existing, *added])
+        shown = os.path.relpath(os.path.join(root, settings.dismissals_file), cwd)
+        out.append(f"written to {settings.dismissals_file}; record it with your change (ocr-hook never stages "
+                   f"it): git add {_quoted(shown)}")
+    sys.stdout.write("\n".join(out) + "\n")
+    return 0
+
+
+def _check_id(raw: str) -> str:
+    value = raw.strip().lower()
+    if not _HEX.fullmatch(value) or not MIN_PREFIX <= len(value) <= 32:
+        raise ConfigError(f"finding id {raw!r}: give the fingerprint or its first {MIN_PREFIX} or more hex characters "
+                          "(the text report shows each finding's first 8)")
+    return value
+
+
+def _check_expiry(expires: str | None, today: dt.date) -> dt.date | None:
+    if expires is None:
+        return None
+    try:
+        until = dt.date.fromisoformat(expires)
+    except ValueError:
+        raise ConfigError(f"--expires {expires!r}: expected a date YYYY-MM-DD") from None
+    if until <= today:
+        raise ConfigError(f"--expires {expires}: the date has passed (today is {today}); give a later date")
+    return until
+
+
+def _check_globs(paths: Sequence[str]) -> None:
+    from ocr_hook.changes.globs import check_patterns
+
+    if any(not p.strip() for p in paths):
+        raise ConfigError("--paths: a glob is empty")
+    problem = check_patterns(list(paths))
+    if problem is not None:
+        raise ConfigError(f"--paths: {problem}")
+
+
+def resolve(wanted: str, candidates: Sequence[Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The one finding whose fingerprint is `wanted` or starts with it; unknown or ambiguous: ConfigError."""
+    matches = {str(f["fingerprint"]): f for f in candidates if str(f["fingerprint"]).startswith(wanted)}
+    if not matches:
+        raise ConfigError(f"finding id {wanted}: no finding of the last review has it (ids are in the text report, "
+                          "or in the JSON report's 'fingerprint')")
+    if len(matches) > 1:
+        listed = ", ".join(sorted(fp[: len(wanted) + 4] for fp in matches)[:5])
+        raise ConfigError(f"finding id {wanted} is ambiguous: {len(matches)} findings start with it ({listed}); "
+                          "give more characters")
+    return next(iter(matches.values()))
+
+
+def _from_report(path: str) -> list[Mapping[str, Any]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"--from {path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"--from {path}: cannot read it: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ConfigError(f"--from {path}: not a JSON report (write one with --format json or --json-output)") from None
+    findings = data.get("findings") if isinstance(data, dict) else None
+    return _checked(findings, f"--from {path}")
+
+
+def _from_memory(cache_dir: str | None, root: str, environ: Mapping[str, str]) -> list[Mapping[str, Any]]:
+    """The findings of the last review of this repository, from review memory (ocr_hook.memory_store)."""
+    from pathlib import Path
+
+    from ocr_hook.result_cache import default_cache_dir
+
+    try:
+        from ocr_hook.memory_store import last_review_findings
+    except ImportError:  # a build without review memory
+        raise ConfigError("no review memory in this version of ocr-hook: pass --from REPORT.json "
+                          "(a review's --json-output)") from None
+    where = Path(cache_dir) if cache_dir else default_cache_dir(environ)
+    findings = last_review_findings(where, Path(root))
+    if findings is None:
+        raise ConfigError("no review of this repository is remembered (run ocr-hook review first, or pass "
+                          "--from REPORT.json)")
+    return _checked(findings, "the last review's memory")
+
+
+def _checked(findings: Any, where: str) -> list[Mapping[str, Any]]:
+    if not isinstance(findings, list) or not all(
+            isinstance(f, dict) and all(isinstance(f.get(k), str) and f.get(k) for k in _NEEDED) for f in findings):
+        raise ConfigError(f"{where}: expected 'findings' with {', '.join(_NEEDED)} each, as ocr-hook's JSON report "
+                          "has them")
+    return [f for f in findings if dismissals.FINGERPRINT.fullmatch(f["fingerprint"])]
+
+
+def _user_email(root: str) -> str | None:
+    """git's user.email (any level, the repository's own included), or None when it is not set."""
+    proc = run_git(root, ["config", "--get", "user.email"], ok_codes=(0, 1))
+    email = proc.stdout.decode("utf-8", "replace").strip() if proc.returncode == 0 else ""
+    return email or None
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)

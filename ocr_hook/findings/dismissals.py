@@ -1,0 +1,328 @@
+"""Dismissals: a versioned, reviewable file of findings the team judged wrong, each with its reason (DESIGN.md 9).
+
+The pure part: parse and check the file's entries, tell active from expired, build a new entry, write the
+file's text. Reading the file (from the work tree or from a commit) is the caller's; every problem is a
+one-line ConfigError naming the file, like a bad `.ocr-hook.yaml`.
+
+The text is written by us alone, always the same way (a fixed key order, one line per field, no comments),
+so writing the file again with one more entry keeps every earlier line as it was: a second dismissal
+appends, it never reorders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from ocr_hook.errors import ConfigError
+from ocr_hook.findings.model import Category, Finding, Severity
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.globs import GitIgnoreGlobs
+
+DEFAULT_FILE = ".ocr-hook/dismissed.yaml"
+MESSAGE_CHARS = 200
+FINGERPRINT = re.compile(r"[0-9a-f]{32}")
+SHORT_ID = 8  # the text report shows this many characters of a fingerprint
+# The order of an entry's keys in the file; `paths`, `by` and `expires` may be left out.
+KEYS = ("fingerprint", "path", "category", "severity", "message", "reason", "paths", "by", "on", "expires")
+REQUIRED = (*KEYS[:6], "on")
+# How much of the trusted revision's dismissals one reviewed file is taught: the most recent first.
+TEACH_MAX_ENTRIES = 12
+TEACH_MAX_BYTES = 6 * 1024
+# libyaml's loader when it is compiled in (as for the shipped config): a long file parses many times faster.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class Dismissal:
+    fingerprint: str
+    path: str
+    category: str
+    severity: str
+    message: str
+    reason: str
+    paths: tuple[str, ...]  # gitignore-style globs: where the reason teaches
+    by: str | None
+    on: dt.date
+    expires: dt.date | None = None
+
+    def expired(self, today: dt.date) -> bool:
+        """True from the expiry date on: `expires: 2027-03-01` suppresses up to 2027-02-28."""
+        return self.expires is not None and today >= self.expires
+
+    @property
+    def short_id(self) -> str:
+        return self.fingerprint[:SHORT_ID]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as the file holds it (and `ocr-hook dismissed --format json` prints it, dates as text)."""
+        out: dict[str, Any] = {
+            "fingerprint": self.fingerprint, "path": self.path, "category": self.category,
+            "severity": self.severity, "message": self.message, "reason": self.reason, "paths": list(self.paths),
+        }
+        if self.by:
+            out["by"] = self.by
+        out["on"] = self.on
+        if self.expires is not None:
+            out["expires"] = self.expires
+        return out
+
+
+# --- reading ----------------------------------------------------------------------------------------------
+
+
+def parse_text(text: str, where: str) -> tuple[Dismissal, ...]:
+    """The entries of a dismissals file's text; `where` names the file in every error."""
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" line {mark.line + 1}:" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"dismissals file {where}:{line} {problem}") from None
+    return parse_data(data, where)
+
+
+def parse_data(data: Any, where: str) -> tuple[Dismissal, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, Mapping) or set(data) != {"dismissed"}:
+        raise ConfigError(f"dismissals file {where}: expected a mapping with one key 'dismissed' (a list of "
+                          "entries, as 'ocr-hook dismiss' writes it)")
+    items = data["dismissed"]
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise ConfigError(f"dismissals file {where}: 'dismissed' must be a list, got {type(items).__name__}")
+    return tuple(_entry(item, f"dismissals file {where}: entry {n}") for n, item in enumerate(items, 1))
+
+
+def _entry(item: Any, where: str) -> Dismissal:
+    if not isinstance(item, Mapping):
+        raise ConfigError(f"{where}: must be a mapping, got {item!r}"[:300])
+    # YAML 1.1 reads an unquoted `on:` key as true: a hand-written entry means the date.
+    item = {("on" if k is True else k): v for k, v in item.items()}
+    unknown = [str(k) for k in item if k not in KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}' (known keys: {', '.join(KEYS)})")
+    missing = [k for k in REQUIRED if k not in item]
+    if missing:
+        raise ConfigError(f"{where}: missing key '{missing[0]}'")
+
+    def text(key: str, *, empty_ok: bool = False) -> str:
+        value = item[key]
+        if not isinstance(value, str) or (not empty_ok and not value.strip()):
+            raise ConfigError(f"{where}: '{key}' must be non-empty text, got {value!r}"[:300])
+        return value
+
+    fingerprint = text("fingerprint")
+    if not FINGERPRINT.fullmatch(fingerprint):
+        raise ConfigError(f"{where}: 'fingerprint' must be 32 lowercase hex characters, got {fingerprint!r}"[:300])
+    category, severity = text("category"), text("severity")
+    if category not in {c.value for c in Category}:
+        raise ConfigError(f"{where}: unknown category {category!r} (one of {', '.join(c.value for c in Category)})")
+    if severity not in {s.value for s in Severity}:
+        raise ConfigError(f"{where}: unknown severity {severity!r} (one of {', '.join(s.value for s in Severity)})")
+    path = text("path")
+    paths = item.get("paths", [path])
+    if isinstance(paths, str) or not isinstance(paths, list) or not paths \
+            or not all(isinstance(p, str) and p.strip() for p in paths):
+        raise ConfigError(f"{where}: 'paths' must be a non-empty list of glob strings, got {paths!r}"[:300])
+    problem = _glob_problem(tuple(paths))
+    if problem is not None:
+        raise ConfigError(f"{where}: 'paths': {problem}")
+    by = item.get("by")
+    if by is not None and not isinstance(by, str):
+        raise ConfigError(f"{where}: 'by' must be text (an e-mail address), got {by!r}"[:300])
+    expires = _date(item.get("expires"), where, "expires") if item.get("expires") is not None else None
+    return Dismissal(fingerprint, path, category, severity, text("message", empty_ok=True), text("reason"),
+                     tuple(paths), by or None, _date(item["on"], where, "on"), expires)
+
+
+@functools.cache
+def _glob_problem(paths: tuple[str, ...]) -> str | None:
+    from ocr_hook.changes.globs import check_patterns
+
+    return check_patterns(list(paths))
+
+
+@functools.cache
+def _globs(paths: tuple[str, ...]) -> GitIgnoreGlobs:
+    """One matcher per distinct `paths` list: many entries share one, and it keeps its compiled patterns."""
+    from ocr_hook.changes.globs import GitIgnoreGlobs
+
+    return GitIgnoreGlobs(paths)
+
+
+def _date(value: Any, where: str, key: str) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"{where}: '{key}' must be a date (YYYY-MM-DD), got {value!r}"[:300])
+
+
+# --- using them -----------------------------------------------------------------------------------------
+
+
+def active(entries: Iterable[Dismissal], today: dt.date) -> dict[str, Dismissal]:
+    """Fingerprint → the entry that suppresses it (the latest unexpired one)."""
+    out: dict[str, Dismissal] = {}
+    for entry in entries:
+        if not entry.expired(today):
+            out[entry.fingerprint] = entry
+    return out
+
+
+def expired(entries: Iterable[Dismissal], today: dt.date) -> dict[str, Dismissal]:
+    """Fingerprint → an expired entry, for fingerprints no unexpired entry still dismisses."""
+    live = active(entries, today)
+    return {e.fingerprint: e for e in entries if e.expired(today) and e.fingerprint not in live}
+
+
+def not_in(entries: Iterable[Dismissal], trusted: Iterable[Dismissal]) -> list[Dismissal]:
+    """The entries (by fingerprint and reason) that the trusted revision's file does not have."""
+    known = {(e.fingerprint, e.reason) for e in trusted}
+    return [e for e in entries if (e.fingerprint, e.reason) not in known]
+
+
+def teaching(entries: Iterable[Dismissal], path: str, today: dt.date) -> list[Dismissal]:
+    """The unexpired entries whose `paths` match `path`, the most recent first (later in the file wins a tie)."""
+    matching = [(e.on, n, e) for n, e in enumerate(entries)
+                if not e.expired(today) and _globs(e.paths).check_file(path).include]
+    return [e for _on, _n, e in sorted(matching, key=lambda t: (t[0], t[1]), reverse=True)]
+
+
+def teaching_text(entries: Sequence[Dismissal]) -> tuple[str, int]:
+    """The guidance text for these entries (already in order), capped; also how many were left out."""
+    lines = ["Findings this team dismissed before as wrong for their code, and why. Do not raise such a finding "
+             "again unless the code differs materially from what the reason describes; a different problem on "
+             "the same lines is still worth a comment.", ""]
+    size = sum(len(line) + 1 for line in lines)
+    kept = 0
+    for entry in entries[:TEACH_MAX_ENTRIES]:
+        line = (f"- {entry.path}, {entry.category} ({entry.severity}): \"{_one_line(entry.message)}\" "
+                f"— dismissed because: {_one_line(entry.reason)}")
+        if size + len(line.encode("utf-8")) + 1 > TEACH_MAX_BYTES:
+            break
+        lines.append(line)
+        size += len(line.encode("utf-8")) + 1
+        kept += 1
+    left = len(entries) - kept
+    if left:
+        lines.append(f"[{left} older dismissal(s) left out]")
+    return "\n".join(lines) + "\n", left
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- writing ----------------------------------------------------------------------------------------------
+
+
+def new_entry(finding: Mapping[str, Any], reason: str, paths: Sequence[str], by: str | None, on: dt.date,
+              expires: dt.date | None) -> Dismissal:
+    """An entry for a finding as the JSON report (or review memory) gives it."""
+    path = str(finding["path"])
+    message = _one_line(str(finding.get("message") or ""))[:MESSAGE_CHARS]
+    return Dismissal(str(finding["fingerprint"]), path, str(finding["category"]), str(finding["severity"]),
+                     message, reason.strip(), tuple(paths) or (path,), by or None, on, expires)
+
+
+def file_text(entries: Iterable[Dismissal]) -> str:
+    """The whole file for these entries, in their order. Deterministic: the same entries, the same bytes."""
+    data = {"dismissed": [e.as_dict() for e in entries]}
+    # width: one line per field, however long the message; no key sorting: the order above is the format;
+    # no anchors and aliases (two entries of one day share a date object): each entry reads on its own.
+    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True, width=1_000_000,
+                     default_flow_style=False)
+
+
+class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter when compiled in (the same text as the pure-Python one, several times faster)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+# --- the file on disk ----------------------------------------------------------------------------------
+
+
+def load_file(repo_root: str, name: str) -> tuple[Dismissal, ...]:
+    """The work tree's dismissals file (`name` relative to the repository root); none when it is absent."""
+    import os
+
+    full = os.path.join(repo_root, name)
+    if not os.path.lexists(full):
+        return ()
+    try:
+        with open(full, encoding="utf-8") as handle:
+            text = handle.read()
+    except UnicodeDecodeError:
+        raise ConfigError(f"dismissals file {name}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read dismissals file {name}: {exc.strerror or exc}") from None
+    return parse_text(text, name)
+
+
+def write_file(repo_root: str, name: str, entries: Iterable[Dismissal]) -> None:
+    """Write the whole file atomically, creating its directory."""
+    import os
+
+    from ocr_hook.atomic_write import write_atomic
+
+    full = os.path.join(repo_root, name)
+    try:
+        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the directory of dismissals file {name}: {exc.strerror or exc}") from None
+    write_atomic(full, file_text(entries))
+
+
+# --- a review's findings --------------------------------------------------------------------------------
+
+
+def apply(findings: Iterable[Finding], entries: Sequence[Dismissal], today: dt.date, name: str
+          ) -> tuple[list[Finding], list[str]]:
+    """The findings with `suppressed="dismissed"` and the reason where an unexpired entry names them, and a
+    note for each finding an expired entry no longer suppresses. A finding suppressed earlier keeps that."""
+    import dataclasses
+
+    live, lapsed = active(entries, today), expired(entries, today)
+    out: list[Finding] = []
+    notes: list[str] = []
+    for f in findings:
+        entry = live.get(f.fingerprint)
+        if f.suppressed is None and entry is not None:
+            f = dataclasses.replace(f, suppressed="dismissed", suppression_reason=entry.reason)
+        elif f.suppressed is None and f.fingerprint in lapsed:
+            old = lapsed[f.fingerprint]
+            notes.append(f"the dismissal of {old.short_id} ({f.path}) in {name} expired on {old.expires}: the "
+                         f"finding counts again (reason given then: {_one_line(old.reason)[:120]})")
+        out.append(f)
+    return out, notes
+
+
+def added_note(entries: Sequence[Dismissal], trusted: Sequence[Dismissal], name: str, label: str) -> str | None:
+    """The run note naming the dismissals the trusted revision lacks (added by the change under review, or not
+    committed yet): they suppress findings in this run, so the people reviewing the change must see them."""
+    added = not_in(entries, trusted)
+    if not added:
+        return None
+    shown = "; ".join(f"{e.short_id} ({e.path}: {_one_line(e.reason)[:80]})" for e in added[:5])
+    more = f"; and {len(added) - 5} more" if len(added) > 5 else ""
+    return (f"{name} has {len(added)} dismissal(s) that the trusted revision {label} lacks: {shown}{more}. They "
+            "suppress findings in this review; check them with the change")

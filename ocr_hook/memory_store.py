@@ -1,0 +1,230 @@
+"""Where review memory lives (DESIGN.md section 7): under `cache_dir`, by repository and line of work.
+
+Two kinds of document, each one ocr_hook.file_store entry under `<cache_dir>/memory/` (atomic writes,
+anything corrupt or foreign is a miss, bounded sizes, the oldest entries pruned):
+
+* a line-of-work record, keyed by the repository and the line of work: per file whose review
+  completed, its content as reviewed, the result-cache key's other parts, and its findings;
+* the repository's latest review (any line of work): its findings, for `last_review_findings`.
+
+The content is kept as it was sent to the model, secrets masked (ocr_hook.secrets_mask): the interdiff
+is computed between texts the model has seen, and the cache directory, which CI systems upload and
+restore, never holds a secret the mask recognises. Files the sensitive rules exclude are never
+reviewed, so they are never recorded either.
+
+The repository is its absolute git common directory (shared by its worktrees; in CI the checkout path
+is the same on every run). The line of work: for staged and `--push` reviews the current branch (or the
+detached HEAD's commit); for `--base` reviews the head branch (in CI from the CI system's variables,
+ocr_hook.cienv) and the base as given. `--commit` and `--from/--to` reviews have none: they neither read
+nor write memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ocr_hook.file_store import JsonFileStore
+from ocr_hook.findings import Finding
+from ocr_hook.findings.memory import Remembered, content_hash, split_lines
+from ocr_hook.findings.serial import finding_to_json, findings_from_json
+from ocr_hook.scope import Scope
+
+FORMAT_VERSION = 1
+MEMORY_DIR = "memory"
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # one line of work; its oldest files are forgotten to stay below
+MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten first
+MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
+
+__all__ = ["MemoryStore", "last_review_findings", "line_of_work", "open_memory", "repository_id"]
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def repository_id(repo_root: str | os.PathLike[str]) -> str:
+    """The repository's absolute git common directory (its worktrees share it)."""
+    from ocr_hook.changes import git
+
+    out = git.git_text(str(repo_root), ["rev-parse", "--path-format=absolute", "--git-common-dir"]).strip()
+    return os.path.realpath(out)
+
+
+def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str], *,
+                 base_ref: str | None = None) -> str | None:
+    """What a review's memory is reused along (see the module docstring); None: no memory.
+
+    `base_ref`: the base as collect_changes resolved it (ChangeSet.base_ref), so `--base auto` is
+    not detected a second time."""
+    if scope.kind in ("staged", "push"):
+        return _current_branch(repo_root)
+    if scope.kind == "base":
+        from ocr_hook.cienv import head_branch
+
+        # CI checks a pull request out at a detached (merge) commit that changes on every push: the CI
+        # system's head branch is the line of work there, with `--base auto` or an explicit base alike.
+        head = head_branch(environ) or _current_branch(repo_root)
+        base = base_ref or scope.base or ""
+        if base == "auto":
+            from ocr_hook.changes.ci_base import resolve_auto_base
+
+            base = resolve_auto_base(repo_root, environ).ref
+        return f"{head} base:{base}"
+    return None
+
+
+def _current_branch(repo_root: str) -> str:
+    from ocr_hook.changes import git
+
+    proc = git.run_git(repo_root, ["symbolic-ref", "-q", "HEAD"], ok_codes=(0, 1, 128))
+    name = git.decode(proc.stdout).strip() if proc.returncode == 0 else ""
+    if name:
+        return f"branch:{name.removeprefix('refs/heads/')}"
+    head = git.head_commit(repo_root)
+    return f"detached:{head}" if head else "detached:(no commit)"
+
+
+def _store(cache_dir: Path) -> JsonFileStore:
+    return JsonFileStore(Path(cache_dir) / MEMORY_DIR, format_version=FORMAT_VERSION,
+                         max_entry_bytes=MAX_RECORD_BYTES, what="review memory")
+
+
+def _remembered_from_json(path: str, data: Any) -> Remembered:
+    if not isinstance(data, dict):
+        raise ValueError("a file entry must be an object")
+    content, sha, at = data["content"], data["sha"], data["at"]
+    context = data["context"]
+    if not isinstance(content, str) or not isinstance(sha, str) or not isinstance(at, int | float):
+        raise ValueError("bad file entry")
+    if content_hash(content) != sha:
+        raise ValueError("content does not match its hash")
+    if not isinstance(context, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in context.items()):
+        raise ValueError("bad context")
+    findings = findings_from_json(data["findings"])
+    if any(f.path != path for f in findings):
+        raise ValueError("a finding of another file")
+    return Remembered(path, content, context, tuple(findings), float(at))
+
+
+def _remembered_to_json(item: Remembered) -> dict[str, Any]:
+    lines = split_lines(item.content)
+
+    def with_lines(f: Finding) -> dict[str, Any]:
+        # The anchored lines' text as reviewed, beside the quote: what the finding was about, readable
+        # without the content (the loader ignores it; the content is the source of truth).
+        data = finding_to_json(f)
+        data["lines_text"] = "\n".join(lines[f.start_line - 1:f.end_line]) if f.anchored and f.start_line >= 1 else ""
+        return data
+
+    return {"sha": item.sha, "content": item.content, "context": dict(item.context), "at": item.at,
+            "findings": [with_lines(f) for f in item.findings]}
+
+
+class MemoryStore:
+    """One repository's memory along one line of work."""
+
+    def __init__(self, cache_dir: Path, repo: str, line: str) -> None:
+        self.store = _store(cache_dir)
+        self.repo = repo
+        self.line = line
+        self.record_key = _digest("line", repo, line)
+        self.latest_key = _digest("latest", repo)
+
+    @property
+    def last_error(self) -> str | None:
+        return self.store.last_error
+
+    def _read(self) -> dict[str, Any]:
+        data = self.store.read(self.record_key)
+        if data is None or data.get("repo") != self.repo or data.get("line") != self.line:
+            return {}
+        files = data.get("files")
+        return files if isinstance(files, dict) else {}
+
+    def load(self) -> dict[str, Remembered]:
+        """Every remembered file of this line of work; a corrupt file entry is forgotten, never an error."""
+        out: dict[str, Remembered] = {}
+        for path, entry in self._read().items():
+            try:
+                out[str(path)] = _remembered_from_json(str(path), entry)
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue
+        return out
+
+    def record(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> None:
+        """Remember `files` (replacing their earlier entries) and this run as the repository's latest review.
+
+        Read, merge, write: two runs at once each write a whole document (never a torn one); the later
+        one wins for the files both reviewed."""
+        merged: dict[str, Any] = dict(self._read())
+        for item in files:
+            merged[item.path] = _remembered_to_json(item)
+        newest = sorted(merged.items(), key=lambda kv: _entry_time(kv[1]), reverse=True)[:MAX_FILES_PER_RECORD]
+        # Within the size bound: the files of this run first (they are the newest), then older ones.
+        budget = MAX_RECORD_BYTES - 4096
+        kept: dict[str, Any] = {}
+        for path, entry in newest:
+            size = len(json.dumps(entry, ensure_ascii=True, separators=(",", ":"))) + len(path) + 8
+            if size > budget:
+                continue
+            kept[path], budget = entry, budget - size
+        now = time.time()
+        self.store.write(self.record_key, {"repo": self.repo, "line": self.line, "at": now, "files": kept})
+        self.store.write(self.latest_key, {"repo": self.repo, "line": self.line, "at": now,
+                                           "findings": [finding_to_json(f) for f in run_findings]})
+        self.store.prune(MAX_RECORDS, MAX_TOTAL_BYTES)
+
+
+def _entry_time(entry: Any) -> float:
+    at = entry.get("at") if isinstance(entry, dict) else None
+    return float(at) if isinstance(at, int | float) else 0.0
+
+
+def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[str, str], *,
+                base_ref: str | None = None) -> MemoryStore | None:
+    """The memory of this review's line of work; None for scopes without one (--commit, --from/--to)."""
+    line = line_of_work(repo_root, scope, environ, base_ref=base_ref)
+    if line is None:
+        return None
+    return MemoryStore(cache_dir, repository_id(repo_root), line)
+
+
+def _report_finding(f: Finding) -> dict[str, Any]:
+    """A finding as the JSON report writes it (ocr_hook.reports.json_report), with its memory status."""
+    return {
+        "path": f.path, "start_line": f.start_line if f.anchored else 0, "end_line": f.end_line if f.anchored else 0,
+        "severity": f.severity.value, "category": f.category.value, "message": f.message,
+        "suggestion": f.suggestion, "anchored": f.anchored, "fingerprint": f.fingerprint,
+        "suppressed": f.suppressed, "anchor_note": f.anchor_note,
+        "fix": None if f.fix is None else f.fix.as_dict(), "status": f.status,
+    }
+
+
+def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any]] | None:
+    """The findings of the most recent review recorded for this repository (any line of work), as JSON
+    report finding objects; None when nothing is remembered (or what is stored is unreadable)."""
+    try:
+        repo = repository_id(repo_root)
+    except Exception:  # not a repository any more, git missing: nothing remembered
+        return None
+    data = _store(cache_dir).read(_digest("latest", repo))
+    if data is None or data.get("repo") != repo:
+        return None
+    try:
+        findings = findings_from_json(data.get("findings"))
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None
+    return [_report_finding(f) for f in findings]
+
+
+def remembered_file(path: str, content: str, context: Mapping[str, str], findings: Sequence[Finding]) -> Remembered:
+    return Remembered(path, content, dict(context), tuple(findings), time.time())
+

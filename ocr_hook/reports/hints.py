@@ -1,0 +1,54 @@
+"""What to do about a blocked run: the lines a blocked text report (and the GitHub job summary) ends with.
+
+Pure: the caller says where the run happened (scope, under pre-commit or not, which output files it wrote).
+
+pre-commit tells a hook nothing about itself beyond PRE_COMMIT=1 (pre-commit 4.x, commands/run.py, sets
+PRE_COMMIT and the PRE_COMMIT_FROM_REF/TO_REF... family; no hook id). The id `SKIP=` needs is therefore
+taken from the scope: the manifest's hook `ocr-hook` is the one that runs `review --staged`, and
+`ocr-hook-push` the one that runs `review --push` (a config may add an `alias`, which SKIP also matches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ocr_hook.findings import Finding
+
+HOOK_ID = {"staged": "ocr-hook", "push": "ocr-hook-push"}  # the ids in .pre-commit-hooks.yaml
+SKIP_COMMAND = {"staged": "git commit ...", "push": "git push ..."}
+MAX_IDS = 5  # dismiss lines shown before "and N more"
+DEFAULT_PATCH = "ocr-hook-fixes.patch"
+
+
+def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool, patch_output: str | None,
+               json_output: str | None, dismissals_file: str, memory: bool = True) -> tuple[str, ...]:
+    """The hint for these blocking findings (none: no lines)."""
+    blocking = list(blocking)
+    if not blocking:
+        return ()
+    lines = ["What to do next:"]
+    apply_flag = "--index " if scope_kind == "staged" else ""
+    if any(f.fix is not None for f in blocking):
+        if patch_output:
+            lines.append(f"  - apply the suggested fixes: git apply {apply_flag}{_quoted(patch_output)}")
+        else:
+            lines.append(f"  - apply the suggested fixes: ocr-hook review --patch-output {DEFAULT_PATCH} && "
+                         f"git apply {apply_flag}{DEFAULT_PATCH}")
+    # Without --from, dismiss looks the id up in the last review's memory; with memory off it needs a report.
+    source = f" --from {_quoted(json_output)}" if json_output else ("" if memory else " --from REPORT.json")
+    lines.append(f"  - a finding is wrong? Dismiss it with the reason (recorded in {dismissals_file}, for review "
+                 "with your change):")
+    ids = list(dict.fromkeys(f.fingerprint[:8] for f in blocking))
+    for short in ids[:MAX_IDS]:
+        lines.append(f"      ocr-hook dismiss {short}{source} --reason \"...\"")
+    if len(ids) > MAX_IDS:
+        lines.append(f"      (and {len(ids) - MAX_IDS} more: each finding shows its id)")
+    if pre_commit and scope_kind in HOOK_ID:
+        lines.append(f"  - skip this hook once: SKIP={HOOK_ID[scope_kind]} {SKIP_COMMAND[scope_kind]}")
+    return tuple(lines)
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)

@@ -1,0 +1,292 @@
+"""A fake of the parts of the GitHub REST API that ocr-hook publishes to, over real HTTP on 127.0.0.1.
+
+It answers as GitHub does, from state a test sets up: a pull request's files with their patches,
+its review comments and reviews (listed with Link-header pagination, in pages smaller than GitHub's
+so that one pull request already needs several), creating a review (refused whole with a 422 when
+one comment's line is not in the diff or a range leaves its hunk, as GitHub does), and SARIF
+uploads to code scanning (a 403 "not enabled" where the repository has none). Tokens are either
+write or read-only (a fork's pull request: 403 on every write); an unknown or missing token is a 401.
+Every request is recorded with its headers, so tests can check where the token went.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import itertools
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from unidiff import PatchSet
+
+DOCS = "https://docs.github.com/rest"
+NOT_ENABLED = ("Code scanning is not enabled for this repository. Please enable code scanning in the repository "
+               "settings.")
+NO_GHAS = "Advanced Security must be enabled for this repository to use code scanning."
+MAX_BODY = 65536
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str  # without the query
+    query: dict[str, str]
+    headers: dict[str, str]  # lower-case names
+    body: Any
+    status: int = 0
+
+
+@dataclass
+class Pull:
+    number: int
+    head_sha: str
+    files: dict[str, str | None]  # filename → patch (None: binary or too large, as GitHub omits it)
+    # Earlier heads' diffs: a review on an older commit has its comments resolved against that one.
+    older: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    comments: list[dict[str, Any]] = field(default_factory=list)
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+
+
+class FakeGitHub:
+    def __init__(self, repository: str = "octo/app", *, page_size: int = 2) -> None:
+        self.repository = repository
+        self.repo_id = 4242
+        self.page_size = page_size  # GitHub caps per_page at 100; smaller here so pagination is exercised
+        self.tokens: dict[str, str] = {}  # token → "write" or "read"
+        self.pulls: dict[int, Pull] = {}
+        self.code_scanning: str = "enabled"  # "enabled", "not-enabled" (NOT_ENABLED), "no-ghas" (NO_GHAS)
+        self.sarif_uploads: list[dict[str, Any]] = []  # {commit_sha, ref, log, ...}
+        self.requests: list[Recorded] = []
+        self.link_base: str | None = None  # pagination links on another origin (a client must not follow)
+        self._ids = itertools.count(1000)
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.fake = self
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-github", daemon=True)
+        self._thread.start()
+
+    # -- set-up -------------------------------------------------------------------------------------------
+
+    def add_pull(self, number: int, head_sha: str, files: dict[str, str | None]) -> Pull:
+        pull = Pull(number, head_sha, dict(files))
+        with self._lock:
+            self.pulls[number] = pull
+        return pull
+
+    def add_comment(self, number: int, path: str, line: int, body: str) -> None:
+        """A review comment somebody else left (e.g. a person)."""
+        with self._lock:
+            self.pulls[number].comments.append({"id": next(self._ids), "path": path, "line": line, "side": "RIGHT",
+                                                "body": body, "user": {"login": "someone", "type": "User"}})
+
+    def writes(self) -> list[Recorded]:
+        return [r for r in self.requests if r.method != "GET"]
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=1)
+
+    def __enter__(self) -> FakeGitHub:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- answering ----------------------------------------------------------------------------------------
+
+    def answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any, dict[str, str]]:
+        split = urlsplit(target)
+        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("latin-1")
+        rec = Recorded(method, split.path, query, headers, body)
+        with self._lock:
+            self.requests.append(rec)
+            status, payload, extra = self._route(rec)
+            rec.status = status
+        return status, payload, extra
+
+    def _route(self, rec: Recorded) -> tuple[int, Any, dict[str, str]]:
+        auth = rec.headers.get("authorization", "")
+        token = auth.split(" ", 1)[1] if auth.lower().startswith(("bearer ", "token ")) else ""
+        if token not in self.tokens:
+            return 401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}, {}
+        owner_repo = re.escape(self.repository)
+        path = re.sub(rf"^/repositories/{self.repo_id}(?=/)", f"/repos/{self.repository}", rec.path)
+        if m := re.fullmatch(rf"/repos/{owner_repo}/pulls/(\d+)/(files|comments|reviews)", path):
+            pull = self.pulls.get(int(m.group(1)))
+            if pull is None:
+                return _not_found()
+            if rec.method == "GET":
+                return self._page(rec, m.group(0), m.group(2), self._items(pull, m.group(2)))
+            if rec.method == "POST" and m.group(2) == "reviews":
+                if self.tokens[token] != "write":
+                    return _read_only()
+                return self._create_review(pull, rec.body)
+        if path == f"/repos/{self.repository}/code-scanning/sarifs" and rec.method == "POST":
+            if self.tokens[token] != "write":
+                return _read_only()
+            return self._upload(rec.body)
+        return _not_found()
+
+    def _items(self, pull: Pull, kind: str) -> list[dict[str, Any]]:
+        if kind == "files":
+            return [{"sha": "0" * 40, "filename": name, "status": "modified", **({"patch": p} if p is not None else {})}
+                    for name, p in pull.files.items()]
+        return pull.comments if kind == "comments" else pull.reviews
+
+    def _page(self, rec: Recorded, path: str, kind: str, items: list[dict[str, Any]]) -> tuple[int, Any, dict]:
+        per_page = min(int(rec.query.get("per_page", 30)), 100, self.page_size)
+        page = int(rec.query.get("page", 1))
+        chunk = items[(page - 1) * per_page: page * per_page]
+        last = max(1, -(-len(items) // per_page))
+        links = []
+        # Like GitHub, the links name the repository by id.
+        rest = path.removeprefix(f"/repos/{self.repository}")
+        base = f"{self.link_base or self.url}/repositories/{self.repo_id}{rest}"
+        if page < last:
+            links.append(f'<{base}?per_page={per_page}&page={page + 1}>; rel="next"')
+            links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
+        return 200, chunk, ({"Link": ", ".join(links)} if links else {})
+
+    def _create_review(self, pull: Pull, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if not isinstance(body, dict):
+            return 400, {"message": "Problems parsing JSON", "documentation_url": DOCS}, {}
+        event = body.get("event")
+        if event not in (None, "APPROVE", "REQUEST_CHANGES", "COMMENT"):
+            return _unprocessable(f"Unknown event {event}")
+        commit = body.get("commit_id") or pull.head_sha
+        files = pull.files if commit == pull.head_sha else pull.older.get(commit)
+        if files is None:
+            return _unprocessable(f"No commit found for SHA: {commit}")
+        text = body.get("body") or ""
+        if len(text) > MAX_BODY:
+            return _unprocessable(f"Body is too long (maximum is {MAX_BODY} characters)")
+        comments = body.get("comments") or []
+        if event == "COMMENT" and not text and not comments:
+            return _unprocessable("Review body is required for COMMENT")
+        for c in comments:
+            problem = _comment_problem(files, c)
+            if problem:
+                return _unprocessable(problem)
+        review = {"id": next(self._ids), "user": {"login": "github-actions[bot]", "type": "Bot"}, "body": text,
+                  "state": "COMMENTED" if event == "COMMENT" else "PENDING" if event is None else event,
+                  "commit_id": commit}
+        pull.reviews.append(review)
+        for c in comments:
+            pull.comments.append({"id": next(self._ids), "pull_request_review_id": review["id"],
+                                  "commit_id": review["commit_id"], "user": review["user"], **c})
+        return 200, review, {}
+
+    def _upload(self, body: Any) -> tuple[int, Any, dict[str, str]]:
+        if self.code_scanning != "enabled":
+            message = NOT_ENABLED if self.code_scanning == "not-enabled" else NO_GHAS
+            return 403, {"message": message, "documentation_url": DOCS, "status": "403"}, {}
+        if not isinstance(body, dict) or not re.fullmatch(r"[0-9a-f]{40}", str(body.get("commit_sha"))) \
+                or not re.fullmatch(r"refs/(heads|pull|tags)/\S+", str(body.get("ref"))):
+            return _unprocessable("Invalid commit_sha or ref")
+        try:
+            log = json.loads(gzip.decompress(base64.b64decode(body["sarif"], validate=True)))
+        except (KeyError, ValueError, OSError):
+            return 400, {"message": "Invalid sarif: not gzip-compressed, base64-encoded JSON",
+                         "documentation_url": DOCS}, {}
+        if not isinstance(log, dict) or log.get("version") != "2.1.0":
+            return 400, {"message": "Invalid sarif: unsupported version", "documentation_url": DOCS}, {}
+        upload_id = f"upload-{next(self._ids)}"
+        self.sarif_uploads.append({**{k: v for k, v in body.items() if k != "sarif"}, "log": log})
+        return 202, {"id": upload_id, "url": f"{self.url}/repos/{self.repository}/code-scanning/sarifs/{upload_id}"}, {}
+
+
+def _comment_problem(files: dict[str, str | None], c: Any) -> str | None:
+    if not isinstance(c, dict) or not isinstance(c.get("body"), str) or not c["body"]:
+        return "Invalid request: comment body is missing"
+    if len(c["body"]) > MAX_BODY:
+        return f"Body is too long (maximum is {MAX_BODY} characters)"
+    if c.get("path") not in files:
+        return "Path could not be resolved"
+    line, start = c.get("line"), c.get("start_line")
+    if not isinstance(line, int) or c.get("side", "RIGHT") != "RIGHT":
+        return "Line could not be resolved"
+    hunks = _right_hunks(files[c["path"]])
+    hunk = next((h for h in hunks if line in h), None)
+    if hunk is None:
+        return "Pull request review thread line must be part of the diff"
+    if start is not None:
+        if not isinstance(start, int) or start >= line or c.get("start_side", "RIGHT") != "RIGHT":
+            return "start_line must precede line"
+        if start not in hunk:
+            return "Pull request review thread start line must be part of the same hunk as the line."
+    return None
+
+
+def _right_hunks(patch: str | None) -> list[range]:
+    if not patch:
+        return []
+    parsed = PatchSet("--- a/f\n+++ b/f\n" + patch + ("" if patch.endswith("\n") else "\n"))
+    return [range(h.target_start, h.target_start + h.target_length) for h in parsed[0]]
+
+
+def _unprocessable(error: str) -> tuple[int, Any, dict[str, str]]:
+    return 422, {"message": "Unprocessable Entity", "errors": [error], "documentation_url": DOCS,
+                 "status": "422"}, {}
+
+
+def _not_found() -> tuple[int, Any, dict[str, str]]:
+    return 404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}, {}
+
+
+def _read_only() -> tuple[int, Any, dict[str, str]]:
+    return 403, {"message": "Resource not accessible by integration", "documentation_url": DOCS,
+                 "status": "403"}, {}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    fake: FakeGitHub
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks up the host's FQDN, which can stall without DNS.
+        super(ThreadingHTTPServer, self).server_bind()
+        self.server_name, self.server_port = self.server_address[:2]  # type: ignore[assignment]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        status, payload, extra = self.server.fake.answer(self.command, self.path, headers, raw)
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve

@@ -68,12 +68,12 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     check(settings, environ)
 
 
-def context_parts(settings: Settings, guidance: FileGuidance | None = None) -> dict[str, str]:
+def context_parts(settings: Settings, guidance: FileGuidance | None = None, effort: str = "standard") -> dict[str, str]:
     """What besides the file itself decides its findings (models, prompts, tools, settings, version,
-    guidance): an entry point remembers it with the file, for review memory."""
+    guidance, effort profile): an entry point remembers it with the file, for review memory."""
     from ocr_hook.agent.run import context_parts as parts
 
-    return parts(settings, guidance)
+    return parts(settings, guidance, effort)
 
 
 async def review_files_async(job: ReviewJob) -> ReviewResult:

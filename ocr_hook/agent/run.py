@@ -38,9 +38,10 @@ def tools_digest() -> str:
     return hashlib.sha256(config_files.read_text("tools.yaml").encode("utf-8")).hexdigest()
 
 
-def context_parts(settings: Settings, guidance: FileGuidance | None = None) -> dict[str, str]:
+def context_parts(settings: Settings, guidance: FileGuidance | None = None, effort: str = "standard") -> dict[str, str]:
     """The parts of a file's result-cache key other than the file itself (its path, diff, content):
-    what review memory compares to decide whether the last review still speaks for today's."""
+    what review memory compares to decide whether the last review still speaks for today's. `effort` is the
+    file's profile: a deep review's findings are not a quick one's."""
     models = {task: settings.model_for(task) for task in ("main", "plan", "filter", "relocate", "compact")}
     relevant = {
         "provider": settings.provider, "max_rounds": settings.max_rounds,
@@ -57,6 +58,7 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None) -> d
         # The guidance text that applies to the file (from the trusted revision): a guidance edit
         # committed to HEAD makes staged results stale.
         "guidance": json.dumps(list(guidance.sections) if guidance is not None else [], ensure_ascii=False),
+        "effort": effort,
     }
 
 
@@ -69,9 +71,7 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         "path": change.path,
         "patch": change.patch,
         "content": content if content is not None else "\0(absent)",
-        **context_parts(settings, guidance),
-        # A deep review's findings are not a quick one's: each profile has its own entry.
-        "effort": profile.name if profile is not None else "standard",
+        **context_parts(settings, guidance, profile.name if profile is not None else "standard"),
     })
 
 
@@ -86,7 +86,8 @@ class _FileResult:
 
 # What the parts of the key are called in a note saying why memory was not used.
 _PART_NAMES = {"models": "the models", "prompts": "the prompts", "tools": "the tool definitions",
-               "settings": "the review settings", "version": "the ocr-hook version", "guidance": "the guidance"}
+               "settings": "the review settings", "version": "the ocr-hook version", "guidance": "the guidance",
+               "effort": "the effort profile"}
 
 
 def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tuple[MemoryPlan | None, str | None]:
@@ -103,7 +104,8 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
     from ocr_hook.secrets_mask import mask_secrets
 
     masked = mask_secrets(content)[0]  # remembered content is stored as sent: masked
-    changed = changed_context(remembered.context, context_parts(job.settings, job.guidance.get(change.path)))
+    today = context_parts(job.settings, job.guidance.get(change.path), _profile(job, change.path).name)
+    changed = changed_context(remembered.context, today)
     if changed:
         names = ", ".join(_PART_NAMES.get(name, name) for name in changed)
         return None, (f"review memory not used for {change.path}: {names} changed since the last review, "

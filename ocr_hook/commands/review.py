@@ -186,19 +186,20 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
     from ocr_hook.memory_store import remembered_file
     from ocr_hook.secrets_mask import mask_secrets
 
-    done = [f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete]
+    done = {f.path: f.effort or "standard" for f in result.files
+            if f.state in ("reviewed", "cached") and not f.incomplete}
     if not done:
         return
     by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:
         by_path.setdefault(finding.path, []).append(finding)
     files = []
-    for path in done:
+    for path, effort in done.items():
         content = snapshot.read_text(path)
         if content is None:
             continue
-        files.append(remembered_file(path, mask_secrets(content)[0], context_parts(settings, guidance.get(path)),
-                                     by_path.get(path, [])))
+        files.append(remembered_file(path, mask_secrets(content)[0],
+                                     context_parts(settings, guidance.get(path), effort), by_path.get(path, [])))
     memory.record(files, result.findings)
     if memory.last_error:
         result.notes.append(memory.last_error)

@@ -252,12 +252,20 @@ def mcp_server(repo: str | None) -> None:
     sys.exit(mcp_cmd.run(repo))
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, delivered like Ctrl-C so the same clean-up runs; exits 143 instead of 130."""
+_terminated = False  # set by SIGTERM: the interrupt below exits 143 instead of 130
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated
+    """SIGTERM takes Ctrl-C's path: the SIGINT handler in force runs. Inside the review's event loop that is
+    asyncio's, which cancels the run cleanly; a KeyboardInterrupt raised here instead would end whichever
+    task happened to be running and asyncio would print its traceback. SIGINT ignored (nohup): raise."""
+    global _terminated
+    _terminated = True
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -271,9 +279,8 @@ def main(argv: list[str] | None = None) -> None:
         # One line, like every other error; `--help` has the full usage.
         click.echo(f"ocr-hook: error: {exc.format_message()}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort as exc:
-        # click turns KeyboardInterrupt (our SIGTERM included) into Abort; the cause says which.
-        if isinstance(exc.__cause__, _Terminated):
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns KeyboardInterrupt into Abort
+        if _terminated:
             click.echo("ocr-hook: terminated", err=True)
             sys.exit(143)
         click.echo("ocr-hook: interrupted", err=True)
@@ -281,9 +288,3 @@ def main(argv: list[str] | None = None) -> None:
     except FatalError as exc:
         click.echo(f"ocr-hook: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except _Terminated:
-        click.echo("ocr-hook: terminated", err=True)
-        sys.exit(143)
-    except KeyboardInterrupt:
-        click.echo("ocr-hook: interrupted", err=True)
-        sys.exit(130)

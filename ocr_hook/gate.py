@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from ocr_hook.findings import Finding, Severity
 from ocr_hook.outcome import FileCoverage, ReviewResult
+
+if TYPE_CHECKING:
+    from ocr_hook.findings import Finding
 
 EXIT_CLEAN = 0
 EXIT_BLOCKING = 1
@@ -28,12 +31,14 @@ def blocking_findings(findings: Iterable[Finding], fail_on: str, late_findings: 
     """Findings that fail the gate: not suppressed and at or above `fail_on` ("never": none). New and
     carried findings block; late ones (raised now on lines unchanged since the last review) only with
     late_findings "block", so a fix can only make the verdict better."""
-    if fail_on == "never":
+    active = [] if fail_on == "never" else [f for f in findings if f.suppressed is None]
+    if not active:  # e.g. nothing staged: the findings' types need not be loaded
         return []
+    from ocr_hook.findings import Severity
+
     threshold = Severity(fail_on).rank
     late_blocks = late_findings == "block"
-    return [f for f in findings if f.suppressed is None and f.severity.rank >= threshold
-            and (f.status != "late" or late_blocks)]
+    return [f for f in active if f.severity.rank >= threshold and (f.status != "late" or late_blocks)]
 
 
 def unreviewed_files(result: ReviewResult) -> list[FileCoverage]:
@@ -52,6 +57,8 @@ def exit_code(result: ReviewResult, fail_on: str, on_error: str) -> int:
 
 
 def _severity_counts(findings: Iterable[Finding]) -> str:
+    from ocr_hook.findings import Severity
+
     counts = Counter(f.severity for f in findings)
     return ", ".join(f"{counts[s]} {s.value}" for s in Severity if counts[s])
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from ocr_hook.findings import Finding
+if TYPE_CHECKING:  # annotations only: a run with no finding (nothing staged) never loads the findings' types
+    from ocr_hook.findings import Finding
 
 
 @dataclass(frozen=True, slots=True)
 class FileCoverage:
+    """What happened to one file of the change: reviewed, cached, skipped or failed, and why."""
+
     path: str
     state: str  # "reviewed" | "cached" | "skipped" | "failed"
     reason: str = ""  # why skipped or failed; empty for reviewed/cached
@@ -32,6 +36,8 @@ class FileNote:
 
 @dataclass(slots=True)
 class Usage:
+    """Requests, tokens and cost of a run (or of one file), as billed."""
+
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -50,6 +56,8 @@ class Usage:
 
 @dataclass(slots=True)
 class ReviewResult:
+    """A run's findings, coverage, usage and notes."""
+
     findings: list[Finding]
     files: list[FileCoverage]
     usage: Usage = field(default_factory=Usage)

@@ -34,6 +34,8 @@ PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
 @dataclass(frozen=True)
 class Price:
+    """USD per million tokens of one model."""
+
     input: float
     output: float
     cache_write: float
@@ -42,6 +44,8 @@ class Price:
 
 @dataclass(frozen=True)
 class Settings:
+    """The effective settings of a run: defaults, the settings file, environment and flags merged."""
+
     fail_on: str
     on_error: str
     format: str

@@ -28,8 +28,10 @@ atexit.register(shutil.rmtree, _PROCESS_HOME, ignore_errors=True)
 hermetic.isolate_home(_PROCESS_HOME)
 
 # Hypothesis would replay examples saved by earlier runs (.hypothesis/ in the working directory): each run
-# stands on its own. The rest of the active profile stays (under CI=true hypothesis's own "ci" profile).
-settings.register_profile("ocr-hook", parent=settings.default, database=None)
+# stands on its own. Unit tests are not timed: hypothesis's 200 ms per-example deadline would fail a property
+# on a busy machine (and shrink the "failure" at length). The rest of the active profile stays (under CI=true
+# hypothesis's own "ci" profile).
+settings.register_profile("ocr-hook", parent=settings.default, database=None, deadline=None)
 settings.load_profile("ocr-hook")
 
 

@@ -80,12 +80,15 @@ def task_done(state: str = "DONE") -> Reply:
 
 @dataclass
 class Reply:
-    """A 200 answer. `usage` entries override the simulated ones; `delay_s` answers that much later."""
+    """A 200 answer. `usage` entries override the simulated ones; `delay_s` answers that much later;
+    `hold` answers only once that event is set (a gate the test opens, or never: held until the client
+    gives up or the fake closes), so a test waits on an event instead of racing a clock."""
 
     blocks: list[dict[str, Any]]
     stop_reason: str | None = None  # None: "tool_use" when a block is a tool_use, else "end_turn"
     usage: dict[str, int] | None = None
     delay_s: float = 0.0
+    hold: threading.Event | None = None
 
     def resolved_stop_reason(self) -> str:
         if self.stop_reason is not None:
@@ -106,6 +109,7 @@ class Fault:
     then: Reply | None = None
     reset: bool = False
     delay_s: float = 0.0
+    hold: threading.Event | None = None  # as Reply.hold
 
     def body_bytes(self) -> bytes:
         if self.body is None:
@@ -590,6 +594,7 @@ class _Answer:
     reset: bool = False
     delay_s: float = 0.0
     usage: dict[str, int] | None = None  # billed once the answer is sent
+    hold: threading.Event | None = None
 
 
 class FakeMessagesAPI:
@@ -603,6 +608,7 @@ class FakeMessagesAPI:
         self.latency_model: Callable[[Mapping[str, int]], float] | None = None
         self.cache = PromptCache()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # notified when a request arrives or is answered
         self._closing = threading.Event()
         self._requests: list[RecordedRequest] = []
         self._scripts: dict[str, list[Turn]] = {}
@@ -660,6 +666,16 @@ class FakeMessagesAPI:
         """A snapshot of every request received so far, in arrival order."""
         with self._lock:
             return list(self._requests)
+
+    def wait_until(self, predicate: Callable[[list[RecordedRequest]], bool], timeout: float = 60.0) -> bool:
+        """Block until `predicate(requests)` holds, checked whenever a request arrives or is answered; False
+        if `timeout` passed first. The event a test waits on instead of sleeping."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: predicate(self._requests), timeout)
+
+    def wait_for_requests(self, count: int = 1, match: str = "", timeout: float = 60.0) -> bool:
+        """Block until `count` requests whose first user message contains `match` have arrived."""
+        return self.wait_until(lambda reqs: sum(1 for r in reqs if match in r.first_user_text) >= count, timeout)
 
     def requests_for(self, match: str) -> list[RecordedRequest]:
         return [r for r in self.requests if match in r.first_user_text]
@@ -730,9 +746,14 @@ class FakeMessagesAPI:
         if method == "GET" and path.startswith(MODELS_PATH):
             self.models.record(req)
             return req
-        with self._lock:
+        with self._arrived:
             self._requests.append(req)
+            self._arrived.notify_all()
         return req
+
+    def _answered(self) -> None:
+        with self._arrived:
+            self._arrived.notify_all()
 
     def _answer(self, req: RecordedRequest) -> _Answer:
         if req.method == "GET" and req.path.startswith(MODELS_PATH):
@@ -826,11 +847,17 @@ class FakeMessagesAPI:
             "usage": {**dict.fromkeys(USAGE_KEYS, 0), **usage},
         }
         delay = reply.delay_s + (self.latency_model(usage) if self.latency_model is not None else 0.0)
-        return _Answer(200, json.dumps(message).encode(), delay_s=delay, usage=usage)
+        return _Answer(200, json.dumps(message).encode(), delay_s=delay, usage=usage, hold=reply.hold)
 
-    def _sleep(self, seconds: float) -> bool:
-        """Wait without holding anything; False when the server closed meanwhile."""
-        return seconds <= 0 or not self._closing.wait(seconds)
+    def _sleep(self, seconds: float, hold: threading.Event | None = None) -> bool:
+        """Wait without holding anything (then, with `hold`, until it is set); False when the server closed
+        meanwhile."""
+        if seconds > 0 and self._closing.wait(seconds):
+            return False
+        while hold is not None and not hold.wait(0.05):
+            if self._closing.is_set():
+                return False
+        return True
 
 
 def _error(status: int, message: str) -> _Answer:
@@ -839,7 +866,7 @@ def _error(status: int, message: str) -> _Answer:
 
 def _fault_answer(fault: Fault) -> _Answer:
     return _Answer(fault.status, fault.body_bytes(), fault.content_type, dict(fault.headers), fault.reset,
-                   fault.delay_s)
+                   fault.delay_s, hold=fault.hold)
 
 
 class _Server(ThreadingHTTPServer):
@@ -880,7 +907,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         req = fake._record(self.command, self.path, headers, raw)
         answer = fake.mode.route(req) or fake._answer(req)
-        if not fake._sleep(fake.latency_s + answer.delay_s):
+        if not fake._sleep(fake.latency_s + answer.delay_s, answer.hold):
             self.close_connection = True
             return
         self._send(req, answer)
@@ -908,6 +935,7 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up first: nothing delivered, nothing billed
             req.status, req.usage = 0, None
             self.close_connection = True
+        self.server.fake._answered()
 
     def _reset_after(self, partial: bytes) -> None:
         """Send `partial`, then abort the connection with a TCP RST (SO_LINGER 0 and close)."""

@@ -52,7 +52,7 @@ FIXES: list[dict[str, Any]] = [
      "fixed": FILLER + "import subprocess\n\n\ndef run(name):\n    subprocess.run(['ls', name], check=True)\n",
      "quote": "    os.system('ls ' + name)", "category": "security"},
 ]
-FOUND = {0, 2}  # the fake finds the bugs of these cases: exactly half
+FOUND = {0, 2}  # the fake finds the bugs of these cases: half of the four
 UNRELATED = "# a line that is in no file: the remark stays unanchored"
 
 
@@ -164,7 +164,9 @@ def test_half_found_two_configs_side_by_side_with_judge(upstream, cases, tmp_pat
                          category="logic")
     missing_commit = Case(**{**cases[0].__dict__, "id": "calc-missing", "fix_commit": "b" * 40})
     price = load(tmp_path, None, {}, environ={}).pricing["claude-haiku-5-5"]
-    report = _run([*cases, missing_clone, missing_commit], configs, upstream["repos"], sdk_env, 20.0,
+    # Three cases show every kind of outcome (found and judged the same bug, found but judged another,
+    # missed); the fourth would only repeat a miss, at two more CLI runs.
+    report = _run([*cases[:3], missing_clone, missing_commit], configs, upstream["repos"], sdk_env, 20.0,
                   judge=Judge("claude-haiku-5-5", price))
 
     assert [u["case"] for u in report["unavailable"]] == ["gone-1", "calc-missing"]
@@ -172,16 +174,16 @@ def test_half_found_two_configs_side_by_side_with_judge(upstream, cases, tmp_pat
     assert "is not in" in report["unavailable"][1]["reason"]
     sonnet, strict = (summarise(report["results"][label]) for label in ("sonnet", "strict"))
     for s in (sonnet, strict):
-        assert s["cases"] == 4 and s["incomplete"] == 0
-        assert s["recall"] == 0.5
-        assert s["findings"] == 6  # 2 located + 4 unrelated (unanchored: never a hit)
-        assert s["precision"] == pytest.approx(2 / 6)
-        assert s["f1"] == pytest.approx(0.4)
-        assert s["recall_judged"] == 0.25  # the judge accepts only the empty-list finding's description
-        assert s["precision_judged"] == pytest.approx(1 / 6)
+        assert s["cases"] == 3 and s["incomplete"] == 0
+        assert s["recall"] == pytest.approx(2 / 3)
+        assert s["findings"] == 5  # 2 located + 3 unrelated (unanchored: never a hit)
+        assert s["precision"] == pytest.approx(2 / 5)
+        assert s["f1"] == pytest.approx(0.5)  # 2PR / (P + R) = (8/15) / (16/15)
+        assert s["recall_judged"] == pytest.approx(1 / 3)  # the judge accepts only the empty-list finding's description
+        assert s["precision_judged"] == pytest.approx(1 / 5)
         assert s["by_category"]["resource"] == {"cases": 1, "found": 1, "found_judged": 0}
         assert s["cost_per_case"] > 0 and s["tokens_per_case"] > 0 and s["wall_per_case"] > 0
-    assert sonnet["recall_blocking"] == 0.5  # high findings block at fail_on: high ...
+    assert sonnet["recall_blocking"] == pytest.approx(2 / 3)  # high findings block at fail_on: high ...
     assert strict["recall_blocking"] == 0.0  # ... and not at fail_on: critical
     assert sonnet["cost_per_case"] > strict["cost_per_case"]  # Sonnet's price against Haiku's
 
@@ -190,7 +192,7 @@ def test_half_found_two_configs_side_by_side_with_judge(upstream, cases, tmp_pat
     assert header == ["sonnet", "strict"]
     assert "precision (lower bound)" in table
     recall_line = next(line for line in table.splitlines() if line.split()[:1] == ["recall"])
-    assert recall_line.split()[1:] == ["0.50", "0.50"]
+    assert recall_line.split()[1:] == ["0.67", "0.67"]
     assert "not run: gone-1" in table and "not run: calc-missing" in table
     assert "STOPPED" not in table
 

@@ -56,26 +56,33 @@ def test_watchers_run_on_stop_or_at_once_when_already_stopped_and_can_be_removed
 def test_stopping_from_another_thread_cuts_off_api_create_in_flight(
     fake_api: FakeMessagesAPI, sdk_env: dict[str, str]
 ) -> None:
-    """The real Api.create, through the real SDK over HTTP: a request the fake holds for 60 s ends at
-    once when another thread stops the budget, counted at its worst case, and nothing is sent after."""
+    """The real Api.create, through the real SDK over HTTP: a request the fake holds (until the test ends)
+    ends at once when another thread stops the budget, counted at its worst case, and nothing is sent
+    after. The other thread stops it once the fake has the request: in flight, however slow the machine."""
     from ocr_hook.agent.client import Api, BudgetStop, open_api
 
-    fake_api.script("held request", [Reply([text("too late")], delay_s=60)])
+    fake_api.script("held request", [Reply([text("too late")], hold=threading.Event())])
     budget = _budget()
     api = open_api(load_settings(None, environ={}), sdk_env, budget)
     messages = [{"role": "user", "content": "held request"}]
 
+    stopped_at: list[float] = []
+
+    def stop_once_in_flight() -> None:
+        if fake_api.wait_for_requests(1, timeout=60):
+            stopped_at.append(time.monotonic())
+            budget.stop("the review was cancelled")
+
     async def run(api: Api) -> tuple[float, BaseException | None]:
-        threading.Timer(0.3, budget.stop, args=("the review was cancelled",)).start()
-        started = time.monotonic()
+        threading.Thread(target=stop_once_in_flight, daemon=True).start()
         outcome: BaseException | None = None
         try:
-            # The outer bound only keeps a broken wiring from hanging the test for the whole 60 s; it
-            # raises TimeoutError, which is not what the deadline path raises.
-            await asyncio.wait_for(api.create(model="m", max_tokens=100, messages=messages), 10)
+            # The outer bound only keeps a broken wiring from hanging the test; it raises TimeoutError,
+            # which is not what the deadline path raises.
+            await asyncio.wait_for(api.create(model="m", max_tokens=100, messages=messages), 60)
         except BaseException as exc:  # asserted on below, outside the loop
             outcome = exc
-        elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - stopped_at[0] if stopped_at else float("inf")
         try:
             await api.create(model="m", max_tokens=100, messages=messages)
         except BudgetStop:
@@ -89,7 +96,7 @@ def test_stopping_from_another_thread_cuts_off_api_create_in_flight(
     elapsed, outcome = asyncio.run(run(api))
     assert isinstance(outcome, BudgetStop), f"expected BudgetStop, got {outcome!r}"
     assert str(outcome) == "the review was cancelled"
-    assert elapsed < 10.0
+    assert elapsed < 10.0  # from the stop to the end of the call: not a wait for the held reply
     assert len(fake_api.requests) == 1  # the held request reached the fake; the later one was never sent
     assert fake_api.requests[0].status == 0  # and it was cut off before the fake answered
     assert budget.forfeited_requests == 1

@@ -112,7 +112,8 @@ def test_each_perturbation_lands_on_the_right_lines(tmp_path, fake_api, sdk_env)
     commit_all(repo, "initial")
     write(repo, "store.py", AFTER)
     git(repo, "add", "store.py")
-    fake_api.handle(is_filter, lambda body: Fault(status=500, times=100))
+    # retry-after-ms: the SDK retries at once instead of backing off for seconds (the failure is the point).
+    fake_api.handle(is_filter, lambda body: Fault(status=500, headers={"retry-after-ms": "10"}, times=100))
     fake_api.script("store.py", [Reply([tool_use("code_comment", {"comments": _comments()})])])
 
     proc = run_cli(repo, "review", "--format", "json", "--filter-mode", "nofilter", env=sdk_env)

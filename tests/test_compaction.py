@@ -4,7 +4,9 @@ elision when there are no notes. Pure parts directly; the loop through the real 
 from __future__ import annotations
 
 import itertools
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +85,9 @@ def test_notes_request_copies_and_marks_the_cached_prefix() -> None:
 LINE = "value_{n:04d} = compute({n}, 'a string long enough to make each line about ninety bytes')\n"
 BIG = "".join(LINE.format(n=n) for n in range(1200))
 WINDOW = 24_000  # tokens; the opening (system prompt, tools, diff) is about 6k of them
-# Long enough for a loaded CI machine to send the next main request before the notes come back.
-NOTES_DELAY_S = 2.0
+# The notes come back only after a main request arrived while they were pending (so a slow machine cannot
+# make the review look as if it waited for them), and at least this long after they were asked for.
+NOTES_DELAY_S = 0.5
 
 
 def big_repo(tmp_path: Path) -> Path:
@@ -108,6 +111,18 @@ def main_loop(fake_api: FakeMessagesAPI, turns: list[Reply]) -> None:
     fake_api.handle(lambda body: main_opening("big.py") in _first_text(body) and not is_notes_request(body), answer)
 
 
+def notes_after_the_next_main_request(fake_api: FakeMessagesAPI, notes: str) -> Callable[[dict[str, Any]], Reply]:
+    """A notes responder that holds its answer until a main request arrives after it was asked (or 60 s:
+    a review that waits for its notes then fails the test's "went on meanwhile" check)."""
+    def answer(body: dict[str, Any]) -> Reply:
+        asked = time.monotonic()
+        fake_api.wait_until(lambda reqs: any(r.received_at > asked and not is_notes_request(r.body)
+                                             and main_opening("big.py") in r.first_user_text for r in reqs), 60)
+        return Reply([text(notes)], delay_s=NOTES_DELAY_S)
+
+    return answer
+
+
 def _first_text(body: dict[str, Any]) -> str:
     return body["messages"][0]["content"][0]["text"]
 
@@ -128,7 +143,7 @@ def test_notes_are_made_in_the_background_and_replace_the_older_turns(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     root = big_repo(tmp_path)
     notes = "NOTES: big.py lines 1-300 define value_0000..value_0299 via compute(); nothing suspicious yet."
-    fake_api.handle(is_notes_request, lambda body: Reply([text(notes)], delay_s=NOTES_DELAY_S))
+    fake_api.handle(is_notes_request, notes_after_the_next_main_request(fake_api, notes))
     main_loop(fake_api, reads(20, 26))  # small steps: several turns between 60 % and 80 %
     with review_job(root, sdk_env, context_window=WINDOW, plan_threshold=10_000) as job:
         result = review_files(job)
@@ -214,15 +229,13 @@ def test_without_notes_older_tool_output_is_elided_at_80_percent(tmp_path: Path,
 def test_a_notes_request_still_running_when_the_file_ends_is_not_waited_for(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     root = big_repo(tmp_path)
-    fake_api.handle(is_notes_request, lambda body: Reply([text("late notes")], delay_s=5.0))
+    fake_api.handle(is_notes_request, lambda body: Reply([text("late notes")], hold=threading.Event()))  # never
     turns = iter([*BIG_FIRST, read(700, 5)])
 
     def answer(body: dict[str, Any]) -> Reply:
         reply = next(turns, None)
-        if reply is None:  # task_done only once the notes request has surely arrived
-            deadline = time.monotonic() + 3
-            while not notes_requests(fake_api) and time.monotonic() < deadline:
-                time.sleep(0.01)
+        if reply is None:  # task_done only once the notes request has arrived
+            fake_api.wait_until(lambda reqs: any(is_notes_request(r.body) for r in reqs), 60)
             return task_done()
         return reply
 
@@ -246,10 +259,15 @@ def test_notes_no_longer_needed_may_finish_while_other_files_run(
                        {"big.py": BIG + "tail = 1\n", "slow.py": "x = 2\n"})
     fake_api.handle(is_notes_request, lambda body: Reply([text("notes nobody reads")], delay_s=0.5))
     main_loop(fake_api, [*BIG_FIRST, read(700, 5)])  # big.py asks for notes, then ends one turn later
-    # slow.py keeps the run going for about 3 s, well past the notes' answer.
-    fake_api.script(main_opening("slow.py"), [
-        *(Reply([tool_use("file_find", {"query_name": f"name{n}"})], delay_s=0.5) for n in range(6)),
-        task_done()])
+
+    def slow_answer(body: dict[str, Any]) -> Reply:
+        # slow.py keeps the run going until the notes have been answered (after big.py was done).
+        if sum(1 for m in body["messages"] if m["role"] == "assistant") < 2:
+            return Reply([tool_use("file_find", {"query_name": "name"})])
+        fake_api.wait_until(lambda reqs: any(is_notes_request(r.body) and r.status for r in reqs), 60)
+        return task_done()
+
+    fake_api.handle(lambda body: main_opening("slow.py") in _first_text(body), slow_answer)
     with review_job(root, sdk_env, context_window=WINDOW, plan_threshold=10_000, review_filter=False) as job:
         result = review_files(job)
 

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -292,7 +293,7 @@ def test_cancelling_a_review_stops_it_promptly_and_the_server_serves_on(
             return result
 
     result = anyio.run(main)
-    assert timings["stopped"] < 3.0, timings  # the fake would have answered after 60 s
+    assert timings["stopped"] < 20.0, timings  # the fake would have answered after 60 s (margin: a busy machine)
     assert timings["next"] < 20.0, timings
     assert not result.is_error and result.structured_content["status"] == "complete"  # type: ignore[index]
     # The cancelled run sent nothing after the request it cut off: the 3 later requests are the new
@@ -309,7 +310,8 @@ def test_a_second_review_while_one_runs_is_refused_clearly(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")
     _filter_keeps_everything(fake_api)
-    fake_api.script(CALC_PATH, [Reply(comment_turn().blocks, delay_s=4), task_done()])
+    running = threading.Event()  # the first review's reply is held until the other calls are answered
+    fake_api.script(CALC_PATH, [Reply(comment_turn().blocks, hold=running), task_done()])
     results: dict[str, types.CallToolResult] = {}
 
     async def main() -> None:
@@ -324,6 +326,7 @@ def test_a_second_review_while_one_runs_is_refused_clearly(
                         await anyio.sleep(0.02)
                 results["second"] = await client.call("review", {"commit": "HEAD"})
                 results["preview"] = await client.call("preview", {})
+                running.set()
 
     anyio.run(main)
     assert "a review is already running in this server" in error_text(results["second"])

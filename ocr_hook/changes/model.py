@@ -21,6 +21,8 @@ class FileStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class DiffLine:
+    """One line of a hunk: added, removed or context."""
+
     kind: Literal["+", "-", " "]
     text: str  # without the marker and without the line ending
     old_no: int | None  # 1-based line in the old file (None for added lines)
@@ -29,6 +31,8 @@ class DiffLine:
 
 @dataclass(frozen=True, slots=True)
 class Hunk:
+    """One hunk of a file's diff, its line ranges on both sides."""
+
     old_start: int
     old_len: int
     new_start: int
@@ -38,6 +42,8 @@ class Hunk:
 
 @dataclass(frozen=True, slots=True)
 class FileChange:
+    """One changed file of the change set, with its hunks."""
+
     path: str  # the new path; for a deletion, the old path
     old_path: str | None  # differs from path for renames and copies
     status: FileStatus

@@ -12,11 +12,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook import gate
-from ocr_hook.findings import Finding
 from ocr_hook.outcome import FileCoverage, ReviewResult
+
+if TYPE_CHECKING:
+    from ocr_hook.findings import Finding
 
 TOOL_NAME = "ocr-hook"
 

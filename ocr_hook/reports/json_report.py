@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import gate
-from ocr_hook.findings import Finding
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, sorted_findings
 
 if TYPE_CHECKING:
+    from ocr_hook.findings import Finding
     from ocr_hook.reports.base import ReportContext
 
 SCHEMA_VERSION = 1

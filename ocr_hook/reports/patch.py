@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from ocr_hook.atomic_write import write_atomic
-from ocr_hook.findings import Finding, Fix
+
+if TYPE_CHECKING:  # annotations only: an empty patch (nothing staged) loads none of the findings' types
+    from ocr_hook.findings import Finding, Fix
 
 CONTEXT_LINES = 3  # git's default, so the patch reads like `git diff`
 _C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}

@@ -6,20 +6,19 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ocr_hook import gate
-from ocr_hook.findings import Finding, Severity, shown_suggestion
-from ocr_hook.findings.dismissals import SHORT_ID
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
 
 if TYPE_CHECKING:
+    from ocr_hook.findings import Finding
     from ocr_hook.reports.base import ReportContext
 
 _RESET = "\x1b[0m"
-_BADGE_STYLE = {
-    Severity.CRITICAL: "\x1b[1;37;41m",
-    Severity.HIGH: "\x1b[1;31m",
-    Severity.MEDIUM: "\x1b[33m",
-    Severity.LOW: "\x1b[36m",
+_BADGE_STYLE = {  # by Severity value (a StrEnum member looks up its value): no findings' types at import
+    "critical": "\x1b[1;37;41m",
+    "high": "\x1b[1;31m",
+    "medium": "\x1b[33m",
+    "low": "\x1b[36m",
 }
 _STYLE = {"path": "\x1b[1m", "add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b[36m", "dim": "\x1b[2m",
           "bad": "\x1b[1;31m", "good": "\x1b[1;32m", "warn": "\x1b[1;33m"}
@@ -62,6 +61,8 @@ def _existing_lines(finding: Finding, file_text: str | None) -> list[str]:
 
 def suggestion_diff(finding: Finding, file_text: str | None) -> list[str]:
     """A small unified diff from the existing code to the suggestion (no ---/+++ header)."""
+    from ocr_hook.findings import shown_suggestion
+
     suggestion = shown_suggestion(finding)  # with a fix: re-indented, exactly what it would write
     if suggestion is None:
         return []
@@ -105,6 +106,8 @@ def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "a
 
 
 def short_id_of(finding: Finding) -> str:
+    from ocr_hook.findings.dismissals import SHORT_ID  # here: a run with no finding need not load it
+
     return finding.fingerprint[:SHORT_ID]
 
 
@@ -151,6 +154,8 @@ def summary_line(result: ReviewResult) -> str:
     active = [f for f in result.findings if f.suppressed is None]
     counts = Counter(f.severity for f in active)
     if active:
+        from ocr_hook.findings import Severity
+
         findings = f"{len(active)} finding{'s' if len(active) != 1 else ''} (" + ", ".join(
             f"{counts[s]} {s.value}" for s in Severity if counts[s]) + ")"
     else:

@@ -109,3 +109,18 @@ def test_summary_line_counts_files_by_state_and_the_cache_share() -> None:
     )
     empty = summary_line(ReviewResult(findings=[], files=[]))
     assert empty.startswith("0 files reviewed, 0 skipped, 0 failed · no findings · 0 requests")
+
+
+def test_the_brief_passing_form_labels_memory_statuses_and_names_what_was_resolved() -> None:
+    from dataclasses import replace
+
+    carried = replace(finding(severity="low", message="Use an f-string"), status="carried")
+    fixed = finding(path="src/util.py", start=2, message="Subtracts instead of adding")
+    out = render(result([carried], resolved=[fixed]), ctx(brief=True))
+    lines = out.splitlines()
+    assert lines[0].startswith("src/app.py:4 [LOW] bug ")
+    assert lines[0].endswith(" (carried from the last review): Use an f-string")
+    assert "  (" not in lines[0]
+    assert lines[1] == "resolved since the last review: src/util.py:2 [HIGH] bug: Subtracts instead of adding"
+    assert lines[-1].startswith("ocr-hook: PASSED") and "1 resolved since the last review" in lines[-1]
+    assert len(lines) == 3

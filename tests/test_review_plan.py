@@ -112,6 +112,27 @@ def test_range_and_fix_lines() -> None:
     assert "start_line" not in single and single["line"] == 4
 
 
+def test_memory_statuses_are_named_inline_and_in_the_body() -> None:
+    from dataclasses import replace
+
+    late = replace(finding(1, line=4), status="late")
+    carried = replace(finding(2, line=30), status="carried")
+    fresh = finding(3, line=5)
+    plan = plan_review(report(late, carried, fresh), LINES, Earlier())
+    bodies = {c.finding.fingerprint: c.body for c in plan.comments}
+    assert "late: on lines unchanged since the last review" in bodies[late.fingerprint]
+    assert "carried" not in bodies[fresh.fingerprint] and "late:" not in bodies[fresh.fingerprint]
+    body = plan.request("c" * 40)["body"]
+    assert "carried from the last review" in body  # line 30 is outside the diff: listed in the body
+    assert parse_report({"tool": {"name": "ocr-hook"}, "status": "complete", "exit_code": 0, "findings": [
+        {"path": "a.py", "start_line": 1, "end_line": 1, "severity": "low", "category": "bug", "message": "m",
+         "anchored": True, "fingerprint": "a" * 32}]}).findings[0].status == "new"  # a report from before memory
+    with pytest.raises(ValueError, match="status"):
+        parse_report({"tool": {"name": "ocr-hook"}, "status": "complete", "exit_code": 0, "findings": [
+            {"path": "a.py", "start_line": 1, "end_line": 1, "severity": "low", "category": "bug", "message": "m",
+             "anchored": True, "fingerprint": "a" * 32, "status": "old"}]})
+
+
 def test_without_inline_everything_is_in_the_body() -> None:
     plan = plan_review(report(finding(1), finding(2, line=22)), LINES, Earlier(), inline=False)
     assert plan.comments == () and [why for _, why in plan.in_body] == [REFUSED, REFUSED]

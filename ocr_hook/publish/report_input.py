@@ -26,6 +26,7 @@ class ReportFinding:
     fingerprint: str
     suppressed: str | None
     fix: Fix | None
+    status: str = "new"  # review memory: new, carried (from the last review) or late (advisory unless configured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,16 @@ def _finding(f: dict[str, Any]) -> ReportFinding:
         fingerprint=_fingerprint(f["fingerprint"]),
         suppressed=None if not f.get("suppressed") else _text(f["suppressed"]),
         fix=None if fix is None else Fix(int(fix["start_line"]), int(fix["end_line"]), _text(fix["replacement"])),
+        status=_status(f.get("status")),
     )
+
+
+def _status(value: Any) -> str:
+    if value is None:  # a report from before review memory
+        return "new"
+    if value not in ("new", "carried", "late"):
+        raise ValueError(f"status {value!r} is not new, carried or late")
+    return str(value)
 
 
 def _fingerprint(value: Any) -> str:

@@ -179,8 +179,12 @@ def code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+_STATUS_NOTE = {"carried": " · carried from the last review",
+                "late": " · late: on lines unchanged since the last review"}
+
+
 def _heading(f: ReportFinding) -> str:
-    return f"**ocr-hook** · {f.severity.value} · {f.category.value}"
+    return f"**ocr-hook** · {f.severity.value} · {f.category.value}{_STATUS_NOTE.get(f.status, '')}"
 
 
 def comment_body(f: ReportFinding) -> str:
@@ -203,7 +207,7 @@ def _where(f: ReportFinding) -> str:
 
 def _body_entry(f: ReportFinding, why: str) -> str:
     message = inert(_clip(f.message.strip() or "(no message)", MAX_MESSAGE_BODY))
-    lines = [f"- {_where(f)} · {f.severity.value} · {f.category.value} ({why})", ""]
+    lines = [f"- {_where(f)} · {f.severity.value} · {f.category.value}{_STATUS_NOTE.get(f.status, '')} ({why})", ""]
     lines += [f"  {line}" if line else "" for line in message.split("\n")]
     suggestion = f.fix.replacement if f.fix is not None else f.suggestion
     if suggestion:

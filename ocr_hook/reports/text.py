@@ -124,13 +124,18 @@ def one_line(finding: Finding, late_findings: str = "advisory") -> str:
     if finding.suppressed == "dismissed":  # whatever its memory status: dismissed is what counts
         return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
     first = (finding.message.strip().splitlines() or ["(no message)"])[0]
-    return safe_for_log(f"{head}{_status_label(finding.status, late_findings)}: {first}")[:300]
+    label = _status_label(finding.status, late_findings).lstrip()
+    return safe_for_log(f"{head}{' ' + label if label else ''}: {first}")[:300]
 
 
 def _brief(result: ReviewResult, ctx: ReportContext) -> str:
     """A passing run under pre-commit: a line per finding (and note), then one line with verdict and summary."""
     shown = [f for f in sorted_findings(result.findings) if f.suppressed in (None, "dismissed")]
     lines = [one_line(f, result.late_findings) for f in shown]
+    # Review memory: what the fix resolved is named too, not only counted in the summary (DESIGN 7).
+    lines += [safe_for_log(f"resolved since the last review: {_where(f)} [{f.severity.value.upper()}] "
+                           f"{f.category.value}: {' '.join(f.message.split())}")[:300]
+              for f in sorted_findings(result.resolved)]
     lines += [safe_for_log(f"note: {n}") for n in result.notes]
     verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
     lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))

@@ -224,7 +224,8 @@ class Runner:
     """A simulated GitHub runner for one job: a shallow checkout of refs/pull/1/merge (what
     actions/checkout does by default for pull_request events) and the files the runner provides."""
 
-    def __init__(self, tmp_path: Path, forked: Forked, github: FakeGitHub) -> None:
+    def __init__(self, tmp_path: Path, forked: Forked, github: FakeGitHub, pip_cache: Path) -> None:
+        self.pip_cache = pip_cache
         self.github = github  # GITHUB_API_URL: nothing set up there answers 404, as for an unknown pull request
         github.tokens[GITHUB_TOKEN] = "write"
         work = forked.work
@@ -269,6 +270,7 @@ class Runner:
             GITHUB_WORKSPACE=str(self.workspace), GITHUB_ACTION_PATH=str(ROOT), GITHUB_OUTPUT=str(self.output),
             GITHUB_STEP_SUMMARY=str(self.summary), RUNNER_TEMP=str(self.temp),
             ANTHROPIC_BASE_URL=sdk["ANTHROPIC_BASE_URL"], NO_PROXY=sdk.get("NO_PROXY", ""),
+            PIP_CACHE_DIR=str(self.pip_cache),
         )
         for name in [n for n in env if n.startswith("ANTHROPIC_") and n != "ANTHROPIC_BASE_URL"]:
             del env[name]
@@ -290,10 +292,17 @@ class Runner:
         return dict(line.split("=", 1) for line in lines)
 
 
+@pytest.fixture(scope="module")
+def pip_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pip cache for the module's runners, made empty for this run: each runner still creates its venv and
+    installs ocr-hook from the checkout, but the dependencies are downloaded once, not once per test."""
+    return tmp_path_factory.mktemp("pip-cache")
+
+
 @pytest.fixture
-def runner(tmp_path: Path) -> Iterator[Runner]:
+def runner(tmp_path: Path, pip_cache: Path) -> Iterator[Runner]:
     with FakeGitHub() as github:
-        yield Runner(tmp_path, forked_history(tmp_path / "history"), github)
+        yield Runner(tmp_path, forked_history(tmp_path / "history"), github, pip_cache)
 
 
 def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,

@@ -24,8 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
+
+from loopback_http import LoopbackServer, QuietHandler
 
 MESSAGES_PATH = "/v1/messages"
 MIN_CACHEABLE_TOKENS = 1024
@@ -869,25 +870,15 @@ def _fault_answer(fault: Fault) -> _Answer:
                    fault.delay_s, hold=fault.hold)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 128
+class _Server(LoopbackServer):
     fake: FakeMessagesAPI
 
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind looks up the host's FQDN, which can stall without DNS; it is not needed.
-        super(ThreadingHTTPServer, self).server_bind()  # TCPServer.server_bind
-        self.server_name, self.server_port = self.server_address[:2]  # type: ignore[assignment]
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     server: _Server
 
     def setup(self) -> None:
         super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.server.fake._track(self.connection, True)
 
     def finish(self) -> None:
@@ -896,9 +887,6 @@ class _Handler(BaseHTTPRequestHandler):
             super().finish()
         except OSError:
             pass
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # tests read the recorded requests instead
 
     def _serve(self) -> None:
         fake = self.server.fake

@@ -16,13 +16,12 @@ import gzip
 import itertools
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from loopback_http import LoopbackServer, QuietHandler
 from unidiff import PatchSet
 
 DOCS = "https://docs.github.com/rest"
@@ -253,27 +252,12 @@ def _read_only() -> tuple[int, Any, dict[str, str]]:
                  "status": "403"}, {}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
+class _Server(LoopbackServer):
     fake: FakeGitHub
 
-    def server_bind(self) -> None:
-        # HTTPServer.server_bind looks up the host's FQDN, which can stall without DNS.
-        super(ThreadingHTTPServer, self).server_bind()
-        self.server_name, self.server_port = self.server_address[:2]  # type: ignore[assignment]
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(QuietHandler):
     server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _serve(self) -> None:
         length = int(self.headers.get("content-length") or 0)

@@ -28,10 +28,10 @@ _INDENT = "    "
 def _status_label(status: str, late_findings: str) -> str:
     """Review memory's status as a finding's header shows it ("new" needs no label)."""
     if status == "carried":
-        return "  (carried from the last review)"
+        return "(carried from the last review)"
     if status == "late":
         effect = "blocking: late_findings is block" if late_findings == "block" else "advisory"
-        return f"  (late: on lines unchanged since the last review; {effect})"
+        return f"(late: on lines unchanged since the last review; {effect})"
     return ""
 
 
@@ -94,7 +94,7 @@ def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "a
     short_id = _paint(short_id_of(finding), _STYLE["dim"], ctx.color)  # what `ocr-hook dismiss` takes
     label = _status_label(finding.status, late_findings)
     out = [f"{_paint(where, _STYLE['path'], ctx.color)}  {badge} {finding.category.value}  {short_id}"
-           + (_paint(label, _STYLE["dim"], ctx.color) if label else "")]
+           + (_paint("  " + label, _STYLE["dim"], ctx.color) if label else "")]
     out += _indent(safe_for_log(finding.message.strip() or "(no message)"))
     if finding.anchor_note:
         out += _indent(_paint(safe_for_log(f"note: {finding.anchor_note}"), _STYLE["dim"], ctx.color))
@@ -124,8 +124,15 @@ def one_line(finding: Finding, late_findings: str = "advisory") -> str:
     if finding.suppressed == "dismissed":  # whatever its memory status: dismissed is what counts
         return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
     first = (finding.message.strip().splitlines() or ["(no message)"])[0]
-    label = _status_label(finding.status, late_findings).lstrip()
+    label = _status_label(finding.status, late_findings)
     return safe_for_log(f"{head}{' ' + label if label else ''}: {first}")[:300]
+
+
+def _resolved_line(finding: Finding, gap: str = " ") -> str:
+    """A finding review memory resolved, as the earlier review placed it: `path:line [SEVERITY] category: message`."""
+    where = finding.path + (f":{finding.start_line}" if finding.anchored and finding.start_line >= 1 else "")
+    return safe_for_log(f"{where}{gap}[{finding.severity.value.upper()}] {finding.category.value}: "
+                        f"{' '.join(finding.message.split())}")
 
 
 def _brief(result: ReviewResult, ctx: ReportContext) -> str:
@@ -133,9 +140,7 @@ def _brief(result: ReviewResult, ctx: ReportContext) -> str:
     shown = [f for f in sorted_findings(result.findings) if f.suppressed in (None, "dismissed")]
     lines = [one_line(f, result.late_findings) for f in shown]
     # Review memory: what the fix resolved is named too, not only counted in the summary (DESIGN 7).
-    lines += [safe_for_log(f"resolved since the last review: {_where(f)} [{f.severity.value.upper()}] "
-                           f"{f.category.value}: {' '.join(f.message.split())}")[:300]
-              for f in sorted_findings(result.resolved)]
+    lines += [f"resolved since the last review: {_resolved_line(f)}"[:300] for f in sorted_findings(result.resolved)]
     lines += [safe_for_log(f"note: {n}") for n in result.notes]
     verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
     lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))
@@ -236,10 +241,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
                 lines.append(f"  {safe_for_log(f.path)} — {safe_for_log(f.reason or f.state)}{mark}")
     if result.resolved:
         lines += ["", f"Resolved since the last review: {len(result.resolved)}"]
-        for f in sorted_findings(result.resolved):
-            where = safe_for_log(f.path) + (f":{f.start_line}" if f.anchored and f.start_line >= 1 else "")
-            lines.append(f"  {where}  [{f.severity.value.upper()}] {f.category.value}: "
-                         f"{safe_for_log(' '.join(f.message.split()))}")
+        lines += [f"  {_resolved_line(f, gap='  ')}" for f in sorted_findings(result.resolved)]
     lines += _effort_lines(result)
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from gitrepo import commit_all, git, make_repo, write
 
-from ocr_hook.findings import Category, Fix, Severity
+from ocr_hook.findings import Category, Finding, Fix, Severity
 from ocr_hook.publish.pr_diff import FileLines, accepts, commentable_lines, hunk_ranges, same_text
-from ocr_hook.publish.report_input import Report, ReportFinding, parse_report
+from ocr_hook.publish.report_input import Report, parse_report
 from ocr_hook.publish.review_plan import (
     MAX_BODY,
     MAX_INLINE,
@@ -31,12 +31,12 @@ from ocr_hook.publish.review_plan import (
 
 def finding(n: int, line: int = 2, severity: Severity = Severity.MEDIUM, *, fix: Fix | None = None,
             message: str = "msg", anchored: bool = True, end: int | None = None, path: str = "a.py",
-            suppressed: str | None = None) -> ReportFinding:
-    return ReportFinding(path, line if anchored else 0, (end or line) if anchored else 0, severity, Category.BUG,
-                         message, None, anchored, f"{n:032x}", suppressed, fix)
+            suppressed: str | None = None) -> Finding:
+    return Finding(path, line if anchored else 0, (end or line) if anchored else 0, severity, Category.BUG,
+                   message, None, anchored, f"{n:032x}", suppressed=suppressed, fix=fix)
 
 
-def report(*findings: ReportFinding, exit_code: int = 1, status: str = "complete") -> Report:
+def report(*findings: Finding, exit_code: int = 1, status: str = "complete") -> Report:
     return Report(status, exit_code, "FAILED — something [exit 1]", tuple(findings), 0, 0)
 
 

@@ -8,25 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ocr_hook.errors import FatalError
-from ocr_hook.findings import Category, Fix, Severity
+from ocr_hook.findings import Category, Finding, Fix, Severity
 
 _FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
-
-
-@dataclass(frozen=True, slots=True)
-class ReportFinding:
-    path: str
-    start_line: int
-    end_line: int
-    severity: Severity
-    category: Category
-    message: str
-    suggestion: str | None
-    anchored: bool
-    fingerprint: str
-    suppressed: str | None
-    fix: Fix | None
-    status: str = "new"  # review memory: new, carried (from the last review) or late (advisory unless configured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +18,7 @@ class Report:
     status: str  # complete / incomplete
     exit_code: int
     verdict: str
-    findings: tuple[ReportFinding, ...]
+    findings: tuple[Finding, ...]
     skipped: int  # files not reviewed (size, budget, …)
     failed: int
 
@@ -71,9 +55,9 @@ def parse_report(data: Any) -> Report:
     )
 
 
-def _finding(f: dict[str, Any]) -> ReportFinding:
+def _finding(f: dict[str, Any]) -> Finding:
     fix = f.get("fix")
-    return ReportFinding(
+    return Finding(
         path=_text(f["path"]),
         start_line=int(f["start_line"]),
         end_line=int(f["end_line"]),

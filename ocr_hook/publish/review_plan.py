@@ -16,8 +16,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ocr_hook.findings import Finding
 from ocr_hook.publish.pr_diff import CommentableLines, accepts, same_text
-from ocr_hook.publish.report_input import Report, ReportFinding
+from ocr_hook.publish.report_input import Report
 
 MAX_INLINE = 50
 MAX_BODY = 60_000  # characters; GitHub refuses a review or comment body over 65,536
@@ -45,7 +46,7 @@ class Earlier:
 
 @dataclass(frozen=True, slots=True)
 class InlineComment:
-    finding: ReportFinding
+    finding: Finding
     start: int
     end: int
     body: str
@@ -60,7 +61,7 @@ class InlineComment:
 @dataclass(frozen=True, slots=True)
 class ReviewPlan:
     comments: tuple[InlineComment, ...]
-    in_body: tuple[tuple[ReportFinding, str], ...]  # (finding, why it is not inline)
+    in_body: tuple[tuple[Finding, str], ...]  # (finding, why it is not inline)
     body: str
     already: int  # findings an earlier run posted, not repeated
     suppressed: int
@@ -115,7 +116,7 @@ def plan_review(report: Report, lines: CommentableLines, before: Earlier, *, inl
     suppressed = len(report.findings) - len(live)
     new = [f for f in live if f.fingerprint not in before.fingerprints]
     comments: list[InlineComment] = []
-    in_body: list[tuple[ReportFinding, str]] = []
+    in_body: list[tuple[Finding, str]] = []
     for f in new:
         start, end = _lines_of(f)
         if not f.anchored or start < 1:
@@ -137,11 +138,11 @@ def plan_review(report: Report, lines: CommentableLines, before: Earlier, *, inl
     return ReviewPlan(tuple(comments), tuple(in_body), body, already, suppressed, post, listed)
 
 
-def _importance(f: ReportFinding) -> tuple[Any, ...]:
+def _importance(f: Finding) -> tuple[Any, ...]:
     return (-f.severity.rank, f.path, f.start_line, f.end_line, f.fingerprint)
 
 
-def _lines_of(f: ReportFinding) -> tuple[int, int]:
+def _lines_of(f: Finding) -> tuple[int, int]:
     # A suggestion block replaces exactly the commented lines: with a fix, those are the fix's lines.
     if f.fix is not None:
         return f.fix.start_line, max(f.fix.start_line, f.fix.end_line)
@@ -183,11 +184,11 @@ _STATUS_NOTE = {"carried": " · carried from the last review",
                 "late": " · late: on lines unchanged since the last review"}
 
 
-def _heading(f: ReportFinding) -> str:
+def _heading(f: Finding) -> str:
     return f"**ocr-hook** · {f.severity.value} · {f.category.value}{_STATUS_NOTE.get(f.status, '')}"
 
 
-def comment_body(f: ReportFinding) -> str:
+def comment_body(f: Finding) -> str:
     parts = [f"<!-- ocr-hook fingerprint={f.fingerprint} -->", _heading(f), "",
              inert(_clip(f.message.strip() or "(no message)", MAX_MESSAGE_INLINE))]
     if f.fix is not None:
@@ -198,14 +199,14 @@ def comment_body(f: ReportFinding) -> str:
     return "\n".join(parts)
 
 
-def _where(f: ReportFinding) -> str:
+def _where(f: Finding) -> str:
     if not f.anchored or f.start_line < 1:
         return code_span(f.path)
     start, end = _lines_of(f)
     return code_span(f"{f.path}:{start}" + (f"-{end}" if end > start else ""))
 
 
-def _body_entry(f: ReportFinding, why: str) -> str:
+def _body_entry(f: Finding, why: str) -> str:
     message = inert(_clip(f.message.strip() or "(no message)", MAX_MESSAGE_BODY))
     lines = [f"- {_where(f)} · {f.severity.value} · {f.category.value}{_STATUS_NOTE.get(f.status, '')} ({why})", ""]
     lines += [f"  {line}" if line else "" for line in message.split("\n")]
@@ -216,7 +217,7 @@ def _body_entry(f: ReportFinding, why: str) -> str:
     return "\n".join(lines)
 
 
-def _counts(findings: Sequence[ReportFinding]) -> str:
+def _counts(findings: Sequence[Finding]) -> str:
     by: dict[str, int] = {}
     for f in findings:
         by[f.severity.value] = by.get(f.severity.value, 0) + 1
@@ -225,7 +226,7 @@ def _counts(findings: Sequence[ReportFinding]) -> str:
     return f"{n} finding{'s' if n != 1 else ''}" + (f" ({detail})" if detail else "")
 
 
-def review_body(report: Report, comments: Sequence[InlineComment], in_body: Sequence[tuple[ReportFinding, str]],
+def review_body(report: Report, comments: Sequence[InlineComment], in_body: Sequence[tuple[Finding, str]],
                 *, already: int, suppressed: int) -> tuple[str, tuple[str, ...]]:
     live = [f for f in report.findings if f.suppressed is None]
     summary = [f"{_counts(sorted(live, key=_importance))}: {len(comments)} as inline comments"

@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import forked_cli
 import hermetic  # noqa: F401  (first: it keeps the environment as inherited, before the isolation below)
 
 _HOOK_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
@@ -126,7 +126,6 @@ def repo_state(repo: Path, exact_index: bool = False) -> dict[str, object]:
 
 def run_cli(repo: Path, *args: str, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`python -m ocr_hook ARGS` in `repo` as a user would run it; text output (errors replaced)."""
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "ocr_hook", *args], cwd=repo, env=full_env,
-                          capture_output=True, text=True, errors="replace", timeout=timeout)
+    """`python -m ocr_hook ARGS` in `repo` as a user would run it; text output (errors replaced). Run in a
+    process forked from a warm one (forked_cli says what that does and does not show)."""
+    return forked_cli.run(args, cwd=repo, env={**os.environ, **(env or {})}, timeout=timeout, errors="replace")

@@ -89,9 +89,38 @@ if [ "$(git rev-parse --is-shallow-repository 2>/dev/null || echo false)" = "tru
 fi
 
 # --- install ----------------------------------------------------------------------------------------
+# Into the runner's tool cache when it has one (RUNNER_TOOL_CACHE; self-hosted runners keep it between
+# jobs): an install of the same sources with the same Python is reused there instead of repeated. It is
+# complete once its .complete file exists; a .lock directory marks an install under way, and a job that
+# finds one installs into its own temporary directory instead of waiting. $venv is always the install
+# (a link to the cached one), which the upload step uses too.
+install() { # dir
+  rm -rf "$1"
+  "$python" -m venv "$1"
+  "$1/bin/python" -m pip install --quiet --disable-pip-version-check "$action_dir"
+}
 echo "::group::Installing ocr-hook from $action_dir"
-"$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$action_dir"
+rm -rf "$venv"
+cached=""
+if [ -n "${RUNNER_TOOL_CACHE:-}" ]; then
+  cached="$RUNNER_TOOL_CACHE/ocr-hook/$("$python" "$action_dir/action/support.py" install-key "$action_dir")"
+  mkdir -p "$(dirname "$cached")"
+fi
+if [ -n "$cached" ] && [ -f "$cached.complete" ] && "$cached/bin/ocr-hook" --version >/dev/null 2>&1; then
+  echo "Reusing the install in $cached"
+  ln -s "$cached" "$venv"
+elif [ -n "$cached" ] && mkdir "$cached.lock" 2>/dev/null; then
+  rm -f "$cached.complete"
+  if install "$cached"; then touch "$cached.complete"; fi
+  rmdir "$cached.lock"
+  [ -f "$cached.complete" ] || exit 1
+  ln -s "$cached" "$venv"
+else
+  if [ -n "$cached" ]; then
+    echo "::notice title=ocr-hook::$cached.lock exists: another job is installing there (or one stopped while it did: remove it if none is running). Installing into this job's temporary directory."
+  fi
+  install "$venv"
+fi
 "$venv/bin/ocr-hook" --version
 echo "::endgroup::"
 

@@ -5,16 +5,21 @@ install at all); only `upload-sarif` runs later, with the installed ocr-hook's P
   support.py skip-reason            why a run without a key is a skip, not a failure ('' if it is not)
   support.py split-args STRING      the `args` input split like a POSIX shell would, NUL-terminated
   support.py report-outputs FILE    `status=...` and `findings=N` from ocr-hook's JSON report
+  support.py install-key DIR        the name of an install of the ocr-hook in DIR with this Python: its
+                                    version and a digest of its sources and of the interpreter
   support.py upload-sarif           upload OCR_ACTION_SARIF_FILE to code scanning as the `upload-sarif`
                                     input says (auto, true); exit 1 when that is a failure
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import platform
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 BOTS_WITHOUT_SECRETS = ("dependabot[bot]",)
@@ -55,6 +60,29 @@ def report_outputs(path: str) -> str:
         return "status=error\nfindings=0\n"
     findings = [f for f in report.get("findings", []) if not f.get("suppressed")]
     return f"status={report.get('status', 'error')}\nfindings={len(findings)}\n"
+
+
+# What a wheel of the checkout is built from; anything else in it (tests, docs, .git) does not change the install.
+INSTALLED_SOURCES = ("pyproject.toml", "ocr_hook", "config")
+
+
+def install_key(action_dir: str) -> str:
+    """Same key, same install: equal sources and the same interpreter. A different key is a new install, never
+    a changed one, so a cached install can be reused without looking inside it."""
+    import tomllib  # here: the other chores also run on an older Python, to say what is wrong
+
+    root = Path(action_dir)
+    version = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    digest = hashlib.sha256()
+    for name in (sys.version, sys.platform, platform.machine(), os.path.realpath(sys.executable)):
+        digest.update(name.encode() + b"\0")
+    for top in INSTALLED_SOURCES:
+        paths = [root / top] if (root / top).is_file() else sorted((root / top).rglob("*"))
+        for path in paths:
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return f"{version}-py{sys.version_info[0]}.{sys.version_info[1]}-{digest.hexdigest()[:16]}"
 
 
 UPLOAD_MODES = ("auto", "true")
@@ -117,6 +145,8 @@ def main(argv: list[str]) -> int:
         sys.stdout.write("".join(w + "\0" for w in words))
     elif argv[:1] == ["report-outputs"] and len(argv) == 2:
         sys.stdout.write(report_outputs(argv[1]))
+    elif argv[:1] == ["install-key"] and len(argv) == 2:
+        print(install_key(argv[1]))
     elif argv == ["upload-sarif"]:
         return upload_sarif(dict(os.environ))
     else:

@@ -224,8 +224,10 @@ class Runner:
     """A simulated GitHub runner for one job: a shallow checkout of refs/pull/1/merge (what
     actions/checkout does by default for pull_request events) and the files the runner provides."""
 
-    def __init__(self, tmp_path: Path, forked: Forked, github: FakeGitHub, pip_cache: Path) -> None:
+    def __init__(self, tmp_path: Path, forked: Forked, github: FakeGitHub, pip_cache: Path,
+                 tool_cache: Path) -> None:
         self.pip_cache = pip_cache
+        self.tool_cache = tool_cache  # RUNNER_TOOL_CACHE
         self.github = github  # GITHUB_API_URL: nothing set up there answers 404, as for an unknown pull request
         github.tokens[GITHUB_TOKEN] = "write"
         work = forked.work
@@ -268,7 +270,7 @@ class Runner:
             **names, GITHUB_ACTIONS="true", CI="true", GITHUB_EVENT_PATH=str(self.event),
             GITHUB_REPOSITORY="octo/app", GITHUB_ACTOR="octo", GITHUB_API_URL=self.github.url,
             GITHUB_WORKSPACE=str(self.workspace), GITHUB_ACTION_PATH=str(ROOT), GITHUB_OUTPUT=str(self.output),
-            GITHUB_STEP_SUMMARY=str(self.summary), RUNNER_TEMP=str(self.temp),
+            GITHUB_STEP_SUMMARY=str(self.summary), RUNNER_TEMP=str(self.temp), RUNNER_TOOL_CACHE=str(self.tool_cache),
             ANTHROPIC_BASE_URL=sdk["ANTHROPIC_BASE_URL"], NO_PROXY=sdk.get("NO_PROXY", ""),
             PIP_CACHE_DIR=str(self.pip_cache),
         )
@@ -294,15 +296,50 @@ class Runner:
 
 @pytest.fixture(scope="module")
 def pip_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One pip cache for the module's runners, made empty for this run: each runner still creates its venv and
-    installs ocr-hook from the checkout, but the dependencies are downloaded once, not once per test."""
+    """One pip cache for the module's installs, made empty for this run: the dependencies are downloaded once."""
     return tmp_path_factory.mktemp("pip-cache")
 
 
-@pytest.fixture
-def runner(tmp_path: Path, pip_cache: Path) -> Iterator[Runner]:
+@pytest.fixture(scope="module")
+def tool_cache(tmp_path_factory: pytest.TempPathFactory, pip_cache: Path) -> Path:
+    """The runners' RUNNER_TOOL_CACHE, as a self-hosted runner keeps it between jobs: a first job of the
+    action (a push, no key: it installs, then the review stops for the key) installs ocr-hook into it,
+    and the module's other runs reuse that install. test_a_locked_tool_cache_gets_an_install_of_its_own
+    installs from scratch again."""
+    root = tmp_path_factory.mktemp("first-job")
+    cache = root / "tool-cache"
+    cache.mkdir()
     with FakeGitHub() as github:
-        yield Runner(tmp_path, forked_history(tmp_path / "history"), github, pip_cache)
+        first = Runner(root, forked_history(root / "history"), github, pip_cache, cache)
+        proc = first.run({}, {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}, key=False, push=True)
+    assert proc.returncode == 0 and "Reusing the install" not in proc.stdout, proc.stdout + proc.stderr
+    installed = installed_from(cache)
+    assert (first.temp / "ocr-hook" / "venv").resolve() == installed.resolve()
+    assert not (installed.parent / f"{installed.name}.lock").exists()
+    return cache
+
+
+def installed_from(cache: Path) -> Path:
+    [complete] = (cache / "ocr-hook").glob("*.complete")
+    return complete.with_suffix("")
+
+
+def assert_reused(runner: Runner, proc: subprocess.CompletedProcess[str]) -> None:
+    """The run used the tool cache's install: no second install of the same sources."""
+    installed = installed_from(runner.tool_cache)
+    assert f"Reusing the install in {installed}" in proc.stdout, proc.stdout
+    assert (runner.temp / "ocr-hook" / "venv").resolve() == installed.resolve()
+
+
+def assert_not_installed(runner: Runner, proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Installing ocr-hook" not in proc.stdout, proc.stdout
+    assert not (runner.temp / "ocr-hook" / "venv").exists()
+
+
+@pytest.fixture
+def runner(tmp_path: Path, pip_cache: Path, tool_cache: Path) -> Iterator[Runner]:
+    with FakeGitHub() as github:
+        yield Runner(tmp_path, forked_history(tmp_path / "history"), github, pip_cache, tool_cache)
 
 
 def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
@@ -316,6 +353,7 @@ def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: Fak
     proc = runner.run({"fail-on": "high", "max-cost": "2.50", "effort": "quick",
                        "args": "--concurrency 1 --no-review-filter"}, sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the gate is the last step, not the script
+    assert_reused(runner, proc)
     assert "Traceback" not in proc.stderr
     out = runner.outputs()
     assert out["exit-code"] == "1" and out["status"] == "complete" and out["findings"] == "1", (out, proc.stderr)
@@ -353,7 +391,7 @@ def test_fork_without_key_is_skipped_with_a_notice(runner: Runner, fake_api: Fak
                      r"someone/app", proc.stdout, re.M), proc.stdout
     assert "skipped" in runner.summary.read_text(encoding="utf-8")
     assert gate("0") == 0
-    assert not (runner.temp / "ocr-hook" / "venv").exists()  # nothing installed
+    assert_not_installed(runner, proc)
     assert fake_api.requests == []
 
 
@@ -376,6 +414,22 @@ def _support() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_install_key_changes_with_the_installed_sources_only(tmp_path: Path) -> None:
+    support = _support()
+    copy = tmp_path / "action"
+    copy.mkdir()
+    for name in support.INSTALLED_SOURCES:
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, copy / name)
+    key = support.install_key(str(copy))
+    assert key == support.install_key(str(ROOT)) and key.startswith("0.1.0-py3.")
+    (copy / "README.md").write_text("not part of the install\n", encoding="utf-8")
+    (copy / "ocr_hook" / "__pycache__").mkdir(exist_ok=True)
+    (copy / "ocr_hook" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert support.install_key(str(copy)) == key
+    (copy / "ocr_hook" / "cli.py").write_text("# changed\n", encoding="utf-8")
+    assert support.install_key(str(copy)) != key
 
 
 def test_who_gets_no_secrets(tmp_path: Path) -> None:
@@ -421,13 +475,14 @@ def test_bad_args_input_fails_before_installing(runner: Runner, fake_api: FakeMe
     assert (out["exit-code"], out["status"], out["sarif-file"]) == ("2", "error", "")
     assert re.search(r"^::error title=ocr-hook::the args input is not valid shell words", proc.stdout, re.M)
     assert gate(out["exit-code"]) == 2
-    assert not (runner.temp / "ocr-hook" / "venv").exists()
+    assert_not_installed(runner, proc)
 
 
 def test_push_event_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
                                                  sdk_env: dict[str, str]) -> None:
     proc = runner.run({"cache": "false", "upload-sarif": "false"}, sdk_env, push=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_reused(runner, proc)
     out = runner.outputs()
     assert (out["exit-code"], out["status"], out["findings"]) == ("0", "complete", "0"), (out, proc.stderr)
     assert gate(out["exit-code"]) == 0
@@ -437,6 +492,23 @@ def test_push_event_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeM
     assert "PASSED" in runner.summary.read_text(encoding="utf-8")
     assert not (runner.temp / "ocr-hook-cache").exists()  # cache: false → --no-cache
     assert runner.github.requests == [] and "github-review" not in proc.stderr  # a pull-request review needs one
+
+
+def test_a_locked_tool_cache_gets_an_install_of_its_own(runner: Runner, fake_api: FakeMessagesAPI,
+                                                        sdk_env: dict[str, str], tmp_path: Path) -> None:
+    """Another job installing into the tool cache (its .lock) is not waited for, nor written over."""
+    key = installed_from(runner.tool_cache).name
+    runner.tool_cache = tmp_path / "busy-tool-cache"
+    lock = runner.tool_cache / "ocr-hook" / f"{key}.lock"
+    lock.mkdir(parents=True)
+    proc = runner.run({"cache": "false", "upload-sarif": "false"}, sdk_env, push=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"::notice title=ocr-hook::{lock} exists: another job is installing there" in proc.stdout, proc.stdout
+    venv = runner.temp / "ocr-hook" / "venv"
+    assert venv.is_dir() and not venv.is_symlink()
+    assert sorted(p.name for p in (runner.tool_cache / "ocr-hook").iterdir()) == [lock.name]  # untouched
+    out = runner.outputs()
+    assert (out["exit-code"], out["status"]) == ("0", "complete"), (out, proc.stderr)
 
 
 # --- the pull-request review and the SARIF upload (issue 23) -------------------------------------------------
@@ -460,6 +532,7 @@ def test_pull_request_gets_a_review_and_the_sarif_is_uploaded(runner: Runner, fa
 
     proc = runner.run({"cache": "false"}, sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_reused(runner, proc)
     out = runner.outputs()
     assert (out["exit-code"], out["findings"]) == ("1", "1"), (out, proc.stderr)
     assert "ocr-hook: github-review: published a review on octo/app#1: 1 inline comment(s)" in proc.stderr
@@ -495,6 +568,7 @@ def test_clean_review_without_code_scanning_ends_green_with_a_notice(runner: Run
 
     proc = runner.run({"cache": "false", "args": "--no-review-filter"}, sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_reused(runner, proc)
     out = runner.outputs()
     assert (out["exit-code"], out["status"], out["findings"]) == ("0", "complete", "0"), (out, proc.stderr)
     [review] = pull.reviews  # the verdict is on the pull request, with no comment
@@ -523,5 +597,6 @@ def test_pr_review_false_posts_nothing(runner: Runner, fake_api: FakeMessagesAPI
     runner.github.add_pull(1, runner.forked.feature_tip, pull_request_files(runner.forked))
     proc = runner.run({"cache": "false", "pr-review": "false"}, sdk_env)
     assert proc.returncode == 0 and runner.outputs()["exit-code"] == "0", proc.stderr
+    assert_reused(runner, proc)
     assert "github-review" not in proc.stderr
     assert runner.github.requests == []

@@ -52,8 +52,13 @@ def _read_at_start_up(name: str) -> bool:
     return name.startswith("PYTHON") or name in ("ANTHROPIC_LOG", "LANG", "LC_ALL", "LC_CTYPE")
 
 
+def real_processes() -> bool:
+    """OCR_TEST_REAL_PROCESSES=1: every run a fresh interpreter (subprocess.run), as before this module."""
+    return os.environ.get("OCR_TEST_REAL_PROCESSES", "") not in ("", "0")
+
+
 def _needs_a_real_process(env: Mapping[str, str]) -> bool:
-    if os.environ.get("OCR_TEST_REAL_PROCESSES", "") not in ("", "0"):
+    if real_processes():
         return True
     _ensure_server()
     startup = {name: value for name, value in env.items() if _read_at_start_up(name)}

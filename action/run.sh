@@ -102,8 +102,9 @@ install() { # dir
 echo "::group::Installing ocr-hook from $action_dir"
 rm -rf "$venv"
 cached=""
-if [ -n "${RUNNER_TOOL_CACHE:-}" ]; then
-  cached="$RUNNER_TOOL_CACHE/ocr-hook/$("$python" "$action_dir/action/support.py" install-key "$action_dir")"
+# Without a key (a Python too old for ocr-hook), no tool cache: pip then says what is wrong.
+if [ -n "${RUNNER_TOOL_CACHE:-}" ] && key="$("$python" "$action_dir/action/support.py" install-key "$action_dir")"; then
+  cached="$RUNNER_TOOL_CACHE/ocr-hook/$key"
   mkdir -p "$(dirname "$cached")"
 fi
 if [ -n "$cached" ] && [ -f "$cached.complete" ] && "$cached/bin/ocr-hook" --version >/dev/null 2>&1; then

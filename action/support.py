@@ -146,7 +146,11 @@ def main(argv: list[str]) -> int:
     elif argv[:1] == ["report-outputs"] and len(argv) == 2:
         sys.stdout.write(report_outputs(argv[1]))
     elif argv[:1] == ["install-key"] and len(argv) == 2:
-        print(install_key(argv[1]))
+        try:
+            print(install_key(argv[1]))
+        except (ImportError, OSError, KeyError, ValueError) as exc:  # ImportError: tomllib is Python 3.11+
+            print(f"support.py: no install key for {argv[1]}: {exc}", file=sys.stderr)
+            return 2
     elif argv == ["upload-sarif"]:
         return upload_sarif(dict(os.environ))
     else:

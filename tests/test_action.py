@@ -430,6 +430,7 @@ def test_install_key_changes_with_the_installed_sources_only(tmp_path: Path) -> 
     assert support.install_key(str(copy)) == key
     (copy / "ocr_hook" / "cli.py").write_text("# changed\n", encoding="utf-8")
     assert support.install_key(str(copy)) != key
+    assert support.main(["install-key", str(tmp_path / "missing")]) == 2  # one line, no traceback: no tool cache
 
 
 def test_who_gets_no_secrets(tmp_path: Path) -> None:

@@ -39,11 +39,11 @@ from fake_api import FakeMessagesAPI, Fault, Reply, task_done, text, tool_use  #
 from gitrepo import commit_all, git, make_repo, write  # noqa: E402  (also isolates git config)
 
 from ocr_hook.agent import ReviewJob, review_files  # noqa: E402
-from ocr_hook.budget import Budget  # noqa: E402
+from ocr_hook.budget.ledger import Budget  # noqa: E402
+from ocr_hook.budget.tokens import estimate_tokens  # noqa: E402
 from ocr_hook.changes import collect_changes, open_snapshot, select_files  # noqa: E402
 from ocr_hook.scope import Scope  # noqa: E402
 from ocr_hook.settings import load  # noqa: E402
-from ocr_hook.tokens import estimate_tokens  # noqa: E402
 
 PATH = "src/ledger.py"
 LINES_PER_READ = 80

@@ -33,7 +33,7 @@ from fake_api import FakeMessagesAPI, Reply, task_done, tool_use  # noqa: E402
 from gitrepo import commit_all, git, make_repo, write  # noqa: E402  (also isolates git config)
 
 from ocr_hook.agent import ReviewJob, review_files  # noqa: E402
-from ocr_hook.budget import Budget  # noqa: E402
+from ocr_hook.budget.ledger import Budget  # noqa: E402
 from ocr_hook.changes import collect_changes, open_snapshot, select_files  # noqa: E402
 from ocr_hook.outcome import ReviewResult  # noqa: E402
 from ocr_hook.scope import Scope  # noqa: E402

@@ -39,7 +39,7 @@ from fake_api import FakeMessagesAPI, Reply, task_done, tool_use  # noqa: E402
 from gitrepo import commit_all, git, make_repo, write  # noqa: E402  (also isolates git config)
 
 from ocr_hook.agent import FileGuidance, ReviewJob, review_files  # noqa: E402
-from ocr_hook.budget import Budget  # noqa: E402
+from ocr_hook.budget.ledger import Budget  # noqa: E402
 from ocr_hook.changes import collect_changes, open_snapshot, select_files  # noqa: E402
 from ocr_hook.guidance.resolve import resolve_guidance  # noqa: E402
 from ocr_hook.scope import Scope  # noqa: E402

@@ -13,11 +13,11 @@ from fake_api import RecordedRequest, first_user_text
 from gitrepo import commit_all, git, make_repo, write
 
 from ocr_hook.agent import ReviewJob
-from ocr_hook.budget import Budget
+from ocr_hook.budget.ledger import Budget
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.result_cache import ResultCache
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
+from ocr_hook.store.result_cache import ResultCache
 
 MAIN_TOOLS = ["task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search"]
 PLAN_TOOLS = ["file_read_diff", "file_find", "code_search"]

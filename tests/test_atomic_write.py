@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from report_samples import ctx, rich_result
 
-from ocr_hook.atomic_write import write_atomic
 from ocr_hook.reports import ReportWriteError, write_report
+from ocr_hook.store.atomic import write_atomic
 
 
 def test_replaces_content_and_leaves_no_temp(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_write_failure_midway_keeps_the_old_file(tmp_path: Path) -> None:
         import resource, signal, sys
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-        from ocr_hook.atomic_write import write_atomic, ReportWriteError
+        from ocr_hook.store.atomic import write_atomic, ReportWriteError
         try:
             write_atomic({str(target)!r}, "x" * 100_000)
         except ReportWriteError as exc:

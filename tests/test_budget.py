@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ocr_hook.budget import Budget, Reservation, usage_counts
+from ocr_hook.budget.ledger import Budget, Reservation, usage_counts
+from ocr_hook.budget.pricing import cost_exact
 from ocr_hook.errors import ConfigError
-from ocr_hook.pricing import cost_exact
 from ocr_hook.settings import Price
 
 SONNET = Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3)

@@ -8,7 +8,7 @@ import time
 
 from fake_api import FakeMessagesAPI, Reply, text
 
-from ocr_hook.budget import Budget
+from ocr_hook.budget.ledger import Budget
 from ocr_hook.settings import Price
 from ocr_hook.settings import load as load_settings
 

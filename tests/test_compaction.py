@@ -136,7 +136,7 @@ def notes_requests(fake_api: FakeMessagesAPI) -> list[RecordedRequest]:
 
 
 def estimated_tokens(req: RecordedRequest) -> float:
-    return len(req.raw) / 3  # ocr_hook.tokens' rate; the request body adds a little JSON around it
+    return len(req.raw) / 3  # ocr_hook.budget.tokens' rate; the request body adds a little JSON around it
 
 
 def test_notes_are_made_in_the_background_and_replace_the_older_turns(

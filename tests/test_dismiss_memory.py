@@ -1,4 +1,4 @@
-"""`ocr-hook dismiss ID` without --from: the id is looked up in the last review's memory (ocr_hook.memory_store,
+"""`ocr-hook dismiss ID` without --from: the id is looked up in the last review's memory (ocr_hook.store.memory,
 review memory of DESIGN.md section 7) in the same cache directory the review uses. Real repositories, the real CLI,
 the real memory store on disk: the review records itself, the dismiss reads it."""
 

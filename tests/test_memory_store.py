@@ -7,9 +7,10 @@ from pathlib import Path
 
 from gitrepo import commit_all, git, make_repo, write
 
-from ocr_hook.file_store import JsonFileStore
 from ocr_hook.findings import Category, Finding, Severity
-from ocr_hook.memory_store import (
+from ocr_hook.scope import Scope
+from ocr_hook.store.files import JsonFileStore
+from ocr_hook.store.memory import (
     MemoryStore,
     last_review_findings,
     line_of_work,
@@ -17,7 +18,6 @@ from ocr_hook.memory_store import (
     remembered_file,
     repository_id,
 )
-from ocr_hook.scope import Scope
 
 
 def _finding(path: str = "a.py", line: int = 2, severity: Severity = Severity.HIGH, status: str = "new") -> Finding:
@@ -151,7 +151,7 @@ def test_prune_by_total_size_keeps_the_newest(tmp_path: Path) -> None:
 
 
 def test_a_line_of_work_stays_within_its_size_bound(tmp_path: Path, monkeypatch) -> None:
-    import ocr_hook.memory_store as memory_store
+    import ocr_hook.store.memory as memory_store
 
     repo = _repo(tmp_path)
     monkeypatch.setattr(memory_store, "MAX_RECORD_BYTES", 20_000)
@@ -168,7 +168,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from ocr_hook.findings import Category, Finding, Severity
-from ocr_hook.memory_store import MemoryStore, last_review_findings, remembered_file
+from ocr_hook.store.memory import MemoryStore, last_review_findings, remembered_file
 
 store = MemoryStore(Path(sys.argv[1]), "/repo/.git", "branch:main")
 me = sys.argv[2]

@@ -2,7 +2,7 @@ from fractions import Fraction
 
 import pytest
 
-from ocr_hook.pricing import cost_exact, cost_usd, worst_case_input_price
+from ocr_hook.budget.pricing import cost_exact, cost_usd, worst_case_input_price
 from ocr_hook.settings import Price
 
 SONNET = Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ocr_hook.findings import Category, Finding, Severity, fingerprint
-from ocr_hook.result_cache import FORMAT_VERSION, ResultCache, cache_key, default_cache_dir
+from ocr_hook.store.result_cache import FORMAT_VERSION, ResultCache, cache_key, default_cache_dir
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,7 +103,7 @@ def _write_entry(cache: ResultCache, key: str, content: bytes) -> Path:
 
 
 def _document(**changes: object) -> bytes:
-    from ocr_hook.result_cache import finding_to_json
+    from ocr_hook.store.result_cache import finding_to_json
 
     document: dict[str, object] = {"format": FORMAT_VERSION, "key": KEY, "findings": [finding_to_json(finding())]}
     document.update(changes)
@@ -201,7 +201,7 @@ _HAMMER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[3])
     from ocr_hook.findings import Category, Finding, Severity
-    from ocr_hook.result_cache import ResultCache, cache_key
+    from ocr_hook.store.result_cache import ResultCache, cache_key
 
     cache = ResultCache(Path(sys.argv[1]))
     me = sys.argv[2]

@@ -9,7 +9,8 @@ from report_samples import finding, result
 
 from ocr_hook import gate
 from ocr_hook.errors import ConfigError
-from ocr_hook.findings.suppress import apply_suppressions, baseline_text, load_baseline, write_baseline
+from ocr_hook.findings.suppress import apply_suppressions, baseline_text, load_baseline
+from ocr_hook.store.atomic import write_atomic
 
 TEXT = "\n".join([
     "def a():",                      # 1
@@ -25,7 +26,7 @@ TEXT = "\n".join([
 def test_baseline_round_trip_sorted_unique_without_lines(tmp_path: Path) -> None:
     findings = [finding(message="b", start=3), finding(message="a", start=9), finding(message="b", start=3)]
     path = tmp_path / ".ocr-hook-baseline.json"
-    write_baseline(path, findings)
+    write_atomic(path, baseline_text(findings))
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data == {"version": 1, "fingerprints": sorted({f.fingerprint for f in findings})}
     assert load_baseline(path) == frozenset(f.fingerprint for f in findings)
@@ -80,7 +81,7 @@ def test_baseline_wins_and_earlier_reasons_stay() -> None:
 def test_gate_never_blocks_on_suppressed_findings(tmp_path: Path) -> None:
     blocking = finding(severity="critical", message="known issue")
     path = tmp_path / "baseline.json"
-    write_baseline(path, [blocking])
+    write_atomic(path, baseline_text([blocking]))
     res = result([blocking])
     assert gate.exit_code(res, "high", "fail") == 1
     res.findings = apply_suppressions(res.findings, load_baseline(path), {})

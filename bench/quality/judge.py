@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ocr_hook.pricing import cost_usd, worst_case_input_price
+from ocr_hook.budget.pricing import cost_usd, worst_case_input_price
+from ocr_hook.budget.tokens import estimate_tokens
 from ocr_hook.settings import Price
-from ocr_hook.tokens import estimate_tokens
 
 MAX_OUTPUT_TOKENS = 200
 MAX_FIX_CHARS = 6000

@@ -18,10 +18,10 @@ from ocr_hook.outcome import ReviewResult
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import Remembered
-    from ocr_hook.result_cache import ResultCache
+    from ocr_hook.store.result_cache import ResultCache
 
 __all__ = ["FileGuidance", "ReviewJob", "check_credentials", "context_parts", "review_files",
            "review_files_async"]

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook.agent import compat
+from ocr_hook.budget.tokens import estimate_tokens
 from ocr_hook.errors import ConfigError
 from ocr_hook.settings import Settings
-from ocr_hook.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
 
 # The SDK's own retry policy (408/409/429/5xx with retry-after) stays in charge; the run's deadline
 # bounds it from outside because the SDK honours any retry-after without a cap.
@@ -314,7 +314,7 @@ def _field_policy(settings: Settings, environ: Mapping[str, str], client: Any) -
     from pathlib import Path
 
     from ocr_hook.agent import capabilities
-    from ocr_hook.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import default_cache_dir
 
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
     provider, base_url = settings.provider, str(getattr(client, "base_url", "") or "")

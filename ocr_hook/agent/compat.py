@@ -150,7 +150,7 @@ def judged_estimate(payload: Mapping[str, Any], estimate: int) -> int:
         return estimate
     import json
 
-    from ocr_hook.tokens import estimate_tokens
+    from ocr_hook.budget.tokens import estimate_tokens
 
     trimmed = [{**m, "content": [b for b in m["content"]
                                  if not (isinstance(b, Mapping) and b.get("type") in _THINKING_BLOCKS)]}

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ocr_hook.agent.tool_api import ToolSpec
-from ocr_hook.tokens import estimate_tokens
+from ocr_hook.budget.tokens import estimate_tokens
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 ELIDED = "[older tool output removed to save space; call the tool again if you still need it]"

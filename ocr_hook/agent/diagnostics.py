@@ -67,7 +67,7 @@ def base_url(settings: Settings, environ: Mapping[str, str]) -> str:
 
 
 def cache_dir_of(settings: Settings, environ: Mapping[str, str]) -> Path:
-    from ocr_hook.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import default_cache_dir
 
     return Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
 
@@ -167,7 +167,7 @@ def run_probe(settings: Settings, environ: Mapping[str, str]) -> ProbeReport:
 
 
 def budget_price_check(settings: Settings) -> None:
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
 
     budget = Budget(max_cost_usd=0, max_tokens=0, deadline=0, pricing=settings.pricing)
     for task in ("main", "relocate"):
@@ -195,7 +195,7 @@ async def _probe(settings: Settings, environ: Mapping[str, str], root: str) -> P
     from ocr_hook.agent.conversation import SecretMasker
     from ocr_hook.agent.loop import FileReview, FileTask
     from ocr_hook.agent.post_review import finish_file
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes import collect_changes, open_snapshot
     from ocr_hook.scope import Scope
     from ocr_hook.secrets_mask import mask_secrets

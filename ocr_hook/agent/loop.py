@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
     from ocr_hook.agent.capabilities import Capabilities, CapabilityLookup
     from ocr_hook.agent.request_options import RequestOptions
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
 

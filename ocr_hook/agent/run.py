@@ -65,7 +65,7 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None, effo
 def result_key(change: FileChange, content: str | None, settings: Settings,
                guidance: FileGuidance | None = None, profile: Profile | None = None) -> str:
     """Everything that decides a file's findings; any change means a fresh review."""
-    from ocr_hook.result_cache import cache_key
+    from ocr_hook.store.result_cache import cache_key
 
     return cache_key({
         "path": change.path,
@@ -291,7 +291,7 @@ def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
     from pathlib import Path
 
     from ocr_hook.agent.capabilities import CapabilityLookup
-    from ocr_hook.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import default_cache_dir
 
     settings = job.settings
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(job.environ)

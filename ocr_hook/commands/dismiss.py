@@ -13,7 +13,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ocr_hook.changes.git import repo_top, run_git
@@ -62,7 +62,7 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
         added.append(entry)
         out.append(f"dismissed {entry.short_id} ({entry.path}, {entry.severity} {entry.category}): {entry.reason}")
     if added:
-        dismissals.write_file(root, settings.dismissals_file, [*existing, *added])
+        _write_file(root, settings.dismissals_file, [*existing, *added])
         shown = os.path.relpath(os.path.join(root, settings.dismissals_file), cwd)
         out.append(f"written to {settings.dismissals_file}; record it with your change (ocr-hook never stages "
                    f"it): git add {_quoted(shown)}")
@@ -128,13 +128,13 @@ def _from_report(path: str) -> list[Mapping[str, Any]]:
 
 
 def _from_memory(cache_dir: str | None, root: str, environ: Mapping[str, str]) -> list[Mapping[str, Any]]:
-    """The findings of the last review of this repository, from review memory (ocr_hook.memory_store)."""
+    """The findings of the last review of this repository, from review memory (ocr_hook.store.memory)."""
     from pathlib import Path
 
-    from ocr_hook.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import default_cache_dir
 
     try:
-        from ocr_hook.memory_store import last_review_findings
+        from ocr_hook.store.memory import last_review_findings
     except ImportError:  # a build without review memory
         raise ConfigError("no review memory in this version of ocr-hook: pass --from REPORT.json "
                           "(a review's --json-output)") from None
@@ -165,3 +165,16 @@ def _quoted(path: str) -> str:
     import shlex
 
     return shlex.quote(path)
+
+
+def _write_file(repo_root: str, name: str, entries: Iterable[dismissals.Dismissal]) -> None:
+    """Write the whole dismissals file atomically, creating its directory (this command's job, not the
+    findings stage's)."""
+    from ocr_hook.store.atomic import write_atomic
+
+    full = os.path.join(repo_root, name)
+    try:
+        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the directory of dismissals file {name}: {exc.strerror or exc}") from None
+    write_atomic(full, dismissals.file_text(entries))

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ocr_hook.budget.tokens import estimate_tokens
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
 from ocr_hook.changes.ci_base import AutoBase
 from ocr_hook.changes.collect import repo_relative_paths
@@ -22,7 +23,6 @@ from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.guidance.resolve import GuidancePlan
 from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
-from ocr_hook.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from ocr_hook.effort import Profile

@@ -19,14 +19,14 @@ from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
-    from ocr_hook.memory_store import MemoryStore
     from ocr_hook.reports import ReportContext
+    from ocr_hook.store.memory import MemoryStore
 
 
 def _no_event(path: str, kind: str, detail: str) -> None:
@@ -92,9 +92,10 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed)
         if baseline_out:
-            from ocr_hook.findings.suppress import write_baseline
+            from ocr_hook.findings.suppress import baseline_text
+            from ocr_hook.store.atomic import write_atomic
 
-            write_baseline(baseline_out, result.findings)
+            write_atomic(baseline_out, baseline_text(result.findings))
         return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
@@ -107,8 +108,8 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
         return None
     from pathlib import Path
 
-    from ocr_hook.memory_store import open_memory
-    from ocr_hook.result_cache import default_cache_dir
+    from ocr_hook.store.memory import open_memory
+    from ocr_hook.store.result_cache import default_cache_dir
 
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
     return open_memory(cache_dir, root, scope, environ, base_ref=change_set.base_ref)
@@ -183,8 +184,8 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
               guidance: Mapping[str, FileGuidance]) -> None:
     """Record every file whose review completed, as it was sent (masked), with its findings."""
     from ocr_hook.agent import context_parts
-    from ocr_hook.memory_store import remembered_file
     from ocr_hook.secrets_mask import mask_secrets
+    from ocr_hook.store.memory import remembered_file
 
     done = {f.path: f.effort or "standard" for f in result.files
             if f.state in ("reviewed", "cached") and not f.incomplete}
@@ -234,8 +235,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     from pathlib import Path
 
     from ocr_hook.agent import FileGuidance, ReviewJob, review_files
-    from ocr_hook.budget import Budget
-    from ocr_hook.result_cache import ResultCache, default_cache_dir
+    from ocr_hook.budget.ledger import Budget
+    from ocr_hook.store.result_cache import ResultCache, default_cache_dir
 
     budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
                     deadline=started + settings.timeout, pricing=settings.pricing)

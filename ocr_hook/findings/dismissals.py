@@ -278,20 +278,6 @@ def load_file(repo_root: str, name: str) -> tuple[Dismissal, ...]:
     return parse_text(text, name)
 
 
-def write_file(repo_root: str, name: str, entries: Iterable[Dismissal]) -> None:
-    """Write the whole file atomically, creating its directory."""
-    import os
-
-    from ocr_hook.atomic_write import write_atomic
-
-    full = os.path.join(repo_root, name)
-    try:
-        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot create the directory of dismissals file {name}: {exc.strerror or exc}") from None
-    write_atomic(full, file_text(entries))
-
-
 # --- a review's findings --------------------------------------------------------------------------------
 
 

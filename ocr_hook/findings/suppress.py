@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ocr_hook.atomic_write import write_atomic
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings import Finding
 
@@ -28,10 +27,6 @@ def baseline_text(findings: Iterable[Finding]) -> str:
     """The baseline file's content for these findings (deterministic)."""
     fingerprints = sorted({f.fingerprint for f in findings})
     return json.dumps({"version": BASELINE_VERSION, "fingerprints": fingerprints}, indent=2) + "\n"
-
-
-def write_baseline(path: str | os.PathLike[str], findings: Iterable[Finding]) -> None:
-    write_atomic(path, baseline_text(findings))
 
 
 def load_baseline(path: str | os.PathLike[str]) -> frozenset[str]:

@@ -18,7 +18,7 @@ from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
-    from ocr_hook.budget import Budget
+    from ocr_hook.budget.ledger import Budget
 
 CANCELLED = "the review was cancelled by the MCP client"
 

@@ -11,9 +11,9 @@ import os
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from ocr_hook.atomic_write import ReportWriteError, write_atomic
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import ReportContext
+from ocr_hook.store.atomic import ReportWriteError, write_atomic
 
 Renderer = Callable[[ReviewResult, ReportContext], str]
 

@@ -13,11 +13,11 @@ import re
 from typing import TYPE_CHECKING
 
 from ocr_hook import gate
-from ocr_hook.atomic_write import ReportWriteError
 from ocr_hook.findings import Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, line_range, safe_for_log, sanitize_text, severity_order
 from ocr_hook.reports.text import summary_line
+from ocr_hook.store.atomic import ReportWriteError
 
 if TYPE_CHECKING:
     from ocr_hook.reports.base import ReportContext

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ocr_hook.atomic_write import write_atomic
+from ocr_hook.store.atomic import write_atomic
 
 if TYPE_CHECKING:  # annotations only: an empty patch (nothing staged) loads none of the findings' types
     from ocr_hook.findings import Finding, Fix

@@ -1,6 +1,6 @@
 """Findings of earlier reviews, keyed by everything that decided them: unchanged input, same findings.
 
-One small JSON file per key under `<dir>/<key[:2]>/<key>.json` (ocr_hook.file_store): written
+One small JSON file per key under `<dir>/<key[:2]>/<key>.json` (ocr_hook.store.files): written
 atomically, so a reader (another run, possibly at the same time) sees either no entry or a whole one.
 Anything unreadable, corrupt or of another format version is a miss, never an error: the cache can
 only save requests, not break a review. The newest MAX_ENTRIES entries are kept.
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PureWindowsPath
 
-from ocr_hook.file_store import JsonFileStore, is_key
 from ocr_hook.findings import Finding
 from ocr_hook.findings.serial import finding_from_json, finding_to_json, findings_from_json
+from ocr_hook.store.files import JsonFileStore, is_key
 
 __all__ = ["FORMAT_VERSION", "CachedReview", "ResultCache", "cache_key", "default_cache_dir",
            "finding_from_json", "finding_to_json"]

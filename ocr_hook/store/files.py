@@ -1,7 +1,7 @@
 """A directory of small JSON documents by hex key: what the result cache and the review memory share.
 
 One file per key under `<dir>/<key[:2]>/<key>.json` (directories mode 0700, files 0600). Writes go to a
-temporary file beside the entry and are renamed into place (ocr_hook.atomic_write), so a reader, another
+temporary file beside the entry and are renamed into place (ocr_hook.store.atomic), so a reader, another
 run possibly at the same time, sees no entry or a whole one. Reads never fail: anything missing,
 unreadable, oversized, corrupt, of another format version or stored under another key is a miss. The
 store stays bounded: `prune` keeps the most recently written entries and drops the rest.
@@ -57,7 +57,7 @@ class JsonFileStore:
 
     def write(self, key: str, body: dict[str, Any]) -> bool:
         """Store `body` (plus format and key) atomically; False, with last_error set, when that failed."""
-        from ocr_hook.atomic_write import replace_bytes  # writing only: a wholly cached run never loads it
+        from ocr_hook.store.atomic import replace_bytes  # writing only: a wholly cached run never loads it
 
         path = self.entry(key)
         document = {"format": self.format_version, "key": key, **body}

@@ -8,7 +8,7 @@ replaced by what the API actually billed.
 Why the worst case holds: the input side is priced at the dearest input price (a cache write costs
 more than plain input, a cache read less), the output side at `max_output_tokens`, which the API
 never exceeds. The input token count is the caller's estimate, made with
-`ocr_hook.tokens.estimate_tokens` at 3 bytes per token, while Claude tokenizers average about
+`ocr_hook.budget.tokens.estimate_tokens` at 3 bytes per token, while Claude tokenizers average about
 3.5-4 bytes per token on source code and prose, so the estimate is normally 15-30 % high. Text made
 mostly of rare characters (CJK, emoji, long runs of punctuation) can tokenize denser than 3 bytes per
 token; then the API may bill more input than was reserved. `settle` records the real amount anyway,
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ocr_hook.budget.pricing import cost_exact
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import Usage
-from ocr_hook.pricing import cost_exact
 from ocr_hook.settings import Price
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

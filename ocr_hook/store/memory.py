@@ -1,6 +1,6 @@
 """Where review memory lives (DESIGN.md section 7): under `cache_dir`, by repository and line of work.
 
-Two kinds of document, each one ocr_hook.file_store entry under `<cache_dir>/memory/` (atomic writes,
+Two kinds of document, each one ocr_hook.store.files entry under `<cache_dir>/memory/` (atomic writes,
 anything corrupt or foreign is a miss, bounded sizes, the oldest entries pruned):
 
 * a line-of-work record, keyed by the repository and the line of work: per file whose review
@@ -29,11 +29,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ocr_hook.file_store import JsonFileStore
 from ocr_hook.findings import Finding
 from ocr_hook.findings.memory import Remembered, content_hash, split_lines
 from ocr_hook.findings.serial import finding_to_json, findings_from_json
 from ocr_hook.scope import Scope
+from ocr_hook.store.files import JsonFileStore
 
 FORMAT_VERSION = 1
 MEMORY_DIR = "memory"

@@ -270,6 +270,10 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the one place a FatalError becomes a one-line message and exit 2."""
+    from ocr_hook.streams import make_safe
+
+    for stream in (sys.stdout, sys.stderr):  # a cp1252 pipe or an ASCII console must never crash a run
+        make_safe(stream)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)

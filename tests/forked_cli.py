@@ -24,6 +24,7 @@ runs may overlap.
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import locale
 import os
@@ -49,6 +50,8 @@ _server_lock = threading.Lock()
 def _read_at_start_up(name: str) -> bool:
     """Variables a process reads once, before any run's environment is in place: the interpreter's own
     (PYTHON*, the locale of its standard streams) and the SDK's log level (read when it is imported)."""
+    if name == "PYTHONIOENCODING":
+        return False  # the forked run sets its streams' encoding itself (_apply_io_encoding)
     return name.startswith("PYTHON") or name in ("ANTHROPIC_LOG", "LANG", "LC_ALL", "LC_CTYPE")
 
 
@@ -275,6 +278,7 @@ def _run_cli(conn: socket.socket, request: dict, fds: list[int]) -> None:
     os.environ.update(request["env"])
     tempfile.tempdir = None  # gettempdir() caches its answer: let this run's TMPDIR count
     random.seed()
+    _apply_io_encoding(request["env"].get("PYTHONIOENCODING", ""))
     sys.argv = ["-m", *request["argv"]]  # runpy puts the module's path in argv[0]
     sys.path[0] = os.getcwd()  # what `python -m` puts first
     code = 0
@@ -296,6 +300,21 @@ def _run_cli(conn: socket.socket, request: dict, fds: list[int]) -> None:
         code = 1
     _finish()
     os._exit(code)
+
+
+def _apply_io_encoding(value: str) -> None:
+    """What the interpreter makes of PYTHONIOENCODING=ENCODING[:ERRORS] at start-up for the output streams:
+    stdout in that encoding with those errors (strict by default), stderr in it with backslashreplace. (New
+    wrappers over the run's descriptors: reconfiguring the server's would seek its pipe. Standard input is
+    /dev/null, which no run decodes.)"""
+    if not value:
+        return
+    encoding, _, errors = value.partition(":")
+    encoding = encoding or sys.stdout.encoding
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(open(1, "wb", closefd=False), encoding=encoding,
+                                                   errors=errors or "strict")
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(open(2, "wb", closefd=False), encoding=encoding,
+                                                   errors="backslashreplace", line_buffering=True)
 
 
 def _finish() -> None:

@@ -79,3 +79,15 @@ def test_a_timeout_kills_the_run(tmp_path: Path, fake_api: FakeMessagesAPI, sdk_
     if not forked_cli.real_processes():  # (subprocess.run kills and reaps its own child)
         with pytest.raises(ProcessLookupError):  # gone, and reaped by the server's handler
             os.kill(expired.value.pid, 0)  # type: ignore[attr-defined]
+
+
+def test_a_forked_run_takes_its_streams_encoding_like_a_real_one(tmp_path: Path, sdk_env: dict[str, str]) -> None:
+    """PYTHONIOENCODING is applied by the forked run itself (tests/test_portability.py relies on it)."""
+    repo = calc_repo(tmp_path / "repo")
+    env = {**sdk_env, "PYTHONIOENCODING": "cp1252"}  # (click writes UTF-8 where it finds plain ASCII)
+    args = ("preview", "--config", "no-such-file — ✓.yaml")  # an error naming a path the stream cannot show
+    forked = forked_cli.run(args, cwd=repo, env=env, timeout=120, text=False)
+    real = subprocess.run([sys.executable, "-m", "ocr_hook", *args], cwd=repo, env=env, capture_output=True,
+                          timeout=120)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (real.returncode, real.stdout, real.stderr)
+    assert real.returncode == 2 and b"no-such-file \x97 ok.yaml" in real.stderr

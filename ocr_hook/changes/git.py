@@ -6,6 +6,7 @@ grep and path output. Nothing here writes to the work tree, the index, refs or t
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -142,8 +143,20 @@ def repo_top(cwd: str) -> RepoTop:
     if not root:  # --show-toplevel, the first query, failed: git printed nothing
         _not_a_work_tree(cwd, proc)
     head = rest.strip()
+    from ocr_hook.changes.globs import fold_case_when
+
+    # Every command finds its repository here, so here its path globs learn whether it ignores case.
+    fold_case_when(lambda: ignores_case(root))
     # Exit 1 (or 128) after the top was printed: HEAD names no commit yet (an unborn branch).
     return RepoTop(root, head if proc.returncode == 0 and head else None)
+
+
+@functools.cache
+def ignores_case(repo: str) -> bool:
+    """core.ignorecase: git matches paths regardless of case in this repository (the macOS and Windows
+    default, set by git init after probing the file system)."""
+    proc = run_git(repo, ["config", "--bool", "core.ignorecase"], ok_codes=(0, 1))
+    return decode(proc.stdout).strip() == "true"
 
 
 def _rev_parse_top(cwd: str, more: list[str]) -> GitResult:

@@ -11,7 +11,7 @@ and a glob that does not match never changes .gitignore's "last matching pattern
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -21,6 +21,22 @@ if TYPE_CHECKING:
 # escape is always checked in full (its literal text is not simply a substring of the paths it matches).
 _PIECE_BREAK = re.compile(r"[*?/]")
 _ALWAYS_CHECKED = ("[", "\\")
+
+
+# Whether paths match regardless of case, as git matches them where core.ignorecase is true (what git init
+# sets on the case-insensitive file systems macOS and Windows default to). Asked only when a path matches a
+# glob in another case and not in its own, so a run that never meets such a path never asks git.
+def _case_sensitive() -> bool:
+    return False
+
+
+_folds_case: Callable[[], bool] = _case_sensitive
+
+
+def fold_case_when(rule: Callable[[], bool]) -> None:
+    """Set how a run learns whether its repository ignores case (the entry point knows the repository)."""
+    global _folds_case
+    _folds_case = rule
 
 
 class GlobMatch(NamedTuple):
@@ -45,13 +61,29 @@ class GitIgnoreGlobs:
 
     Thread-safe for lookups: at worst two threads compile the same small subset once each."""
 
-    def __init__(self, patterns: Sequence[str]) -> None:
+    def __init__(self, patterns: Sequence[str], *, ignore_case: bool | None = None) -> None:
+        """`ignore_case`: True or False to decide it here; None follows the run's rule (fold_case_when)."""
         self.patterns = tuple(patterns)
         self._pieces = tuple(literal_pieces(p) for p in self.patterns)
         self._specs: dict[tuple[int, ...], pathspec.GitIgnoreSpec] = {}
+        self._ignore_case = ignore_case
+        self._folded: GitIgnoreGlobs | None = None
+        self._lower = all(p == p.lower() for p in self.patterns)
 
     def check_file(self, path: str) -> GlobMatch:
-        """The same answer GitIgnoreSpec.from_lines(patterns).check_file(path) gives."""
+        """The same answer GitIgnoreSpec.from_lines(patterns).check_file(path) gives; where the repository
+        ignores case, the answer for the path and the globs both in lower case when that one matches."""
+        exact = self._check(path)
+        if exact.include is not None or self._ignore_case is False or (self._lower and path == path.lower()):
+            return exact  # matched, or folding could not change the answer
+        if self._folded is None:
+            self._folded = GitIgnoreGlobs([p.lower() for p in self.patterns], ignore_case=False)
+        folded = self._folded.check_file(path.lower())
+        if folded.include is None:
+            return exact
+        return folded if (self._ignore_case or (self._ignore_case is None and _folds_case())) else exact
+
+    def _check(self, path: str) -> GlobMatch:
         candidates = tuple(i for i, pieces in enumerate(self._pieces)
                            if pieces is None or all(piece in path for piece in pieces))
         if not candidates:

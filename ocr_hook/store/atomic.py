@@ -30,11 +30,28 @@ def replace_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o66
             if sync:
                 handle.flush()
                 os.fsync(handle.fileno())
-        os.replace(temp, target)
+        _replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             temp.unlink()
         raise
+
+
+# Windows refuses a rename over a file that another process holds open for a moment (a virus scanner, an
+# editor, a second ocr-hook reading the report): PermissionError. Waited out briefly, then the error stands.
+REPLACE_WAITS_S = (0.05, 0.1, 0.2, 0.4)
+
+
+def _replace(temp: os.PathLike[str], target: os.PathLike[str]) -> None:
+    import time
+
+    for wait in REPLACE_WAITS_S:
+        try:
+            os.replace(temp, target)
+            return
+        except PermissionError:
+            time.sleep(wait)
+    os.replace(temp, target)
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:

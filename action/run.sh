@@ -42,6 +42,14 @@ finish() { # exit-code status: outputs for a run that reviewed nothing
   exit 0
 }
 
+# --- the runner -----------------------------------------------------------------------------------
+# The install below is a POSIX virtualenv (bin/, a symlink into the tool cache): Linux and macOS runners.
+if [ "${RUNNER_OS:-}" = "Windows" ]; then
+  echo "::error title=ocr-hook::this Action runs on Linux and macOS runners, not on Windows: use runs-on: ubuntu-latest for the review job (on Windows, pip install ocr-hook and run ocr-hook review in a step of your own)"
+  summary "ocr-hook: **failed**: the Action does not run on Windows runners."
+  finish 2 error
+fi
+
 # --- the key ------------------------------------------------------------------------------------
 if [ -n "${INPUT_ANTHROPIC_API_KEY:-}" ]; then
   export ANTHROPIC_API_KEY="$INPUT_ANTHROPIC_API_KEY"

@@ -57,6 +57,8 @@ def _read_at_start_up(name: str) -> bool:
 
 def real_processes() -> bool:
     """OCR_TEST_REAL_PROCESSES=1: every run a fresh interpreter (subprocess.run), as before this module."""
+    if not hasattr(os, "fork") or not hasattr(socket, "AF_UNIX"):  # Windows: no fork server
+        return True
     return os.environ.get("OCR_TEST_REAL_PROCESSES", "") not in ("", "0")
 
 

@@ -601,3 +601,28 @@ def test_pr_review_false_posts_nothing(runner: Runner, fake_api: FakeMessagesAPI
     assert_reused(runner, proc)
     assert "github-review" not in proc.stderr
     assert runner.github.requests == []
+
+
+def test_a_windows_runner_stops_at_once_with_one_line(tmp_path: Path) -> None:
+    output = tmp_path / "output"
+    env = ci_free_env(RUNNER_OS="Windows", GITHUB_ACTIONS="true", RUNNER_TEMP=str(tmp_path), GITHUB_OUTPUT=str(output),
+                      GITHUB_ACTION_PATH=str(ROOT), INPUT_ANTHROPIC_API_KEY="sk-test")
+    proc = subprocess.run(["bash", str(ROOT / "action" / "run.sh")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1 and "Linux and macOS runners" in errors[0], proc.stdout
+    out = dict(line.split("=", 1) for line in output.read_text(encoding="utf-8").splitlines())
+    assert (out["exit-code"], out["status"]) == ("2", "error") and gate(out["exit-code"]) == 2
+    assert not (tmp_path / "ocr-hook" / "venv").exists()  # stopped before installing anything
+
+
+def test_the_repository_workflow_passes_the_schema_and_actionlint(tmp_path: Path) -> None:
+    """The matrix that runs the README's test command on Linux, macOS and Windows (.github/workflows)."""
+    workflow = ROOT / ".github" / "workflows" / "test.yml"
+    proc = schema_check("vendor.github-workflows", workflow)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    body = workflow.read_text(encoding="utf-8")
+    assert all(f"runs-on: {os_}-latest" in body for os_ in ("ubuntu", "macos", "windows"))
+    lint = lint_project(tmp_path, {"test.yml": body})
+    assert lint.returncode == 0, lint.stdout + lint.stderr

@@ -464,3 +464,24 @@ def test_review_honours_the_dismissals_file(tmp_path: Path, fake_api: FakeMessag
     assert (finding["fingerprint"], finding["suppressed"], finding["suppression_reason"]) == (
         fingerprint, "dismissed", reason)
     assert any(".ocr-hook/dismissed.yaml" in n and fingerprint[:8] in n for n in doc["notes"])
+
+
+def test_a_narrow_code_page_never_breaks_the_protocol_or_the_text(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                   sdk_env: dict[str, str]) -> None:
+    """A cp1252 console, as a Windows agent host may give: the protocol stays UTF-8 JSON and the finding's
+    text arrives exactly."""
+    repo = calc_repo(tmp_path / "repo")
+    message = "除以零 — 結果は未定義 ✓ 😀"
+    _filter_keeps_everything(fake_api)
+    fake_api.script(CALC_PATH, [comment_turn(comment(content=message, severity="high")), task_done()])
+
+    async def main() -> types.CallToolResult:
+        async with serving(repo, {**sdk_env, "PYTHONIOENCODING": "cp1252", "PYTHONUTF8": "0"},
+                           tmp_path / "stderr.txt") as client:
+            return await client.call("review", {})
+
+    result = anyio.run(main)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    assert [f["message"] for f in result.structured_content["findings"]] == [message]
+    stderr_of(tmp_path / "stderr.txt")

@@ -66,7 +66,9 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
         shown = os.path.relpath(os.path.join(root, settings.dismissals_file), cwd)
         out.append(f"written to {settings.dismissals_file}; record it with your change (ocr-hook never stages "
                    f"it): git add {_quoted(shown)}")
-    sys.stdout.write("\n".join(out) + "\n")
+    from ocr_hook.progress import sanitise  # paths and reasons: one line each, no live workflow command
+
+    sys.stdout.write("".join(sanitise(line) + "\n" for line in out))
     return 0
 
 

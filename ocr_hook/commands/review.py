@@ -78,7 +78,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     if not change_set.files:
         # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
         empty = ReviewResult(findings=[], files=[], scope=change_set.description,
-                             elapsed_s=time.monotonic() - started)
+                             elapsed_s=time.monotonic() - started, notes=list(settings.notes))
         return Reviewed(empty, change_set, {}, settings)
 
     from ocr_hook.findings.dismissals import load_file
@@ -91,6 +91,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed)
+        result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
             from ocr_hook.store.atomic import write_atomic

@@ -202,8 +202,14 @@ def _dismissals_lock(repo_root: str) -> Iterator[None]:
     git_dir = run_git(repo_root, ["rev-parse", "--absolute-git-dir"]).stdout.decode("utf-8", "surrogateescape").strip()
     lock = filelock.FileLock(os.path.join(git_dir, "ocr-hook-dismissals.lock"), timeout=_LOCK_TIMEOUT_S)
     try:
-        with lock:
-            yield
+        lock.acquire()
     except filelock.Timeout:
         raise ConfigError(f"another ocr-hook dismiss has held the dismissals file's lock for {_LOCK_TIMEOUT_S:.0f} s "
                           "(a stuck run?); nothing written, try again") from None
+    except OSError as exc:  # e.g. a read-only .git: the lock file cannot be created
+        raise ConfigError(f"cannot lock the dismissals file (in {git_dir}): {exc.strerror or exc}; nothing written"
+                          ) from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -104,7 +104,7 @@ def upload_sarif(environ: dict[str, str]) -> int:
     commit, ref = environ.get("OCR_ACTION_COMMIT", ""), environ.get("OCR_ACTION_REF", "")
     if not token or not repository or not commit or not ref:
         missing = "the github-token input" if not token else "GITHUB_REPOSITORY, GITHUB_SHA or GITHUB_REF"
-        return _upload_failed(mode, f"SARIF not uploaded: no {missing}", notice=False)
+        return _upload_failed(mode, token, f"SARIF not uploaded: no {missing}", notice=False)
     try:
         with open(path, encoding="utf-8") as fh:
             log = json.load(fh)
@@ -113,18 +113,22 @@ def upload_sarif(environ: dict[str, str]) -> int:
         with GitHubApi(environ.get("GITHUB_API_URL", ""), token) as api:
             upload_id = upload_sarif(api, repository, log, commit_sha=commit, ref=ref, category=category)
     except (OSError, ValueError) as exc:
-        return _upload_failed(mode, f"SARIF not uploaded: cannot read {path}: {exc}", notice=False)
+        return _upload_failed(mode, token, f"SARIF not uploaded: cannot read {path}: {exc}", notice=False)
     except ApiRefusal as exc:
         if not_enabled(exc):
-            return _upload_failed(mode, f"SARIF not uploaded: code scanning is not available in this repository "
+            return _upload_failed(mode, token, f"SARIF not uploaded: code scanning is not available in this repository "
                                         f"({exc.message}). The review's result stands; set upload-sarif: false to "
                                         "skip the upload.", notice=True)
-        return _upload_failed(mode, f"SARIF upload failed: {exc}", notice=False)
+        return _upload_failed(mode, token, f"SARIF upload failed: {exc}", notice=False)
     print(f"ocr-hook: uploaded {path} to code scanning (upload {upload_id}, category {category or '(none)'})")
     return 0
 
 
-def _upload_failed(mode: str, message: str, *, notice: bool) -> int:
+def _upload_failed(mode: str, token: str, message: str, *, notice: bool) -> int:
+    # GitHub's message is printed as it came, and a server (or a proxy before it) may echo the request's
+    # Authorization header: mask the token as github-review does, before anything else touches the text.
+    if token:
+        message = message.replace(token, "***")
     message = " ".join(message.split()).replace("%", "%25")
     if notice and mode == "auto":
         print(f"::notice title=ocr-hook SARIF upload::{message}")

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from ocr_hook import __version__
-from ocr_hook.errors import FatalError
+from ocr_hook.errors import INTERNAL_ERROR_EXIT, FatalError
 from ocr_hook.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 
 
@@ -62,13 +62,19 @@ def _scope(kw: dict[str, Any]) -> Scope:
                             kw.pop("scope_to"), kw.pop("scope_commit"), kw.pop("scope_push"))
 
 
+_verbose = False  # --verbose: an internal error also prints its traceback
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="ocr-hook")
-def cli() -> None:
+@click.option("--verbose", is_flag=True, help="On an internal error (exit 4), also print the traceback.")
+def cli(verbose: bool) -> None:
     """An LLM code reviewer for pre-commit and CI.
 
-    Exit codes: 0 clean, 1 blocking findings, 2 usage/config/git error, 3 review incomplete.
+    Exit codes: 0 clean, 1 blocking findings, 2 usage/config/git error, 3 review incomplete, 4 internal error.
     """
+    global _verbose
+    _verbose = verbose
 
 
 @cli.command()
@@ -268,8 +274,17 @@ def _on_sigterm(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
 
+def _error_line(message: str) -> None:
+    """One line on standard error, whatever the message holds (a path, a server's text): control characters
+    escaped, no workflow command live."""
+    from ocr_hook.progress import sanitise
+
+    click.echo(f"ocr-hook: {sanitise(message)}", err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: the one place a FatalError becomes a one-line message and exit 2."""
+    """Entry point: the one place a FatalError becomes a one-line message and its exit code, and any other
+    exception a one-line internal error and exit 4 (the traceback only with --verbose)."""
     from ocr_hook.streams import make_safe
 
     for stream in (sys.stdout, sys.stderr):  # a cp1252 pipe or an ASCII console must never crash a run
@@ -281,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         # One line, like every other error; `--help` has the full usage.
-        click.echo(f"ocr-hook: error: {exc.format_message()}", err=True)
+        _error_line(f"error: {exc.format_message()}")
         sys.exit(2)
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns KeyboardInterrupt into Abort
         if _terminated:
@@ -290,5 +305,14 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("ocr-hook: interrupted", err=True)
         sys.exit(130)
     except FatalError as exc:
-        click.echo(f"ocr-hook: error: {exc}", err=True)
+        _error_line(f"error: {exc}")
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a bug of ours: never a traceback as the only word, never exit 1
+        if _verbose:
+            import traceback
+
+            traceback.print_exc()
+        detail = " ".join(str(exc).split())[:300]
+        _error_line(f"internal error: {type(exc).__name__}{': ' + detail if detail else ''} (a bug in ocr-hook; "
+                    "`ocr-hook --verbose ...` prints the traceback)")
+        sys.exit(INTERNAL_ERROR_EXIT)

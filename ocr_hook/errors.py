@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+# Anything else that escapes a command is a bug of ours: one line and this code, never 1 ("findings"),
+# 2 (usage/config/git) or 3 (incomplete), which a CI script may act on.
+INTERNAL_ERROR_EXIT = 4
+
 
 class FatalError(Exception):
     """Nothing was reviewed: usage, configuration or git error (exit 2)."""

@@ -1,7 +1,8 @@
 """Progress on standard error: one updating status line on a terminal, one line per event otherwise.
 
 Paths and details come from the repository under review, so they are untrusted: every control and
-format character is shown escaped, never written raw (no terminal escape sequences, no fake lines).
+format character is shown escaped, never written raw (no terminal escape sequences, no fake lines), and
+no line can act as a GitHub Actions workflow command (ocr_hook.ci_log).
 Writing progress must never break a review: a closed or broken stream just ends the output.
 """
 
@@ -11,6 +12,8 @@ import os
 import threading
 from typing import TextIO
 
+from ocr_hook.ci_log import neutralize_commands
+
 KINDS = ("reviewing", "done", "cached", "skipped", "failed")
 _PERMANENT_WHEN_LIVE = ("skipped", "failed")
 _PREFIX = "ocr-hook: "
@@ -18,7 +21,12 @@ _UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
 
 
 def sanitise(text: str) -> str:
-    """Text safe to print on one terminal line: control, format and unpaired surrogate characters escaped."""
+    """Text safe to print on one line of a terminal or a CI log: control, format and unpaired surrogate
+    characters escaped, workflow commands made inert."""
+    return neutralize_commands(_escaped(text))
+
+
+def _escaped(text: str) -> str:
     # Imported where used: a quiet run (a hook with -q) prints nothing and need not load it.
     import unicodedata
 

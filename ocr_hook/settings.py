@@ -90,6 +90,7 @@ class Settings:
     memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
     late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
     dismissals_file: str = ".ocr-hook/dismissed.yaml"  # repo-relative (DESIGN.md 9, ocr_hook.findings.dismissals)
+    notes: tuple[str, ...] = ()  # not a setting: what loading ignored (e.g. the repository's cache_dir), for reports
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -101,7 +102,11 @@ class Settings:
         return self.pricing.get(model)
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_NOT_SETTINGS = ("notes",)
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _NOT_SETTINGS}
+# Settings a repository's own .ocr-hook.yaml may not give: a pull request controls that file, and where
+# the cache lives decides which files a run writes and deletes (only the user's config, env or flags).
+_USER_ONLY = ("cache_dir",)
 _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
              "max_file_lines", "max_file_bytes", "max_diff_lines"}
 
@@ -286,6 +291,7 @@ def load(
     environ = os.environ if environ is None else environ
     merged = _from_mapping(config_files.read_yaml("defaults.yaml"), "shipped config/defaults.yaml")
     defaults_pricing = dict(merged["pricing"])
+    notes: list[str] = []
 
     config_file = config_file or environ.get("OCR_HOOK_CONFIG") or None
     # pathlib only when there is a file to read: it is not loaded otherwise on an idle run.
@@ -296,19 +302,41 @@ def load(
         if not path.is_file():
             raise ConfigError(f"config file not found: {config_file}")
         layer = _from_mapping(_read_yaml_file(path), str(path))
+        if layer.get("cache_dir"):
+            layer["cache_dir"] = _beside(layer["cache_dir"], path.parent)
     elif repo_root is not None and os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
         from pathlib import Path
 
         path = Path(repo_root) / REPO_CONFIG_NAME
         layer = _from_mapping(_read_yaml_file(path), REPO_CONFIG_NAME)
+        for key in _USER_ONLY:
+            if layer.pop(key, None) is not None:
+                notes.append(f"{REPO_CONFIG_NAME}: setting '{key}' ignored: the repository's own settings file "
+                             f"cannot choose it (a pull request could); set it with --{key.replace('_', '-')}, "
+                             f"OCR_HOOK_{key.upper()} or your own --config file")
     else:
         layer = {}
     # A user's pricing adds to or overrides the shipped table instead of replacing it.
     if "pricing" in layer:
         layer["pricing"] = {**defaults_pricing, **layer["pricing"]}
     merged.update(layer)
-    merged.update(_from_env(environ))
+    env_layer = _from_env(environ)
+    if env_layer.get("cache_dir") and not os.path.isabs(os.path.expanduser(env_layer["cache_dir"])):
+        # A variable has no place of its own: it reaches every process, in whatever directory (pre-commit runs
+        # hooks at the repository's root), so a relative one would put the cache there.
+        raise ConfigError(f"environment variable OCR_HOOK_CACHE_DIR: must be an absolute path, got "
+                          f"{env_layer['cache_dir']!r}")
+    merged.update(env_layer)
     for key, value in (flags or {}).items():
         if value is not None:
             merged[key] = _coerce(key, value, f"option --{key.replace('_', '-')}")
-    return Settings(**merged)
+    if (flags or {}).get("cache_dir"):  # typed in a shell: relative to where it was typed, made absolute now
+        merged["cache_dir"] = os.path.abspath(os.path.expanduser(merged["cache_dir"]))
+    elif merged.get("cache_dir"):
+        merged["cache_dir"] = os.path.expanduser(merged["cache_dir"])
+    return Settings(**merged, notes=tuple(notes))
+
+
+def _beside(value: str, directory: Path) -> str:
+    """A path from a settings file, relative to that file's directory (never to the current one)."""
+    return os.path.join(directory.resolve(), os.path.expanduser(value))

@@ -123,13 +123,14 @@ def read_record(cache_dir: Path, provider: str, base_url: str, model: str, *,
                 now: float | None = None) -> dict[str, Any] | None:
     """The fresh record for this provider, base URL and model, or None (absent, corrupt, stale, or of
     another format or key: a miss, never an error)."""
+    from ocr_hook.bounded_read import Refused, linked_component, read_regular_file
+
     path = record_path(cache_dir, provider, base_url, model)
     now = time.time() if now is None else now
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(_MAX_RECORD_BYTES + 1)
-        if len(raw) > _MAX_RECORD_BYTES:
+        if linked_component(cache_dir, path.parent) is not None:  # never read outside the cache
             return None
+        raw = read_regular_file(path, _MAX_RECORD_BYTES)  # a FIFO or a link here is a miss, never a hang
         data = json.loads(raw.decode("utf-8"))
         if not isinstance(data, dict) or data.get("format") != FORMAT_VERSION:
             return None
@@ -140,7 +141,7 @@ def read_record(cache_dir: Path, provider: str, base_url: str, model: str, *,
             return None
         Capabilities.from_json(data.get("capabilities"))  # a record whose core is unreadable is a miss
         return data
-    except (OSError, ValueError, TypeError, RecursionError):
+    except (OSError, ValueError, TypeError, RecursionError, OverflowError, Refused):  # Overflow: 10**400 - now
         return None
 
 
@@ -152,8 +153,12 @@ def write_record(cache_dir: Path, provider: str, base_url: str, model: str, reco
                 "model": model}
     payload = json.dumps(document, ensure_ascii=True, sort_keys=True).encode("ascii")
     temp: str | None = None
+    from ocr_hook.bounded_read import linked_component
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if linked_component(cache_dir, path.parent) is not None:  # never written through a link
+            return False
         import tempfile  # only when writing, i.e. once a day
 
         fd, temp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)

@@ -8,12 +8,13 @@ written.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ocr_hook.changes.git import repo_top, run_git
@@ -24,6 +25,7 @@ from ocr_hook.settings import load
 MIN_PREFIX = 8
 _HEX = re.compile(r"[0-9a-f]+")
 _NEEDED = ("path", "category", "severity", "fingerprint")
+_LOCK_TIMEOUT_S = 60.0
 
 
 def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | None, from_file: str | None,
@@ -39,7 +41,7 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
     _check_globs(paths)
     root, _head = repo_top(cwd)
     settings = load(root, config_file, flags={}, environ=environ)
-    existing = dismissals.load_file(root, settings.dismissals_file)  # a bad file: exit 2 before anything else
+    dismissals.load_file(root, settings.dismissals_file)  # a bad file: exit 2 before anything else
     if from_file:
         candidates = _from_report(from_file)
     elif not settings.memory:
@@ -48,25 +50,32 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
     else:
         candidates = _from_memory(settings.cache_dir, root, environ)
     chosen = [resolve(i, candidates) for i in wanted]
-    live = dismissals.active(existing, today)
     by = _user_email(root)
-    added: list[dismissals.Dismissal] = []
     out: list[str] = []
-    for finding in dict((str(f["fingerprint"]), f) for f in chosen).values():
-        fp = str(finding["fingerprint"])
-        if fp in live:
-            out.append(f"{fp[:8]} ({finding['path']}) is already dismissed in {settings.dismissals_file} "
-                       f"(on {live[fp].on}: {live[fp].reason}); not added again")
-            continue
-        entry = dismissals.new_entry(finding, reason, paths, by, today, until)
-        added.append(entry)
-        out.append(f"dismissed {entry.short_id} ({entry.path}, {entry.severity} {entry.category}): {entry.reason}")
-    if added:
-        _write_file(root, settings.dismissals_file, [*existing, *added])
-        shown = os.path.relpath(os.path.join(root, settings.dismissals_file), cwd)
-        out.append(f"written to {settings.dismissals_file}; record it with your change (ocr-hook never stages "
-                   f"it): git add {_quoted(shown)}")
-    sys.stdout.write("\n".join(out) + "\n")
+    # Read, add, write under a lock: two runs at once would each add to what they read, and the later write
+    # would drop the other's entry. The file is read again here, inside the lock.
+    with _dismissals_lock(root):
+        text = dismissals.read_file_text(root, settings.dismissals_file)
+        existing = dismissals.parse_text(text, settings.dismissals_file) if text is not None else ()
+        live = dismissals.active(existing, today)
+        added: list[dismissals.Dismissal] = []
+        for finding in dict((str(f["fingerprint"]), f) for f in chosen).values():
+            fp = str(finding["fingerprint"])
+            if fp in live:
+                out.append(f"{fp[:8]} ({finding['path']}) is already dismissed in {settings.dismissals_file} "
+                           f"(on {live[fp].on}: {live[fp].reason}); not added again")
+                continue
+            entry = dismissals.new_entry(finding, reason, paths, by, today, until)
+            added.append(entry)
+            out.append(f"dismissed {entry.short_id} ({entry.path}, {entry.severity} {entry.category}): {entry.reason}")
+        if added:
+            _write_file(root, settings.dismissals_file, text, added)
+            shown = os.path.relpath(os.path.join(root, settings.dismissals_file), cwd)
+            out.append(f"written to {settings.dismissals_file}; record it with your change (ocr-hook never stages "
+                       f"it): git add {_quoted(shown)}")
+    from ocr_hook.progress import sanitise  # paths and reasons: one line each, no live workflow command
+
+    sys.stdout.write("".join(sanitise(line) + "\n" for line in out))
     return 0
 
 
@@ -167,14 +176,40 @@ def _quoted(path: str) -> str:
     return shlex.quote(path)
 
 
-def _write_file(repo_root: str, name: str, entries: Iterable[dismissals.Dismissal]) -> None:
-    """Write the whole dismissals file atomically, creating its directory (this command's job, not the
-    findings stage's)."""
+def _write_file(repo_root: str, name: str, existing: str | None, added: Sequence[dismissals.Dismissal]) -> None:
+    """Write the dismissals file atomically, creating its directory (this command's job, not the findings
+    stage's): a new file in our format, an existing one with `added` appended and nothing else changed."""
     from ocr_hook.store.atomic import write_atomic
 
+    text = dismissals.file_text(added) if existing is None else dismissals.appended_text(existing, added, name)
     full = os.path.join(repo_root, name)
     try:
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the directory of dismissals file {name}: {exc.strerror or exc}") from None
-    write_atomic(full, dismissals.file_text(entries))
+    write_atomic(full, text)
+
+
+@contextlib.contextmanager
+def _dismissals_lock(repo_root: str) -> Iterator[None]:
+    """An exclusive lock for this work tree's dismissals file, held while it is read, added to and written.
+
+    The lock file lives in the work tree's git directory (`.git/ocr-hook-dismissals.lock`), never in the work
+    tree, where it would show in `git status`. filelock takes an OS lock on it (fcntl on POSIX, msvcrt on
+    Windows), which ends with the process that held it: a killed run leaves nothing to clean up."""
+    import filelock
+
+    git_dir = run_git(repo_root, ["rev-parse", "--absolute-git-dir"]).stdout.decode("utf-8", "surrogateescape").strip()
+    lock = filelock.FileLock(os.path.join(git_dir, "ocr-hook-dismissals.lock"), timeout=_LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise ConfigError(f"another ocr-hook dismiss has held the dismissals file's lock for {_LOCK_TIMEOUT_S:.0f} s "
+                          "(a stuck run?); nothing written, try again") from None
+    except OSError as exc:  # e.g. a read-only .git: the lock file cannot be created
+        raise ConfigError(f"cannot lock the dismissals file (in {git_dir}): {exc.strerror or exc}; nothing written"
+                          ) from None
+    try:
+        yield
+    finally:
+        lock.release()

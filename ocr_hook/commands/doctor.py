@@ -67,7 +67,12 @@ def run(config_file: str | None, fmt: str, probe: bool, *, cwd: str | None = Non
     environ = os.environ if environ is None else environ
     checks = diagnose(cwd or os.getcwd(), environ, config_file, probe=probe)
     code = 2 if any(c.status == FAIL for c in checks) else 0
-    out = render_json(checks, code) if fmt == "json" else render_text(checks)
+    if fmt == "json":
+        out = render_json(checks, code)
+    else:  # a check's detail can hold a server's or a path's text: no line may act as a workflow command
+        from ocr_hook.ci_log import neutralize_commands
+
+        out = neutralize_commands(render_text(checks))
     _write(_redact(out, environ))
     return code
 

@@ -57,6 +57,8 @@ def _sayer(token: str) -> Callable[[str], None]:
         # Nothing we print is built from the token; this only makes sure of it.
         if token:
             line = line.replace(token, "***")
-        print(f"ocr-hook: github-review: {line}", file=sys.stderr)
+        from ocr_hook.progress import sanitise  # GitHub's messages: one line, no live workflow command
+
+        print(f"ocr-hook: github-review: {sanitise(line)}", file=sys.stderr)
 
     return say

@@ -232,9 +232,13 @@ def _estimate_line(estimate: Estimate, settings: Settings, reviews: int) -> str:
 
 
 def shown(path: str) -> str:
-    """A path safe to print on one terminal line: undecodable bytes and control characters escaped."""
+    """A path safe to print on one terminal line: undecodable bytes and control characters escaped, no live
+    workflow command."""
+    from ocr_hook.ci_log import neutralize_commands
+
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return neutralize_commands(
+        "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text))
 
 
 def _write(text: str) -> None:

@@ -72,13 +72,14 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     settings = load(root, config_file, flags, environ)
     if adjust is not None:
         settings = adjust(settings)
-    check_output_paths([settings.sarif_output, settings.json_output, settings.gitlab_output, baseline_out,
-                        settings.patch_output])
+    check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
+                        "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
+                        "--patch-output": settings.patch_output})
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
     if not change_set.files:
         # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
         empty = ReviewResult(findings=[], files=[], scope=change_set.description,
-                             elapsed_s=time.monotonic() - started)
+                             elapsed_s=time.monotonic() - started, notes=list(settings.notes))
         return Reviewed(empty, change_set, {}, settings)
 
     from ocr_hook.findings.dismissals import load_file
@@ -91,6 +92,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed)
+        result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
             from ocr_hook.store.atomic import write_atomic
@@ -115,14 +117,16 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
     return open_memory(cache_dir, root, scope, environ, base_ref=change_set.base_ref)
 
 
-def check_output_paths(paths: Sequence[str | None]) -> None:
-    """Refuse unwritable output paths before any work, so a typo never costs a paid review."""
-    names = [name for name in paths if name]
-    if not names:
+def check_output_paths(paths: Mapping[str, str | None]) -> None:
+    """Refuse unwritable output paths, and one file named for two outputs (the later write would silently
+    replace the earlier), before any work, so a typo never costs a paid review. `paths`: option → path."""
+    named = {option: name for option, name in paths.items() if name}
+    if not named:
         return
     from pathlib import Path  # here: a run with no output file need not load pathlib
 
-    for name in names:
+    seen: dict[str, str] = {}
+    for option, name in named.items():
         path = Path(name)
         parent = path.parent if str(path.parent) else Path(".")
         if path.is_dir():
@@ -131,6 +135,10 @@ def check_output_paths(paths: Sequence[str | None]) -> None:
             raise ConfigError(f"output path {name}: directory {parent} does not exist")
         if not os.access(parent, os.W_OK):
             raise ConfigError(f"output path {name}: directory {parent} is not writable")
+        same = os.path.normcase(os.path.realpath(name))
+        if same in seen:
+            raise ConfigError(f"{seen[same]} and {option} name the same file ({name}); give each output its own")
+        seen[same] = option
 
 
 def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
@@ -285,12 +293,17 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
            progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged") -> int:
     from ocr_hook import gate
-    from ocr_hook.reports import render, write_report
+    from ocr_hook.reports import render, renderer
 
+    # A file that cannot be written now (its directory went away, the disk is full) must not turn a finished,
+    # paid review into exit 2: the verdict's code stands, the report goes to standard output, one line says so.
+    unwritten: list[tuple[str, str, str]] = []  # (format, text, the error)
     if settings.patch_output:  # first: what it leaves out becomes a note in every other report
-        from ocr_hook.reports.patch import write_patch
+        from ocr_hook.reports.patch import build_patch
 
-        result.notes += write_patch(settings.patch_output, result.findings, texts)
+        patch, patch_notes = build_patch(result.findings, texts)
+        result.notes += patch_notes
+        _write_output(settings.patch_output, "patch", patch, unwritten)
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
                          step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
@@ -298,7 +311,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
-            write_report(fmt, result, ctx, path)
+            _write_output(path, fmt, renderer(fmt)(result, ctx), unwritten)
     # The live status line goes first, so the report starts on a line of its own. The text report
     # ends with the summary and verdict already; other formats get them on standard error.
     if settings.format == "text":
@@ -308,8 +321,24 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
 
         progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
     sys.stdout.write(render(settings.format, result, ctx))
+    from ocr_hook.progress import sanitise
+
+    for fmt, text, error in unwritten:
+        where = "is on standard output already" if fmt == settings.format else "follows on standard output"
+        if fmt != settings.format:
+            sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        sys.stderr.write(f"ocr-hook: {sanitise(error)}: the {fmt} report could not be written; it {where}\n")
     sys.stdout.flush()
     return ctx.exit_code
+
+
+def _write_output(path: str, fmt: str, text: str, unwritten: list[tuple[str, str, str]]) -> None:
+    from ocr_hook.store.atomic import ReportWriteError, write_atomic
+
+    try:
+        write_atomic(path, text)
+    except ReportWriteError as exc:
+        unwritten.append((fmt, text, str(exc)))
 
 
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,

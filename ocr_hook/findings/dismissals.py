@@ -4,9 +4,11 @@ The pure part: parse and check the file's entries, tell active from expired, bui
 file's text. Reading the file (from the work tree or from a commit) is the caller's; every problem is a
 one-line ConfigError naming the file, like a bad `.ocr-hook.yaml`.
 
-The text is written by us alone, always the same way (a fixed key order, one line per field, no comments),
-so writing the file again with one more entry keeps every earlier line as it was: a second dismissal
-appends, it never reorders.
+A new file's text is written always the same way (a fixed key order, one line per field); an existing
+file, which people edit and merge, is only ever appended to (`appended_text`): its comments, line endings
+and entries stay byte-for-byte. Reading is strict where YAML is lax: a key given twice in one mapping (two
+`dismissed:` blocks a merge left) or a date that does not exist is an error naming its line, never half
+the file silently read or a traceback.
 """
 
 from __future__ import annotations
@@ -36,8 +38,35 @@ REQUIRED = (*KEYS[:6], "on")
 # How much of the trusted revision's dismissals one reviewed file is taught: the most recent first.
 TEACH_MAX_ENTRIES = 12
 TEACH_MAX_BYTES = 6 * 1024
-# libyaml's loader when it is compiled in (as for the shipped config): a long file parses many times faster.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+MAX_FILE_BYTES = 2 * 1024 * 1024  # thousands of entries; a bigger file is a mistake or an attack, never read
+# libyaml's parser when it is compiled in (as for the shipped config): a long file parses many times faster.
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc,valid-type]
+    """The safe loader, with every mapping's keys checked for duplicates (YAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: list[Any] = []
+        for key_node, _value in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.append(key)
+        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
+
+
+def _timestamp(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> Any:
+    """A YAML date, or an error at its line for one that does not exist (2024-02-30, 2027-13-01)."""
+    try:
+        return yaml.constructor.SafeConstructor.construct_yaml_timestamp(loader, node)
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(None, None, f"not a valid date {node.value!r} ({exc})",
+                                                node.start_mark) from None
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+_Loader = _StrictLoader
 
 
 @dataclass(frozen=True)
@@ -107,6 +136,8 @@ def parse_data(data: Any, where: str) -> tuple[Dismissal, ...]:
 def _entry(item: Any, where: str) -> Dismissal:
     if not isinstance(item, Mapping):
         raise ConfigError(f"{where}: must be a mapping, got {item!r}"[:300])
+    if True in item and "on" in item:
+        raise ConfigError(f"{where}: 'on' is given twice (once quoted, once not)")
     # YAML 1.1 reads an unquoted `on:` key as true: a hand-written entry means the date.
     item = {("on" if k is True else k): v for k, v in item.items()}
     unknown = [str(k) for k in item if k not in KEYS]
@@ -251,6 +282,37 @@ def file_text(entries: Iterable[Dismissal]) -> str:
                      default_flow_style=False)
 
 
+def appended_text(existing: str, added: Sequence[Dismissal], where: str) -> str:
+    """`existing` (a dismissals file's text as it is on disk) with `added` appended after its last byte, in
+    its own line endings and at its list's indentation; nothing before is changed. A file the entries cannot
+    be appended to without rewriting it (a flow-style list, the list not last in the file) is a ConfigError:
+    the caller writes nothing."""
+    before = parse_text(existing, where)
+    eol = "\r\n" if "\r\n" in existing else "\n"
+    root = yaml.compose(existing, Loader=_Loader)
+    items = None
+    if isinstance(root, yaml.MappingNode):
+        items = next((v for k, v in root.value if getattr(k, "value", None) == "dismissed"), None)
+    if isinstance(items, yaml.SequenceNode) and items.flow_style:
+        raise ConfigError(f"dismissals file {where}: its list is written in flow style ([...]); cannot add to it "
+                          "without rewriting it: write it as a block list (one '- ' per entry) first")
+    indent = items.start_mark.column if isinstance(items, yaml.SequenceNode) and items.value else 0
+    body = file_text(added).split("\n", 1)[1]  # the list items, without the `dismissed:` line
+    if not isinstance(root, yaml.MappingNode):  # empty, or comments only: the key goes first
+        body = "dismissed:\n" + body
+    lines = [(" " * indent + line) if line else line for line in body.split("\n")]
+    text = existing if not existing or existing.endswith("\n") else existing + eol
+    text += eol.join(lines)
+    try:
+        after = parse_text(text, where)
+    except ConfigError:
+        after = ()
+    if after != (*before, *added):
+        raise ConfigError(f"dismissals file {where}: cannot add to it without rewriting it (its 'dismissed' list "
+                          "must be the last thing in the file, in block style); nothing written")
+    return text
+
+
 class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """libyaml's emitter when compiled in (the same text as the pure-Python one, several times faster)."""
 
@@ -263,19 +325,36 @@ class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: igno
 
 def load_file(repo_root: str, name: str) -> tuple[Dismissal, ...]:
     """The work tree's dismissals file (`name` relative to the repository root); none when it is absent."""
+    text = read_file_text(repo_root, name)
+    return () if text is None else parse_text(text, name)
+
+
+def read_file_text(repo_root: str, name: str) -> str | None:
+    """The work tree's dismissals file's text as it is (line endings kept), or None when it is absent.
+
+    Never through a symbolic link (the file or a directory on its way: it would lead out of the work tree),
+    never a FIFO or device (a review would hang), never more than MAX_FILE_BYTES: each a one-line error."""
     import os
+
+    from ocr_hook.bounded_read import Refused, linked_component, read_regular_file
 
     full = os.path.join(repo_root, name)
     if not os.path.lexists(full):
-        return ()
+        return None
+    link = linked_component(repo_root, full)
+    if link is not None:
+        shown = os.path.relpath(link, repo_root)
+        raise ConfigError(f"dismissals file {name}: not read: {shown} is a symbolic link (the file must be in "
+                          "the work tree itself)")
     try:
-        with open(full, encoding="utf-8") as handle:
-            text = handle.read()
+        data = read_regular_file(full, MAX_FILE_BYTES)
+        return data.decode("utf-8")
+    except Refused as exc:
+        raise ConfigError(f"dismissals file {name}: not read: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"dismissals file {name}: not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"cannot read dismissals file {name}: {exc.strerror or exc}") from None
-    return parse_text(text, name)
 
 
 # --- a review's findings --------------------------------------------------------------------------------

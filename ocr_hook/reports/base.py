@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook import gate
+from ocr_hook.ci_log import neutralize_commands  # shared with progress and the CLI's error lines
 from ocr_hook.outcome import FileCoverage, ReviewResult
 
 if TYPE_CHECKING:
@@ -55,22 +56,6 @@ def sanitize_text(text: str) -> str:
     """Text safe to show on a terminal: line breaks normalised, escapes and controls removed."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
-
-
-def neutralize_commands(text: str) -> str:
-    """Stop any line from being read as a GitHub Actions workflow command.
-
-    The runner treats a line whose first non-blank characters are `::` as a command and `##[`
-    anywhere in a line as a legacy one; a zero-width space between the two characters keeps the
-    text readable and makes it inert.
-    """
-    text = text.replace("##[", "#\u200b#[")
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        stripped = line.lstrip()
-        if stripped.startswith("::"):
-            lines[i] = line[: len(line) - len(stripped)] + ":\u200b" + stripped[1:]
-    return "\n".join(lines)
 
 
 def safe_for_log(text: str) -> str:

@@ -7,6 +7,9 @@ import os
 
 from ocr_hook.errors import FatalError
 
+# A temporary file of ours this old belongs to a run that died mid-write (a concurrent writer's is seconds old).
+STALE_TEMP_S = 3600.0
+
 
 class ReportWriteError(FatalError):
     """An output file could not be written (missing directory, permissions, disk full)."""
@@ -22,7 +25,7 @@ def replace_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o66
     from pathlib import Path
 
     target = Path(path)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # see _leftovers
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -58,9 +61,37 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write `text` as UTF-8 to a temporary file beside `path`, then rename it over `path`.
 
     The temporary file is created with mode 0666 less the umask, like an ordinary new file, and is
-    removed again when anything fails; the error is one line naming the file.
+    removed again when anything fails; the error is one line naming the file. Temporary files an earlier
+    run killed mid-write left beside `path` (ours by their name, older than STALE_TEMP_S) are removed first.
     """
+    remove_leftovers(path)
     try:
         replace_bytes(path, text.encode("utf-8", "surrogateescape"))
     except OSError as exc:
         raise ReportWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def remove_leftovers(path: str | os.PathLike[str], *, now: float | None = None) -> int:
+    """Delete the temporary files `replace_bytes` made for `path` and a killed run left behind: only names it
+    makes (`.NAME.PID.8HEX.tmp`), only regular files (never a link), only older than STALE_TEMP_S, so a
+    concurrent writer's file stays. Returns how many went; never raises."""
+    import re
+    import stat
+    import time
+
+    directory, name = os.path.split(os.path.abspath(path))
+    ours = re.compile(rf"\.{re.escape(name)}\.\d+\.[0-9a-f]{{8}}\.tmp")
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        names = [n for n in os.listdir(directory) if ours.fullmatch(n)]
+    except OSError:
+        return 0
+    for leftover in names:
+        full = os.path.join(directory, leftover)
+        with contextlib.suppress(OSError):
+            info = os.lstat(full)
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_TEMP_S:
+                os.unlink(full)
+                removed += 1
+    return removed

@@ -3,15 +3,22 @@
 One file per key under `<dir>/<key[:2]>/<key>.json` (directories mode 0700, files 0600). Writes go to a
 temporary file beside the entry and are renamed into place (ocr_hook.store.atomic), so a reader, another
 run possibly at the same time, sees no entry or a whole one. Reads never fail: anything missing,
-unreadable, oversized, corrupt, of another format version or stored under another key is a miss. The
+unreadable, oversized, corrupt, of another format version or stored under another key is a miss, and so is
+a symbolic link, a FIFO or a device where an entry should be (ocr_hook.bounded_read: never a hang). The
 store stays bounded: `prune` keeps the most recently written entries and drops the rest.
+
+The cache directory is restored by CI and shared between runs, so it may hold links nobody meant: below the
+directory the user chose (`base`), no directory is ever written through, read through or pruned through
+when it is a symbolic link; the link is reported once as a write error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +34,10 @@ def is_key(key: str) -> bool:
 class JsonFileStore:
     """JSON documents `{"format": N, "key": K, ...}` by key in `directory`, created on the first write."""
 
-    def __init__(self, directory: Path, *, format_version: int, max_entry_bytes: int, what: str) -> None:
+    def __init__(self, directory: Path, *, format_version: int, max_entry_bytes: int, what: str,
+                 base: Path | None = None) -> None:
         self.directory = Path(directory)
+        self.base = Path(base) if base is not None else self.directory  # the cache_dir: links below it refused
         self.format_version = format_version
         self.max_entry_bytes = max_entry_bytes
         self.what = what  # names the store in a write error, e.g. "the result cache"
@@ -41,15 +50,16 @@ class JsonFileStore:
 
     def read(self, key: str) -> dict[str, Any] | None:
         """The document stored under `key`, or None when absent, unreadable, oversized, corrupt or outdated."""
+        from ocr_hook.bounded_read import Refused, linked_component, read_regular_file
+
         path = self.entry(key)
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read(self.max_entry_bytes + 1)
-            if len(raw) > self.max_entry_bytes:
+            if linked_component(self.base, path.parent) is not None:
                 return None
+            raw = read_regular_file(path, self.max_entry_bytes)
             # surrogateescape paths arrive as \udcXX escapes, which json restores unchanged.
             data = json.loads(raw.decode("utf-8"))
-        except (OSError, ValueError, RecursionError):
+        except (OSError, ValueError, RecursionError, Refused):
             return None
         if not isinstance(data, dict) or data.get("format") != self.format_version or data.get("key") != key:
             return None
@@ -68,17 +78,49 @@ class JsonFileStore:
         try:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             path.parent.mkdir(mode=0o700, exist_ok=True)
+            link = self.link_below(path.parent)
+            if link is not None:
+                self.last_error = f"{self.what}: {link} is a symbolic link; nothing is written through it"
+                return False
             replace_bytes(path, payload, mode=0o600, sync=False)
         except OSError as exc:
             self.last_error = f"cannot write {self.what} in {self.directory}: {exc.strerror or exc}"
             return False
         return True
 
+    def link_below(self, path: Path) -> str | None:
+        """The first symbolic link from below `base` down to `path`, or None."""
+        from ocr_hook.bounded_read import linked_component
+
+        return linked_component(self.base, path)
+
     def delete(self, key: str) -> None:
+        path = self.entry(key)
+        if self.link_below(path.parent) is None:
+            _unlink(path)
+
+    @contextlib.contextmanager
+    def locked(self, timeout_s: float = 30.0) -> Iterator[bool]:
+        """An exclusive lock on the whole store (a `.lock` file in its directory) for a read-merge-write;
+        yields False when it could not be had in `timeout_s` (a stuck run) or at all: the caller goes on
+        unlocked, as before there was a lock. filelock: fcntl on POSIX, msvcrt on Windows; released by the
+        OS when a holder dies."""
+        import filelock
+
         try:
-            self.entry(key).unlink()
-        except OSError:
-            pass
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if self.link_below(self.directory) is not None:
+                yield False
+                return
+            lock = filelock.FileLock(str(self.directory / ".lock"), timeout=timeout_s)
+            lock.acquire()
+        except (OSError, filelock.Timeout):
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            lock.release()
 
     def prune(self, keep: int, max_bytes: int | None = None) -> int:
         """Drop all but the `keep` most recently written entries, and more of the oldest while they
@@ -88,8 +130,12 @@ class JsonFileStore:
         already gone is simply skipped."""
         entries: list[tuple[float, int, Path]] = []
         now = time.time()
+        if self.link_below(self.directory) is not None:
+            return 0
         try:
-            shards = [p for p in self.directory.iterdir() if len(p.name) == 2 and set(p.name) <= _HEX]
+            # A shard that is a symbolic link is not the store's: never listed, never pruned through.
+            shards = [p for p in self.directory.iterdir()
+                      if len(p.name) == 2 and set(p.name) <= _HEX and not p.is_symlink()]
         except OSError:
             return 0
         for shard in shards:
@@ -100,7 +146,7 @@ class JsonFileStore:
             for name in names:
                 path = shard / name
                 try:
-                    stat = path.stat()
+                    stat = path.lstat()
                 except OSError:
                     continue
                 if name.endswith(".tmp"):

@@ -93,7 +93,7 @@ def _current_branch(repo_root: str) -> str:
 
 def _store(cache_dir: Path) -> JsonFileStore:
     return JsonFileStore(Path(cache_dir) / MEMORY_DIR, format_version=FORMAT_VERSION,
-                         max_entry_bytes=MAX_RECORD_BYTES, what="review memory")
+                         max_entry_bytes=MAX_RECORD_BYTES, what="review memory", base=Path(cache_dir))
 
 
 def _remembered_from_json(path: str, data: Any) -> Remembered:
@@ -111,7 +111,7 @@ def _remembered_from_json(path: str, data: Any) -> Remembered:
     findings = findings_from_json(data["findings"])
     if any(f.path != path for f in findings):
         raise ValueError("a finding of another file")
-    return Remembered(path, content, context, tuple(findings), float(at))
+    return Remembered(path, content, context, tuple(findings), float(at))  # OverflowError: caught as corrupt
 
 
 def _remembered_to_json(item: Remembered) -> dict[str, Any]:
@@ -155,15 +155,22 @@ class MemoryStore:
         for path, entry in self._read().items():
             try:
                 out[str(path)] = _remembered_from_json(str(path), entry)
-            except (ValueError, KeyError, TypeError, RecursionError):
+            except (ValueError, KeyError, TypeError, RecursionError, OverflowError):  # 10**400 is no time
                 continue
         return out
 
     def record(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> None:
         """Remember `files` (replacing their earlier entries) and this run as the repository's latest review.
 
-        Read, merge, write: two runs at once each write a whole document (never a torn one); the later
-        one wins for the files both reviewed."""
+        Read, merge, write under the store's lock: two reviews of one line of work at once each add their
+        files to what the other wrote (unlocked, the later write would drop the earlier one's files and turn
+        a late finding into a new, blocking one); the later one wins for the files both reviewed."""
+        with self.store.locked() as held:
+            self._record(files, run_findings)
+        if not held and self.store.last_error is None:
+            self.store.last_error = f"review memory: could not lock {self.store.directory}; recorded unlocked"
+
+    def _record(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> None:
         merged: dict[str, Any] = dict(self._read())
         for item in files:
             merged[item.path] = _remembered_to_json(item)
@@ -185,7 +192,10 @@ class MemoryStore:
 
 def _entry_time(entry: Any) -> float:
     at = entry.get("at") if isinstance(entry, dict) else None
-    return float(at) if isinstance(at, int | float) else 0.0
+    try:
+        return float(at) if isinstance(at, int | float) else 0.0
+    except OverflowError:  # an integer no float holds (10**400): not a time, the oldest
+        return 0.0
 
 
 def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[str, str], *,
@@ -220,7 +230,7 @@ def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any
         return None
     try:
         findings = findings_from_json(data.get("findings"))
-    except (ValueError, KeyError, TypeError, RecursionError):
+    except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
         return None
     return [_report_finding(f) for f in findings]
 

@@ -1,0 +1,55 @@
+"""Read a small file that someone else may have planted: never through a link, never a FIFO or a device,
+never more than a cap.
+
+The work tree's dismissals file and the cache's entries are under the control of whoever wrote the
+repository or restored the cache. `open()` on a FIFO blocks until a writer comes, on `/dev/zero` reads for
+ever, and follows a link anywhere: a review would hang past its deadline or read a file outside. So the
+file is opened without following a final link (O_NOFOLLOW) and without blocking (O_NONBLOCK, which on a
+regular file changes nothing), then checked to be a regular file before one capped read. Where the
+platform lacks those flags (Windows has no FIFOs at such paths), a link is still refused by lstat first.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+
+class Refused(Exception):
+    """The file is not read, and why ("it is a symbolic link", ...): the caller names the file."""
+
+
+def read_regular_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of the regular file at `path`; Refused for a link, a special file or more than `max_bytes`;
+    OSError (FileNotFoundError, PermissionError, ...) as open() raises it."""
+    if os.path.islink(path):
+        raise Refused("it is a symbolic link")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the link appeared after the check
+            raise Refused("it is a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Refused("it is not a regular file")
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise Refused(f"it is larger than {max_bytes} bytes")
+    return data
+
+
+def linked_component(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
+    """The first directory or file from `base` (exclusive: the user chose it) down to `path` that is a symbolic
+    link, or None. `path` must lie under `base`; components that do not exist yet are not links."""
+    rel = os.path.relpath(path, base)
+    if rel == ".":
+        return None
+    current = os.fspath(base)
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return current
+    return None

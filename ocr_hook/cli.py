@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from ocr_hook import __version__
+from ocr_hook.changes.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 from ocr_hook.errors import FatalError
-from ocr_hook.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 
 
 def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,7 +15,7 @@ from gitrepo import commit_all, git, make_repo, write
 from ocr_hook.agent import ReviewJob
 from ocr_hook.budget.ledger import Budget
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.scope import Scope
+from ocr_hook.changes.scope import Scope
 from ocr_hook.settings import Settings, load
 from ocr_hook.store.result_cache import ResultCache
 

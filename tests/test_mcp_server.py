@@ -24,9 +24,9 @@ from jsonschema import Draft202012Validator
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from ocr_hook.changes.scope import Scope
 from ocr_hook.mcp_server.arguments import ReviewCall
 from ocr_hook.mcp_server.runner import capped
-from ocr_hook.scope import Scope
 from ocr_hook.settings import load
 
 CALL_TIMEOUT_S = 60

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.changes import git
 from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.changes.scope import Scope
 from ocr_hook.errors import FatalError, GitError
-from ocr_hook.scope import Scope
 
 if TYPE_CHECKING:
     from ocr_hook.changes.ci_base import AutoBase

@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ocr_hook.changes.scope import Scope
 from ocr_hook.findings import Finding
 from ocr_hook.findings.memory import Remembered, content_hash, split_lines
 from ocr_hook.findings.serial import finding_to_json, findings_from_json
-from ocr_hook.scope import Scope
 from ocr_hook.store.files import JsonFileStore
 
 FORMAT_VERSION = 1

@@ -26,7 +26,7 @@ _HINTS = {
 def run(report_path: str) -> int:
     from ocr_hook.publish.pr_target import NoPullRequest, pull_request
 
-    report = load_report(report_path)
+    report = load_report(report_path, f"github-review: {report_path}")
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     say = _sayer(token)
     try:

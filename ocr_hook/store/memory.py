@@ -32,7 +32,7 @@ from typing import Any
 from ocr_hook.changes.scope import Scope
 from ocr_hook.findings import Finding
 from ocr_hook.findings.memory import Remembered, content_hash, split_lines
-from ocr_hook.findings.serial import finding_to_json, findings_from_json
+from ocr_hook.findings.serial import finding_to_json, finding_to_report, findings_from_json
 from ocr_hook.store.files import JsonFileStore
 
 FORMAT_VERSION = 1
@@ -197,17 +197,6 @@ def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[
     return MemoryStore(cache_dir, repository_id(repo_root), line)
 
 
-def _report_finding(f: Finding) -> dict[str, Any]:
-    """A finding as the JSON report writes it (ocr_hook.reports.json_report), with its memory status."""
-    return {
-        "path": f.path, "start_line": f.start_line if f.anchored else 0, "end_line": f.end_line if f.anchored else 0,
-        "severity": f.severity.value, "category": f.category.value, "message": f.message,
-        "suggestion": f.suggestion, "anchored": f.anchored, "fingerprint": f.fingerprint,
-        "suppressed": f.suppressed, "anchor_note": f.anchor_note,
-        "fix": None if f.fix is None else f.fix.as_dict(), "status": f.status,
-    }
-
-
 def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any]] | None:
     """The findings of the most recent review recorded for this repository (any line of work), as JSON
     report finding objects; None when nothing is remembered (or what is stored is unreadable)."""
@@ -222,7 +211,7 @@ def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any
         findings = findings_from_json(data.get("findings"))
     except (ValueError, KeyError, TypeError, RecursionError):
         return None
-    return [_report_finding(f) for f in findings]
+    return [finding_to_report(f) for f in findings]
 
 
 def remembered_file(path: str, content: str, context: Mapping[str, str], findings: Sequence[Finding]) -> Remembered:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -31,7 +32,8 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def imports_of(name: str, path: Path) -> set[str]:
+@functools.cache  # every module is parsed once per test process, however many checks read it
+def imports_of(name: str, path: Path) -> frozenset[str]:
     """Every module `path` imports anywhere (top level or inside functions), as absolute names."""
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
@@ -48,7 +50,7 @@ def imports_of(name: str, path: Path) -> set[str]:
                 base = node.module or ""
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
-    return found
+    return frozenset(found)
 
 
 def with_parents(name: str) -> list[str]:

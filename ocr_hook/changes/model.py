@@ -56,6 +56,9 @@ class FileChange:
     is_submodule: bool = False
     old_mode: str | None = None
     new_mode: str | None = None
+    # The reviewed side's object id (in staged mode the index's blob): the snapshot reads the file by it
+    # without listing the index again. None for a deletion.
+    new_sha: str | None = None
 
     @property
     def changed_lines(self) -> int:

@@ -102,7 +102,7 @@ def describe(item: GuidanceText) -> dict[str, object]:
 def trusted_revision(change_set: ChangeSet) -> str | None:
     from ocr_hook.changes import git
 
-    if change_set.base == git.empty_tree(change_set.repo_root):
+    if git.is_empty_tree(change_set.base):
         return None
     return change_set.base
 

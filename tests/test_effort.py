@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import PLAN_TOOLS, is_filter, main_opening, plan_opening, review_job, staged_repo, tool_names
+from agent_support import (
+    PLAN_TOOLS,
+    is_filter,
+    keep_all,
+    main_opening,
+    plan_opening,
+    review_job,
+    staged_repo,
+    tool_names,
+)
 from fake_api import FakeMessagesAPI, Reply, redacted_thinking, text, thinking, tool_use
 
 from ocr_hook.agent import review_files
@@ -32,10 +41,6 @@ CALC_AFTER = "def add(a, b):\n    return a - b\n\n\ndef mean(values):\n    retur
 
 def comment(content: str, code: str, severity: str) -> dict[str, Any]:
     return {"content": content, "existing_code": code, "severity": severity, "category": "bug"}
-
-
-def keep_all(body: dict[str, Any]) -> Reply:
-    return Reply([text('{"wrong": []}')])
 
 
 def done() -> dict[str, Any]:

@@ -13,7 +13,8 @@ import json
 import shutil
 from pathlib import Path
 
-from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
+from agent_support import filter_keeps_all
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 
@@ -54,8 +55,7 @@ def test_the_light_paths_start_two_and_five_git_processes(tmp_path: Path, fake_a
 
     write(repo, "calc.py", "def add(a, b):\n    return a - b\n")
     git(repo, "add", "calc.py")
-    fake_api.handle(lambda body: "You check code review comments" in str(body.get("system")),
-                    lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
     fake_api.script("calc.py", [Reply([tool_use("code_comment", {"comments": [{
         "content": "Subtracts.", "existing_code": "return a - b", "severity": "low", "category": "bug"}]})]),
         task_done()])

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
+from agent_support import filter_keeps_all
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 import ocr_hook
@@ -159,8 +160,7 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     commit_all(repo, "initial")
     write(repo, "calc.py", "def add(a, b):\n    return a - b\n")
     git(repo, "add", "calc.py")
-    fake_api.handle(lambda body: "You check code review comments" in str(body.get("system")),
-                    lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
     fake_api.script("calc.py", [Reply([tool_use("code_comment", {"comments": [{
         "content": "Subtracts.", "existing_code": "return a - b", "severity": "low", "category": "bug"}]})]),
         task_done()])

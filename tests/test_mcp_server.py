@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from agent_support import is_filter
+from agent_support import filter_keeps_all
 from e2e_support import CALC_LINE, CALC_PATH, calc_repo, comment, comment_turn
-from fake_api import FakeMessagesAPI, Reply, task_done, text
+from fake_api import FakeMessagesAPI, Reply, task_done
 from gitrepo import git, run_cli, write
 from jsonschema import Draft202012Validator
 from mcp.client.session import ClientSession
@@ -85,7 +85,7 @@ def stderr_of(errlog: Path) -> str:
 
 
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 # ------------------------------------------------------------------------------------------------ tools/list

@@ -42,7 +42,7 @@ from ocr_hook.agent import ReviewJob, review_files  # noqa: E402
 from ocr_hook.budget.ledger import Budget  # noqa: E402
 from ocr_hook.budget.tokens import estimate_tokens  # noqa: E402
 from ocr_hook.changes import collect_changes, open_snapshot, select_files  # noqa: E402
-from ocr_hook.scope import Scope  # noqa: E402
+from ocr_hook.changes.scope import Scope  # noqa: E402
 from ocr_hook.settings import load  # noqa: E402
 
 PATH = "src/ledger.py"

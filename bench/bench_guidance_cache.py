@@ -41,8 +41,8 @@ from gitrepo import commit_all, git, make_repo, write  # noqa: E402  (also isola
 from ocr_hook.agent import FileGuidance, ReviewJob, review_files  # noqa: E402
 from ocr_hook.budget.ledger import Budget  # noqa: E402
 from ocr_hook.changes import collect_changes, open_snapshot, select_files  # noqa: E402
+from ocr_hook.changes.scope import Scope  # noqa: E402
 from ocr_hook.guidance.resolve import resolve_guidance  # noqa: E402
-from ocr_hook.scope import Scope  # noqa: E402
 from ocr_hook.settings import load  # noqa: E402
 
 MAX_DROP_POINTS = 5.0

@@ -13,8 +13,8 @@ from typing import Any
 import click
 
 from ocr_hook import __version__
+from ocr_hook.changes.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 from ocr_hook.errors import INTERNAL_ERROR_EXIT, FatalError
-from ocr_hook.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 
 
 def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -277,7 +277,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
 def _error_line(message: str) -> None:
     """One line on standard error, whatever the message holds (a path, a server's text): control characters
     escaped, no workflow command live."""
-    from ocr_hook.progress import sanitise
+    from ocr_hook.commands.progress import sanitise
 
     click.echo(f"ocr-hook: {sanitise(message)}", err=True)
 

@@ -78,7 +78,11 @@ class EffortPlan:
     def __init__(self, settings: Settings, environ: Mapping[str, str]) -> None:
         self._effort = settings.effort
         self._base, self._base_why = auto_base(environ)
-        self._rules = [(rule, rule.effort) for rule in settings.rules if rule.effort]
+        self._rules = []
+        if settings.rules:
+            from ocr_hook.guidance.rules import rules_of
+
+            self._rules = [(rule, rule.effort) for rule in rules_of(settings) if rule.effort]
         self._risk = None
         if settings.risk_paths and self._effort == "auto":
             from ocr_hook.changes.globs import GitIgnoreGlobs, check_patterns

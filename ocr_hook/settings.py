@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -15,8 +15,6 @@ from ocr_hook.errors import ConfigError
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from ocr_hook.guidance.rules import GuidanceRule
 
 REPO_CONFIG_NAME = ".ocr-hook.yaml"
 
@@ -30,6 +28,22 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "late_findings": ("advisory", "block"),
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
+
+
+class RawRules(NamedTuple):
+    """The `rules` setting as written (a list of mappings) and the layer it came from.
+
+    Only its outer shape is checked here; ocr_hook.guidance.rules parses the entries (globs, categories,
+    efforts) when a run needs them, so the settings, at the bottom of the flow, import nothing above them,
+    and a run with nothing to review never compiles a rule's globs. (A NamedTuple, not a dataclass: every
+    run creates this class, and a dataclass costs about a millisecond more to create.)
+    """
+
+    items: tuple[Mapping[str, Any], ...] = ()
+    source: str = ""
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
 
 
 @dataclass(frozen=True)
@@ -79,7 +93,7 @@ class Settings:
     max_file_lines: int
     max_file_bytes: int
     max_diff_lines: int
-    rules: tuple[GuidanceRule, ...]  # project guidance (ocr_hook.guidance)
+    rules: RawRules  # project guidance, parsed by ocr_hook.guidance.rules.rules_of
     review_files: tuple[str, ...]
     context_files: tuple[str, ...]
     language: str
@@ -147,12 +161,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     if key not in _FIELDS:
         known = ", ".join(sorted(_FIELDS))
         raise ConfigError(f"{source}: unknown setting '{key}' (known settings: {known})")
-    if key == "rules":  # its own shapes and messages; no import for the default empty list
-        if value in (None, [], ()):
-            return ()
-        from ocr_hook.guidance.rules import parse_rules
-
-        return parse_rules(value, source)
+    if key == "rules":  # the outer shape only: the entries are guidance's to parse (RawRules)
+        return _raw_rules(value, source)
     ann = str(_FIELDS[key].type)
 
     def bad() -> ConfigError:
@@ -207,6 +217,19 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             prices[str(model)] = Price(**{k: float(entry[k]) for k in PRICE_KEYS})
         return prices
     raise AssertionError(f"unhandled settings type {ann}")
+
+
+def _raw_rules(value: Any, source: str) -> RawRules:
+    if value is None or (isinstance(value, list | tuple) and not value):
+        return RawRules((), source)
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{source}: setting 'rules': must be a list of {{paths, instructions | instructions_file, "
+                          f"ignore_categories}}, got {type(value).__name__}")
+    for number, entry in enumerate(value, 1):
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{source}: setting 'rules' item {number}: must be a mapping with 'paths' and "
+                              f"'instructions' or 'instructions_file', got {entry!r}"[:300])
+    return RawRules(tuple(value), source)
 
 
 def _from_mapping(data: Any, source: str) -> dict[str, Any]:

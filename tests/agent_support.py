@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from fake_api import RecordedRequest, first_user_text
+from fake_api import FakeMessagesAPI, RecordedRequest, Reply, first_user_text, text
 from gitrepo import commit_all, git, make_repo, write
 
 from ocr_hook.agent import ReviewJob
 from ocr_hook.budget.ledger import Budget
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
-from ocr_hook.scope import Scope
+from ocr_hook.changes.scope import Scope
 from ocr_hook.settings import Settings, load
 from ocr_hook.store.result_cache import ResultCache
 
@@ -97,6 +97,16 @@ def last_user_blocks(req: RecordedRequest) -> list[dict[str, Any]]:
 
 def is_filter(body: Mapping[str, Any]) -> bool:
     return "You check code review comments" in _system_text(body)
+
+
+def keep_all(body: Mapping[str, Any]) -> Reply:
+    """The review filter's answer that marks no comment wrong."""
+    return Reply([text('{"wrong": []}')])
+
+
+def filter_keeps_all(fake: FakeMessagesAPI) -> None:
+    """Every review-filter request answered with "nothing is wrong": the filter keeps every comment."""
+    fake.handle(is_filter, keep_all)
 
 
 def is_relocate(body: Mapping[str, Any]) -> bool:

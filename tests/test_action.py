@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 import yaml
-from agent_support import is_filter
+from agent_support import filter_keeps_all, is_filter
 from ci_repos import FEATURE_FILES, Forked, ci_free_env, forked_history
 from e2e_support import comment, comment_turn
-from fake_api import FakeMessagesAPI, Reply, text
+from fake_api import FakeMessagesAPI
 from fake_github import FakeGitHub
 from gitrepo import git
 from validators import validate_sarif
@@ -344,7 +344,7 @@ def runner(tmp_path: Path, pip_cache: Path, tool_cache: Path) -> Iterator[Runner
 
 def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: FakeMessagesAPI,
                                                    sdk_env: dict[str, str]) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
     fake_api.script("def api():", [comment_turn(comment(
         "api() returns a constant string.", code="return 'api'", severity="high", suggestion="    return API"))])
     assert git(runner.workspace, "rev-parse", "--is-shallow-repository").strip() == "true"
@@ -527,7 +527,7 @@ def pull_request_files(forked: Forked) -> dict[str, str | None]:
 def test_pull_request_gets_a_review_and_the_sarif_is_uploaded(runner: Runner, fake_api: FakeMessagesAPI,
                                                               sdk_env: dict[str, str]) -> None:
     pull = runner.github.add_pull(1, runner.forked.feature_tip, pull_request_files(runner.forked))
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
     fake_api.script("def api():", [comment_turn(comment(
         "api() returns a constant string.", code="return 'api'", severity="high", suggestion="return API"))])
 

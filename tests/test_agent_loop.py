@@ -18,6 +18,7 @@ from agent_support import (
     PLAN_TOOLS,
     breakpoints,
     is_filter,
+    keep_all,
     last_user_blocks,
     main_opening,
     plan_opening,
@@ -48,10 +49,6 @@ NOTES_AFTER = "def greet(name):\n    print('hello ' + name)\n"
 def three_files(tmp_path: Path) -> Path:
     return staged_repo(tmp_path / "repo", {"app/calc.py": CALC_BEFORE, "README.md": "demo\n"},
                        {"app/calc.py": CALC_AFTER, "app/util.py": UTIL_AFTER, "app/notes.py": NOTES_AFTER})
-
-
-def keep_all(body: dict[str, Any]) -> Reply:
-    return Reply([text('{"wrong": []}')])
 
 
 def test_three_file_review_with_plan_phase(three_files: Path, fake_api: FakeMessagesAPI,

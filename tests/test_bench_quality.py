@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import is_filter, is_relocate, main_opening
+from agent_support import filter_keeps_all, is_relocate, main_opening
 from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
 from gitrepo import commit_all, git, make_repo, write
 
@@ -98,7 +98,7 @@ def _config(tmp_path: Path, name: str, body: str) -> Path:
 
 def _script_fake(fake: FakeMessagesAPI, judge_says_yes: str | None = None) -> None:
     """Half the golden bugs found (quoting the buggy line, severity high), one unrelated remark per case."""
-    fake.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake)
     fake.handle(is_relocate, lambda body: Reply([text('{"locations": [{"comment": 1, "code": null}]}')]))
     if judge_says_yes is not None:
         def verdict(body: dict[str, Any]) -> Reply:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_support import is_filter
-from fake_api import Fault, Reply, text, tool_use
+from agent_support import filter_keeps_all
+from fake_api import Fault, Reply, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, run_cli, write
 from validators import validate_gitlab, validate_sarif
 
@@ -15,7 +15,7 @@ from validators import validate_gitlab, validate_sarif
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api):
     """The review filter, when asked, proves no comment wrong."""
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 def _comment(severity: str, code: str = "return a - b", category: str = "bug") -> Reply:

@@ -10,8 +10,8 @@ from gitrepo import commit_all, git, head, make_repo, repo_state, write
 from ocr_hook.changes import git as g
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.model import ChangeSet, FileStatus
+from ocr_hook.changes.scope import Scope
 from ocr_hook.errors import FatalError, GitError
-from ocr_hook.scope import Scope
 
 ZERO = "0" * 40
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from agent_support import is_filter
+from agent_support import filter_keeps_all, is_filter
 from e2e_support import CALC_PATH, assert_clean_stderr, calc_repo, comment, comment_turn, run_review
-from fake_api import FakeMessagesAPI, RecordedRequest, Reply, task_done, text
+from fake_api import FakeMessagesAPI, RecordedRequest, task_done
 from gitrepo import commit_all, git, head, repo_state, run_cli, write
 from validators import validate_sarif
 
@@ -26,7 +26,7 @@ REASON = "add() subtracts on purpose: the ledger stores debits as negative amoun
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 def script_high(fake: FakeMessagesAPI, path: str = CALC_PATH, code: str = "return a - b") -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from agent_support import is_filter
+from agent_support import filter_keeps_all
 from e2e_support import CALC_PATH, calc_repo, comment, comment_turn
-from fake_api import FakeMessagesAPI, Reply, task_done, text
+from fake_api import FakeMessagesAPI, task_done
 from gitrepo import repo_state, run_cli
 
 DISMISSALS = ".ocr-hook/dismissed.yaml"
@@ -20,7 +20,7 @@ REASON = "the caller validates the amount (api/validate.py)"
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 def reviewed(tmp_path: Path, fake: FakeMessagesAPI, env: dict[str, str]) -> tuple[Path, Path, dict]:

@@ -268,6 +268,11 @@ def test_bad_settings_and_no_repository_fail(tmp_path: Path, sdk_env: dict[str, 
     write(repo, ".ocr-hook.yaml", "max_cost: lots\n")
     code, checks = doctor_json(repo, sdk_env)
     assert code == 2 and checks["settings"]["status"] == "FAIL" and "max_cost" in checks["settings"]["message"]
+    # A rule's entries are parsed by the guidance package, not when the settings load: doctor still checks them.
+    write(repo, ".ocr-hook.yaml", "rules: [{paths: ['a/**'], effort: max}]\n")
+    code, checks = doctor_json(repo, sdk_env)
+    assert code == 2 and checks["settings"]["status"] == "FAIL"
+    assert "'effort' must be one of" in checks["settings"]["message"]
 
     outside = tmp_path / "not-a-repo"
     outside.mkdir()

@@ -12,13 +12,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import PLAN_TOOLS, is_filter, main_opening, plan_opening, review_job, staged_repo, tool_names
+from agent_support import (
+    PLAN_TOOLS,
+    is_filter,
+    keep_all,
+    main_opening,
+    plan_opening,
+    review_job,
+    staged_repo,
+    tool_names,
+)
 from fake_api import FakeMessagesAPI, Reply, redacted_thinking, text, thinking, tool_use
 
 from ocr_hook.agent import review_files
 from ocr_hook.agent.request_options import THINKING_ROOM
 from ocr_hook.effort import EffortPlan, profile
 from ocr_hook.errors import ConfigError
+from ocr_hook.guidance.rules import rules_of
 from ocr_hook.settings import load
 
 MODEL = "claude-sonnet-5-5"  # the shipped default model
@@ -31,10 +41,6 @@ CALC_AFTER = "def add(a, b):\n    return a - b\n\n\ndef mean(values):\n    retur
 
 def comment(content: str, code: str, severity: str) -> dict[str, Any]:
     return {"content": content, "existing_code": code, "severity": severity, "category": "bug"}
-
-
-def keep_all(body: dict[str, Any]) -> Reply:
-    return Reply([text('{"wrong": []}')])
 
 
 def done() -> dict[str, Any]:
@@ -354,6 +360,16 @@ def test_rules_effort_and_explicit_effort(tmp_path: Path) -> None:
 def test_bad_effort_settings(tmp_path: Path, config: str, message: str) -> None:
     (tmp_path / ".ocr-hook.yaml").write_text(config, encoding="utf-8")
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        rules_of(load(tmp_path, None, {}, environ={}))  # a rule's entries are guidance's to parse
+
+
+def test_the_settings_check_only_the_rules_outer_shape(tmp_path: Path) -> None:
+    (tmp_path / ".ocr-hook.yaml").write_text("rules: [{paths: ['a/**'], effort: max}]\n", encoding="utf-8")
+    settings = load(tmp_path, None, {}, environ={})  # loads: the entry is parsed where it is used
+    assert settings.rules.items == ({"paths": ["a/**"], "effort": "max"},)
+    assert settings.rules.source == ".ocr-hook.yaml"
+    (tmp_path / ".ocr-hook.yaml").write_text("rules: [42]\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^\.ocr-hook\.yaml: setting 'rules' item 1: must be a mapping"):
         load(tmp_path, None, {}, environ={})
 
 

@@ -8,17 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from agent_support import is_filter, main_opening, plan_opening
+from agent_support import filter_keeps_all, main_opening, plan_opening
 from e2e_support import CALC_PATH, calc_repo, comment, comment_turn
-from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import run_cli
 from test_mcp_server import serving
 
 MODEL = "claude-sonnet-5-5"
-
-
-def keep_all(fake: FakeMessagesAPI) -> None:
-    fake.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
 
 
 def main_requests(fake: FakeMessagesAPI, path: str = CALC_PATH) -> list[dict[str, Any]]:
@@ -34,7 +30,7 @@ def test_cli_effort_flag_reaches_the_requests_and_the_json_report(tmp_path: Path
                                                                   sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")
     fake_api.models.register(MODEL)
-    keep_all(fake_api)
+    filter_keeps_all(fake_api)
     fake_api.script(main_opening(CALC_PATH), [comment_turn(comment(severity="high")), task_done()])
     proc = run_cli(repo, "review", "--effort", "deep", "--format", "json", env=hook_env(sdk_env, PRE_COMMIT="1"))
     assert proc.returncode == 1, proc.stderr
@@ -53,7 +49,7 @@ def test_cli_under_pre_commit_is_quick_and_says_so(tmp_path: Path, fake_api: Fak
                                                    sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo", {"auth/tokens.py": "def token():\n    return 'x'\n"})
     fake_api.models.register(MODEL)
-    keep_all(fake_api)
+    filter_keeps_all(fake_api)
     proc = run_cli(repo, "review", env=hook_env(sdk_env, PRE_COMMIT="1"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # A passing run under pre-commit is one line, and it names the profiles.
@@ -96,7 +92,7 @@ def test_preview_shows_each_files_profile(tmp_path: Path, sdk_env: dict[str, str
 def test_mcp_effort_argument(tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")
     fake_api.models.register(MODEL)
-    keep_all(fake_api)
+    filter_keeps_all(fake_api)
     fake_api.script(main_opening(CALC_PATH), [Reply([
         tool_use("code_comment", {"comments": [comment(severity="low")]}), tool_use("task_done", {"state": "DONE"})])])
 

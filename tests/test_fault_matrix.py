@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from agent_support import is_filter, is_relocate, last_user_blocks, main_opening
+from agent_support import filter_keeps_all, is_filter, is_relocate, last_user_blocks, main_opening
 from e2e_support import (
     CALC_LINE,
     CALC_PATH,
@@ -131,7 +131,7 @@ ROWS = {
 def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     if row.helper_fault is not None:
         fake_api.handle(lambda body: is_filter(body) or is_relocate(body), lambda body: row.helper_fault)
-    fake_api.handle(is_filter, _keep_all)
+    filter_keeps_all(fake_api)
     fake_api.script(main_opening(CALC_PATH), [comment_turn(), *row.turns])
     run = run_review(repo, sdk_env, tmp_path / "out", *row.args)
 
@@ -169,9 +169,6 @@ def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, 
     if row.multitool:
         validate_sarif(run.out_dir / "report.sarif")
 
-
-def _keep_all(body: dict[str, object]) -> Reply:
-    return Reply([text('{"wrong": []}')])
 
 
 def test_tool_input_not_json_comes_back_as_an_error(repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI,

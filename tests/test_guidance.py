@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import is_filter
+from agent_support import filter_keeps_all, is_filter
 from e2e_support import assert_clean_stderr, run_review
 from fake_api import FakeMessagesAPI, RecordedRequest, Reply, task_done, text, tool_use
 from gitrepo import commit_all, git, head, make_repo, repo_state, run_cli, write
@@ -34,7 +34,7 @@ APP_AFTER = "def render(b):\n    print(b)\n    return b\n"
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 # --- helpers ----------------------------------------------------------------------------------------------

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from agent_support import is_filter, is_relocate, last_user_blocks, main_opening
+from agent_support import filter_keeps_all, is_filter, is_relocate, last_user_blocks, main_opening
 from e2e_support import Run, isolate_sdk_env, run_review
-from fake_api import FakeMessagesAPI, RecordedRequest, Reply, task_done, text, tool_use
+from fake_api import FakeMessagesAPI, RecordedRequest, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, write
 from validators import validate_gitlab, validate_sarif
 
@@ -121,7 +121,7 @@ def _comments() -> list[dict[str, object]]:
 
 
 def _script(fake: FakeMessagesAPI) -> None:
-    fake.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake)
     fake.script(main_opening(MAIN_PATH), [
         Reply([tool_use(name, tool_input) for name, tool_input in PRYING]),
         # Obeying the injected "put it on other.py" is not even expressible: the schema has no path.

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
+from agent_support import filter_keeps_all
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 import ocr_hook
@@ -31,7 +33,8 @@ def module_file(name: str) -> Path | None:
     return None
 
 
-def imports_of(name: str, path: Path) -> set[str]:
+@functools.cache  # every module is parsed once per test process, however many checks read it
+def imports_of(name: str, path: Path) -> frozenset[str]:
     """Every module `path` imports anywhere (top level or inside functions), as absolute names."""
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
@@ -48,7 +51,7 @@ def imports_of(name: str, path: Path) -> set[str]:
                 base = node.module or ""
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
-    return found
+    return frozenset(found)
 
 
 def with_parents(name: str) -> list[str]:
@@ -117,6 +120,8 @@ WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile"
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
+atexit.register(lambda: open(sys.argv[1] + ".ours", "w").write(json.dumps(
+    sorted(m for m in sys.modules if m.startswith("ocr_hook")))))
 from ocr_hook.cli import main
 main(["review", "-q", "--format", "json"])
 """
@@ -126,6 +131,8 @@ def light_run(repo: Path, env: dict[str, str], out: Path) -> tuple[dict, list[st
     proc = subprocess.run([sys.executable, "-c", LIGHT_RUN, str(out)], cwd=repo, env=env, capture_output=True,
                           text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+    ours = json.loads(Path(f"{out}.ours").read_text())
+    assert "ocr_hook.cli" in ours and upward_imports(ours) == []  # the idle path's modules import only downward
     return json.loads(proc.stdout), json.loads(out.read_text())
 
 
@@ -153,8 +160,7 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     commit_all(repo, "initial")
     write(repo, "calc.py", "def add(a, b):\n    return a - b\n")
     git(repo, "add", "calc.py")
-    fake_api.handle(lambda body: "You check code review comments" in str(body.get("system")),
-                    lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
     fake_api.script("calc.py", [Reply([tool_use("code_comment", {"comments": [{
         "content": "Subtracts.", "existing_code": "return a - b", "severity": "low", "category": "bug"}]})]),
         task_done()])
@@ -169,3 +175,95 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     # nothing else on the watch list is needed (pathlib aside: the result cache works with paths).
     assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
                                                      "ocr_hook.guidance", "ocr_hook.secrets_mask", "unidiff"]
+
+
+# --- floors: every import points down the flow (DESIGN.md section 1) ---------------------------------------
+
+# A room is a package or a loose module of ocr_hook/. Bottom first; a room may import only rooms on lower floors
+# (imports inside functions and under TYPE_CHECKING count: they are dependencies all the same). A new room
+# fails test_every_room_has_a_floor until it is given its place here.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors", "config_files", "secrets_mask"),  # the ground: no ocr_hook import at all
+    ("settings",),
+    ("cienv",),  # what the CI system says (changes' `--base auto` and memory's line of work ask it)
+    ("changes",),
+    ("findings",),  # pure, shared by everything above: the agent, the store, the reports, the commands
+    ("outcome",),  # what a run produced
+    ("guidance",),
+    ("effort",),
+    ("budget", "store"),  # what a run may spend; what ocr-hook keeps on disk
+    ("agent",),
+    ("gate",),
+    ("reports",),
+    ("publish",),
+    ("commands",),
+    ("mcp_server",),
+    ("cli",),
+    ("__main__",),
+)
+FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
+
+
+def room_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if parts[0] == "ocr_hook" and len(parts) > 1 else None
+
+
+def all_modules() -> list[str]:
+    names = []
+    for path in sorted(PACKAGE_ROOT.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE_ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts:
+            names.append(".".join(["ocr_hook", *parts]))
+    return names
+
+
+def cross_room_imports(modules: list[str]) -> set[tuple[str, str]]:
+    """(importing module, imported ocr_hook module) for every import from one room into another."""
+    found = set()
+    for name in modules:
+        path = module_file(name)
+        if path is None:
+            continue
+        for imported in imports_of(name, path):
+            target = imported
+            while target and module_file(target) is None:  # `from pkg.mod import name`: the module
+                target = target.rpartition(".")[0]
+            here, there = room_of(name), room_of(target)
+            if there is not None and here is not None and here != there:
+                found.add((name, target))
+    return found
+
+
+def upward_imports(modules: list[str]) -> list[str]:
+    return sorted(f"{a} -> {b}" for a, b in cross_room_imports(modules)
+                  if FLOOR.get(room_of(b), -1) >= FLOOR.get(room_of(a), -1))
+
+
+def test_every_room_has_a_floor() -> None:
+    rooms = {room_of(name) for name in all_modules()} - {None}
+    assert rooms - set(FLOOR) == set(), "give the new room its floor in FLOORS"
+    assert set(FLOOR) - rooms == set(), "a room in FLOORS no longer exists"
+
+
+def test_every_import_points_down_the_flow() -> None:
+    modules = all_modules()
+    imports = cross_room_imports(modules)
+    rooms = {room_of(name) for name in modules} - {None}
+    packages = {r for r in rooms if (PACKAGE_ROOT / r).is_dir()}
+    edges = {(room_of(a), room_of(b)) for a, b in imports}
+    print(f"\nhouse: {len(rooms)} rooms ({len(packages)} packages, {len(rooms) - len(packages)} loose modules "
+          f"with __main__), {len(edges)} room-to-room imports, {len(imports)} module imports between rooms")
+    assert ("ocr_hook.guidance.rules", "ocr_hook.settings") in imports  # the walk sees imports (and resolves them)
+    assert upward_imports(modules) == []
+
+
+def test_the_floor_check_would_notice_an_upward_import() -> None:
+    assert upward_imports(["ocr_hook.cli"]) == []
+    FLOOR["cli"], saved = -1, FLOOR["cli"]  # pretend the command line sat at the bottom
+    try:
+        assert "ocr_hook.cli -> ocr_hook.errors" in upward_imports(["ocr_hook.cli"])
+    finally:
+        FLOOR["cli"] = saved

@@ -16,17 +16,17 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from agent_support import is_filter
+from agent_support import filter_keeps_all
 from e2e_support import CALC_LINE, CALC_PATH, calc_repo, comment, comment_turn
-from fake_api import FakeMessagesAPI, Reply, task_done, text
+from fake_api import FakeMessagesAPI, Reply, task_done
 from gitrepo import git, run_cli, write
 from jsonschema import Draft202012Validator
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from ocr_hook.changes.scope import Scope
 from ocr_hook.mcp_server.arguments import ReviewCall
 from ocr_hook.mcp_server.runner import capped
-from ocr_hook.scope import Scope
 from ocr_hook.settings import load
 
 CALL_TIMEOUT_S = 60
@@ -85,7 +85,7 @@ def stderr_of(errlog: Path) -> str:
 
 
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 # ------------------------------------------------------------------------------------------------ tools/list

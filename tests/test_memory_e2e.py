@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import is_filter
+from agent_support import filter_keeps_all
 from e2e_support import assert_clean_stderr
-from fake_api import FakeMessagesAPI, Reply, text, tool_use
+from fake_api import FakeMessagesAPI, Reply, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 PATH = "shop.py"
@@ -67,7 +67,7 @@ LATE = comment(LATE_CODE, "high", message="Items without a price raise Attribute
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 def _repo(tmp_path: Path, content: str) -> Path:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from gitrepo import commit_all, git, make_repo, write
 
+from ocr_hook.changes.scope import Scope
 from ocr_hook.findings import Category, Finding, Severity
-from ocr_hook.scope import Scope
 from ocr_hook.store.files import JsonFileStore
 from ocr_hook.store.memory import (
     MemoryStore,

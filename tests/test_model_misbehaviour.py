@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import is_filter, is_relocate, last_user_blocks, main_opening
+from agent_support import filter_keeps_all, is_relocate, last_user_blocks, main_opening
 from e2e_support import (
     CALC_LINE,
     CALC_PATH,
@@ -42,7 +42,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 def _calls(name: str, inputs: Sequence[Any]) -> Reply:

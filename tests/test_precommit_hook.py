@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from agent_support import is_filter
-from fake_api import Reply, text, tool_use
+from agent_support import filter_keeps_all
+from fake_api import Reply, tool_use
 from gitrepo import commit_all, git, head, make_repo, repo_state, write
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ def hook_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api):
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 @pytest.fixture(scope="module")

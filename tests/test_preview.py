@@ -13,8 +13,8 @@ import pytest
 from gitrepo import commit_all, git, make_repo, repo_state, run_cli, write
 
 from ocr_hook.changes.collect import collect_changes
+from ocr_hook.changes.scope import Scope
 from ocr_hook.commands import preview
-from ocr_hook.scope import Scope
 
 
 @pytest.fixture

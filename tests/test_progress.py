@@ -3,7 +3,7 @@ import threading
 
 import pytest
 
-from ocr_hook.progress import Progress, fit, sanitise
+from ocr_hook.commands.progress import Progress, fit, sanitise
 
 
 def test_not_a_terminal_one_line_per_event() -> None:

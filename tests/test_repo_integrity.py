@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from agent_support import is_filter, main_opening
+from agent_support import filter_keeps_all, main_opening
 from e2e_support import (
     CALC_PATH,
     all_files,
@@ -30,7 +30,7 @@ from e2e_support import (
     popen_review,
     porcelain,
 )
-from fake_api import FakeMessagesAPI, Fault, Reply, task_done, text, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, task_done, tool_use
 from gitrepo import commit_all, git, repo_state, run_cli, write
 
 OUTPUT_NAMES = ("report.json", "report.sarif", "gitlab.json")
@@ -69,7 +69,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake_api)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ import pytest
 from report_samples import ctx, finding, result, reviewed
 from validators import validate_sarif
 
+from ocr_hook.changes.shard import shard_select
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import FileCoverage
 from ocr_hook.reports import write_report
 from ocr_hook.reports.merge_sarif import merge_sarif
 from ocr_hook.reports.sarif import dump_sarif
-from ocr_hook.shard import shard_select
 
 
 def _shard_files(tmp_path: Path, category: str = "ocr-hook") -> list[Path]:

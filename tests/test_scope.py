@@ -1,10 +1,10 @@
-"""The scope rules the command line and the MCP server share (ocr_hook.scope.choose_scope)."""
+"""The scope rules the command line and the MCP server share (ocr_hook.changes.scope.choose_scope)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ocr_hook.scope import Scope, ScopeConflict, ScopeError, ScopeIncomplete, choose_scope
+from ocr_hook.changes.scope import Scope, ScopeConflict, ScopeError, ScopeIncomplete, choose_scope
 
 
 def test_nothing_given_is_staged() -> None:

@@ -18,9 +18,9 @@ import string
 from pathlib import Path
 
 import pytest
-from agent_support import is_filter, main_opening
+from agent_support import filter_keeps_all, main_opening
 from e2e_support import assert_clean_stderr, run_review
-from fake_api import FakeMessagesAPI, Fault, Reply, error_json, task_done, text, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, error_json, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 _rng = random.Random(7)
@@ -80,7 +80,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _prying_model(fake: FakeMessagesAPI) -> None:
-    fake.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+    filter_keeps_all(fake)
     fake.script(main_opening(SETTINGS_PATH), [
         Reply([
             tool_use("file_read", {"file_path": ".env"}),

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from ocr_hook import config_files
 from ocr_hook.changes.collect import collect_changes
 from ocr_hook.changes.globs import GitIgnoreGlobs, check_patterns
+from ocr_hook.changes.scope import Scope
 from ocr_hook.changes.selection import Selected, is_sensitive, select_files
 from ocr_hook.changes.snapshot import GitSnapshot
 from ocr_hook.errors import ConfigError
-from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ocr_hook.changes.shard import parse_shard, shard_select
 from ocr_hook.errors import ConfigError
-from ocr_hook.shard import parse_shard, shard_select
 
 PATHS = [f"src/module_{i}/file_{i}.py" for i in range(103)]
 
@@ -27,7 +27,7 @@ def test_order_of_input_does_not_matter() -> None:
 
 
 def test_same_split_in_another_process_with_another_hash_seed() -> None:
-    code = "import sys; from ocr_hook.shard import shard_select; " \
+    code = "import sys; from ocr_hook.changes.shard import shard_select; " \
            f"print(sorted(shard_select({PATHS!r}, '3/4')))"
     outs = {
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -10,9 +10,9 @@ import pytest
 from gitrepo import commit_all, git, head, make_repo, repo_state, write
 
 from ocr_hook.changes.collect import collect_changes
+from ocr_hook.changes.scope import Scope
 from ocr_hook.changes.snapshot import GitSnapshot, SnapshotClosed, open_snapshot, pathspec_problem
 from ocr_hook.changes.snapshot_api import GrepHit
-from ocr_hook.scope import Scope
 
 
 @pytest.fixture

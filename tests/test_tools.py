@@ -15,7 +15,7 @@ from ocr_hook.agent import tools
 from ocr_hook.agent.tool_api import ToolContext, ToolResult
 from ocr_hook.agent.tools import FILE_NOT_FOUND, run_context_tool
 from ocr_hook.changes import collect_changes, is_sensitive, open_snapshot
-from ocr_hook.scope import Scope
+from ocr_hook.changes.scope import Scope
 from ocr_hook.settings import load as load_settings
 
 SECRET = "TOP-SECRET-CONTENT-4242"

@@ -197,7 +197,7 @@ async def _probe(settings: Settings, environ: Mapping[str, str], root: str) -> P
     from ocr_hook.agent.post_review import finish_file
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes import collect_changes, open_snapshot
-    from ocr_hook.scope import Scope
+    from ocr_hook.changes.scope import Scope
     from ocr_hook.secrets_mask import mask_secrets
 
     cap = min(PROBE_MAX_COST, settings.max_cost)

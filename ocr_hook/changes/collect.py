@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.changes import git
 from ocr_hook.changes.model import ChangeSet, FileChange
+from ocr_hook.changes.scope import Scope
 from ocr_hook.errors import FatalError, GitError
-from ocr_hook.scope import Scope
 
 if TYPE_CHECKING:
     from ocr_hook.changes.ci_base import AutoBase
@@ -136,26 +136,29 @@ def literal_pathspecs(paths: Sequence[str]) -> list[str]:
 
 def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = (), *,
                check_unmerged: bool = False) -> list[FileChange]:
-    """One raw listing and one patch for all files; per-file patches only if the two disagree.
+    """One git process for the raw listing and the patch of all files; per-file patches only if the two
+    disagree.
 
-    check_unmerged: refuse an index with conflicts (GitError), for a listing of the whole index."""
+    With `--raw -z --patch`, git writes the NUL-terminated raw records, one more NUL, then the patch text
+    (a path is never empty, so the first "\0\0" is that boundary). check_unmerged: refuse an index with
+    conflicts (GitError), for a listing of the whole index."""
     args = diff_args(base, target)
     spec = literal_pathspecs(paths)
-    raw = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *spec])
-    if not raw:
+    out = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *spec])
+    if not out:
         # A conflicted path is always in the index's raw listing (status U), so an empty one proves
-        # there is none: the idle run of a hook (nothing staged) skips that git call.
+        # there is none: the idle run of a hook (nothing staged) needs no other git call.
         return []
+    raw, _, patch = out.partition("\0\0")
     # Loaded only when there is a diff to parse: unidiff is no part of the idle path.
     from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
 
     try:
-        entries = parse_raw(raw)  # refuses U (conflict) entries, so a clean index needs no other check
+        entries = parse_raw(raw.rstrip("\0") + "\0")  # refuses U (conflict) entries: no other check
     except DiffParseError as exc:
         if check_unmerged:
             git.check_no_unmerged(repo)  # a conflict gets its own message, naming the paths
         raise GitError(f"cannot read the diff: {exc}") from None
-    patch = git.git_text(repo, [*args, *git.PATCH_OPTIONS, *spec])
     try:
         groups = group_patches(entries, split_patches(patch))
         if groups is None:

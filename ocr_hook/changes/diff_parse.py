@@ -151,6 +151,7 @@ def build_change(entry: RawEntry, patches: Sequence[str]) -> FileChange:
         is_submodule=mode == SUBMODULE_MODE,
         old_mode=entry.old_mode,
         new_mode=entry.new_mode,
+        new_sha=None if deleted else entry.new_sha,
     )
 
 

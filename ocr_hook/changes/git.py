@@ -201,6 +201,16 @@ def empty_tree(repo: str) -> str:
     return run_git(repo, ["hash-object", "-t", "tree", "--stdin"], input=b"").stdout.decode().strip()
 
 
+# The empty tree's id under each object format git has (SHA-1, SHA-256): the hash of "tree 0\0".
+EMPTY_TREES = frozenset({"4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+                         "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"})
+
+
+def is_empty_tree(sha: str) -> bool:
+    """Whether `sha` is the empty tree, with no git process (a cached run asks on every start)."""
+    return sha in EMPTY_TREES
+
+
 def is_shallow(repo: str) -> bool:
     return git_text(repo, ["rev-parse", "--is-shallow-repository"]).strip() == "true"
 

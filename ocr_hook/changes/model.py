@@ -56,6 +56,9 @@ class FileChange:
     is_submodule: bool = False
     old_mode: str | None = None
     new_mode: str | None = None
+    # The reviewed side's object id (in staged mode the index's blob): the snapshot reads the file by it
+    # without listing the index again. None for a deletion.
+    new_sha: str | None = None
 
     @property
     def changed_lines(self) -> int:
@@ -76,3 +79,37 @@ class ChangeSet:
 
     def by_path(self) -> dict[str, FileChange]:
         return {f.path: f for f in self.files}
+
+
+def shown_lines(hunk: Hunk) -> list[int]:
+    """The new-file line each row of a hunk is shown at (not clamped to the file); anchoring and filter mode
+    both place removed rows by it (here, so filter mode need not load the anchoring code).
+
+    Added and context rows: their own line. A removed row: the line that replaced it, i.e. the i-th
+    row of a run of removed rows pairs with the i-th row of the run of added rows right after it
+    (the last one when more was removed than added); a removal with no added run after it is shown
+    at the line that now follows the deletion.
+    """
+    rows = hunk.lines
+    out = [0] * len(rows)
+    following = hunk.new_start if hunk.new_len > 0 else hunk.new_start + 1
+    i = 0
+    while i < len(rows):
+        number = rows[i].new_no
+        if rows[i].kind != "-" and number is not None:
+            out[i] = number
+            following = number + 1
+            i += 1
+            continue
+        j = i
+        while j < len(rows) and rows[j].kind == "-":
+            j += 1
+        replacing = []
+        for row in rows[j:]:
+            if row.kind != "+" or row.new_no is None:
+                break
+            replacing.append(row.new_no)
+        for n in range(i, max(j, i + 1)):
+            out[n] = replacing[min(n - i, len(replacing) - 1)] if replacing else following
+        i = max(j, i + 1)
+    return out

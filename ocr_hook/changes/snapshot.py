@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import IO, NamedTuple
 
@@ -45,10 +45,13 @@ class _Entry(NamedTuple):
 class GitSnapshot:
     """Implements snapshot_api.Snapshot for the index (target None) or a commit."""
 
-    def __init__(self, repo_root: str, target: str | None, likely_paths: Sequence[str] = ()) -> None:
+    def __init__(self, repo_root: str, target: str | None, likely_paths: Sequence[str] = (),
+                 known: Mapping[str, tuple[str, str]] | None = None) -> None:
         """likely_paths: the paths most reads will be for (the change set's). In the index, they are
         listed on their own first: the whole listing of a large repository costs ~1 ms per 1,000 files,
-        which a run that reads only the changed files (e.g. a cached one) need not pay."""
+        which a run that reads only the changed files (e.g. a cached one) need not pay.
+        known: path → (mode, object id) of every likely path the index holds, as the staged diff gave
+        them; then even that first listing (one `git ls-files` process) is skipped."""
         self.repo_root = repo_root
         self.target = target
         self._lock = threading.Lock()
@@ -57,6 +60,8 @@ class GitSnapshot:
         use_likely = target is None and 0 < len(likely_paths) <= _MAX_LIKELY_PATHS
         self._likely = frozenset(likely_paths) if use_likely else frozenset()
         self._likely_entries: dict[str, _Entry] | None = None
+        if use_likely and known is not None:
+            self._likely_entries = {p: _Entry(*known[p]) for p in self._likely if p in known}
         self._blobs: dict[str, bytes] = {}
         self._blob_bytes = 0
         self._closed = False
@@ -210,7 +215,10 @@ class GitSnapshot:
 
 def open_snapshot(repo_root: str, change_set: ChangeSet) -> GitSnapshot:
     """The reviewed side of `change_set`: the index when change_set.target is None, else that commit."""
-    return GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files])
+    known = None
+    if change_set.target is None:  # the staged diff's new side is the index: its ids are the index's
+        known = {f.path: (f.new_mode, f.new_sha) for f in change_set.files if f.new_sha and f.new_mode}
+    return GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known)
 
 
 def _load_listing(repo: str, target: str | None, only: Sequence[str] = ()) -> dict[str, _Entry]:

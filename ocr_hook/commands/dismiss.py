@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import os
 import re
 import sys
@@ -19,12 +18,11 @@ from typing import Any
 
 from ocr_hook.changes.git import repo_top, run_git
 from ocr_hook.errors import ConfigError
-from ocr_hook.findings import dismissals
+from ocr_hook.findings import dismissals, serial
 from ocr_hook.settings import load
 
 MIN_PREFIX = 8
 _HEX = re.compile(r"[0-9a-f]+")
-_NEEDED = ("path", "category", "severity", "fingerprint")
 _LOCK_TIMEOUT_S = 60.0
 
 
@@ -73,7 +71,7 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
             shown = os.path.relpath(os.path.join(root, settings.dismissals_file), cwd)
             out.append(f"written to {settings.dismissals_file}; record it with your change (ocr-hook never stages "
                        f"it): git add {_quoted(shown)}")
-    from ocr_hook.progress import sanitise  # paths and reasons: one line each, no live workflow command
+    from ocr_hook.commands.progress import sanitise  # paths and reasons: one line each, no live workflow command
 
     sys.stdout.write("".join(sanitise(line) + "\n" for line in out))
     return 0
@@ -123,17 +121,8 @@ def resolve(wanted: str, candidates: Sequence[Mapping[str, Any]]) -> Mapping[str
 
 
 def _from_report(path: str) -> list[Mapping[str, Any]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"--from {path}: file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"--from {path}: cannot read it: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ConfigError(f"--from {path}: not a JSON report (write one with --format json or --json-output)") from None
-    findings = data.get("findings") if isinstance(data, dict) else None
-    return _checked(findings, f"--from {path}")
+    where = f"--from {path}"
+    return _checked(serial.report_findings(serial.read_report_json(path, where), where))
 
 
 def _from_memory(cache_dir: str | None, root: str, environ: Mapping[str, str]) -> list[Mapping[str, Any]]:
@@ -152,14 +141,11 @@ def _from_memory(cache_dir: str | None, root: str, environ: Mapping[str, str]) -
     if findings is None:
         raise ConfigError("no review of this repository is remembered (run ocr-hook review first, or pass "
                           "--from REPORT.json)")
-    return _checked(findings, "the last review's memory")
+    return _checked(serial.report_findings(findings, "the last review's memory"))
 
 
-def _checked(findings: Any, where: str) -> list[Mapping[str, Any]]:
-    if not isinstance(findings, list) or not all(
-            isinstance(f, dict) and all(isinstance(f.get(k), str) and f.get(k) for k in _NEEDED) for f in findings):
-        raise ConfigError(f"{where}: expected 'findings' with {', '.join(_NEEDED)} each, as ocr-hook's JSON report "
-                          "has them")
+def _checked(findings: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
+    """Only findings a dismissal can name (an entry's fingerprint is 32 hex characters)."""
     return [f for f in findings if dismissals.FINGERPRINT.fullmatch(f["fingerprint"])]
 
 

@@ -116,10 +116,12 @@ def check_git(ctx: _Context) -> list[Check]:
 
 
 def check_settings(ctx: _Context) -> list[Check]:
+    from ocr_hook.guidance.rules import rules_of
     from ocr_hook.settings import load, sources
 
     try:
         ctx.settings = load(ctx.root, ctx.config_file, {}, ctx.environ)
+        rules_of(ctx.settings)  # the settings keep `rules` raw; its entries are checked here as a review would
     except FatalError as exc:
         return [Check("settings", FAIL, str(exc), "correct the setting the message names")]
     return [Check("settings", OK, "from " + ", ".join(sources(ctx.root, ctx.config_file, ctx.environ)))]

@@ -26,7 +26,7 @@ _HINTS = {
 def run(report_path: str) -> int:
     from ocr_hook.publish.pr_target import NoPullRequest, pull_request
 
-    report = load_report(report_path)
+    report = load_report(report_path, f"github-review: {report_path}")
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     say = _sayer(token)
     try:
@@ -57,7 +57,7 @@ def _sayer(token: str) -> Callable[[str], None]:
         # Nothing we print is built from the token; this only makes sure of it.
         if token:
             line = line.replace(token, "***")
-        from ocr_hook.progress import sanitise  # GitHub's messages: one line, no live workflow command
+        from ocr_hook.commands.progress import sanitise  # GitHub's messages: one line, no live workflow command
 
         print(f"ocr-hook: github-review: {sanitise(line)}", file=sys.stderr)
 

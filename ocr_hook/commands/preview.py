@@ -18,10 +18,10 @@ from ocr_hook.changes.ci_base import AutoBase
 from ocr_hook.changes.collect import repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
+from ocr_hook.changes.scope import Scope
 from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.guidance.resolve import GuidancePlan
-from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ocr_hook import __version__
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.git import repo_top
+from ocr_hook.changes.scope import Scope
+from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.progress import Progress
-from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
     selected = select_files(change_set, snapshot, settings)
     if shard:
-        from ocr_hook.shard import shard_select
+        from ocr_hook.changes.shard import shard_select
 
         mine = shard_select([s.change.path for s in selected], shard)
         selected = [s for s in selected if s.change.path in mine]
@@ -321,7 +321,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
 
         progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
     sys.stdout.write(render(settings.format, result, ctx))
-    from ocr_hook.progress import sanitise
+    from ocr_hook.commands.progress import sanitise
 
     for fmt, text, error in unwritten:
         where = "is on standard output already" if fmt == settings.format else "follows on standard output"

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.git import repo_top
+from ocr_hook.changes.scope import Scope
 from ocr_hook.commands.preview import _write, shown
 from ocr_hook.findings.dismissals import Dismissal
 from ocr_hook.guidance.resolve import GuidancePlan, describe, resolve_guidance
-from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings, load
 
 

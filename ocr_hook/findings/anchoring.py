@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-from ocr_hook.changes.model import Hunk
+from ocr_hook.changes.model import Hunk, shown_lines
 from ocr_hook.findings.normalise import (
     Form,
     Pattern,
@@ -94,39 +94,6 @@ def _space(entries: Sequence[tuple[str, int, int, int, str]]) -> _Space:
         kind.append(row_kind)
     joined = "\n" + "\n".join(keys) + "\n" if keys else "\n"
     return _Space(tuple(keys), where, joined, tuple(starts), tuple(group), tuple(pos), tuple(new_line), tuple(kind))
-
-
-def shown_lines(hunk: Hunk) -> list[int]:
-    """The new-file line each row of a hunk is shown at (not clamped to the file).
-
-    Added and context rows: their own line. A removed row: the line that replaced it, i.e. the i-th
-    row of a run of removed rows pairs with the i-th row of the run of added rows right after it
-    (the last one when more was removed than added); a removal with no added run after it is shown
-    at the line that now follows the deletion.
-    """
-    rows = hunk.lines
-    out = [0] * len(rows)
-    following = hunk.new_start if hunk.new_len > 0 else hunk.new_start + 1
-    i = 0
-    while i < len(rows):
-        number = rows[i].new_no
-        if rows[i].kind != "-" and number is not None:
-            out[i] = number
-            following = number + 1
-            i += 1
-            continue
-        j = i
-        while j < len(rows) and rows[j].kind == "-":
-            j += 1
-        replacing = []
-        for row in rows[j:]:
-            if row.kind != "+" or row.new_no is None:
-                break
-            replacing.append(row.new_no)
-        for n in range(i, max(j, i + 1)):
-            out[n] = replacing[min(n - i, len(replacing) - 1)] if replacing else following
-        i = max(j, i + 1)
-    return out
 
 
 def prepare(new_text: str, hunks: Sequence[Hunk]) -> FileIndex:

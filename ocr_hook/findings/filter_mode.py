@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ocr_hook.changes.model import FileChange
+from ocr_hook.changes.model import FileChange, shown_lines
 from ocr_hook.findings import Finding
-from ocr_hook.findings.anchoring import shown_lines
 
 FILTER_MODES = ("added", "diff_context", "file", "nofilter")
 
@@ -31,7 +30,7 @@ def _added_lines(change: FileChange) -> list[int]:
 
 
 def _deletion_points(change: FileChange) -> list[int]:
-    """New-file lines at which deleted lines are shown (see anchoring.shown_lines)."""
+    """New-file lines at which deleted lines are shown (see changes.model.shown_lines)."""
     return [
         shown
         for hunk in change.hunks

@@ -1,14 +1,26 @@
-"""Findings as JSON objects and back: the form the result cache and the review memory store.
+"""Findings as JSON and back: the one place that knows both forms a finding is written in.
 
-Pure: the stores around it decide where the objects live. `finding_from_json` is strict (ValueError or
-KeyError on anything malformed), so a store can treat a bad entry as a miss.
+* The store's record (`finding_to_json` / `finding_from_json`): every field, for the result cache and
+  review memory. The reader is all-or-nothing (ValueError or KeyError on anything malformed), so a store
+  treats a bad entry as a miss and reviews again.
+* The `--format json` report (`finding_to_report`, which ocr_hook.reports.json_report writes, and the
+  readers below): `parse_report` / `load_report` are strict, for the publishers (a fingerprint goes
+  into a pull-request marker verbatim, so only the hex ocr-hook writes passes); `report_findings` is
+  lenient, for `dismiss --from` (each finding as the object the report holds, only its identifying
+  keys checked). Every reader of a report file goes through `read_report_json`.
+
+Pure apart from `read_report_json`'s one read: the callers decide where the files live.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from ocr_hook.errors import FatalError
 from ocr_hook.findings.model import STATUSES, Category, Finding, Fix, Severity
 
 
@@ -80,3 +92,135 @@ def findings_from_json(items: Any) -> list[Finding]:
     if not isinstance(items, list):
         raise ValueError("findings must be a list")
     return [finding_from_json(item) for item in items]
+
+
+# --- the --format json report -----------------------------------------------------------------------------
+
+_FINGERPRINT = re.compile(r"[0-9a-f]{8,64}")
+IDENTIFYING = ("path", "category", "severity", "fingerprint")  # what the lenient reader checks
+
+
+def finding_to_report(f: Finding) -> dict[str, Any]:
+    """One finding as the JSON report (and review memory's "last review") gives it."""
+    return {
+        "path": f.path,
+        "start_line": f.start_line if f.anchored else 0,
+        "end_line": f.end_line if f.anchored else 0,
+        "severity": f.severity.value,
+        "category": f.category.value,
+        "message": f.message,
+        "suggestion": f.suggestion,
+        "anchored": f.anchored,
+        "fingerprint": f.fingerprint,
+        "suppressed": f.suppressed,
+        "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss)
+        "anchor_note": f.anchor_note,
+        # The suggestion as an edit: whole lines start..end become `replacement` (no final line break).
+        "fix": None if f.fix is None else f.fix.as_dict(),
+        # Review memory: new, carried (from the last review) or late (raised now on unchanged lines).
+        "status": f.status,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a publisher needs of a finished review's JSON report."""
+
+    status: str  # complete / incomplete
+    exit_code: int
+    verdict: str
+    findings: tuple[Finding, ...]
+    skipped: int  # files not reviewed (size, budget, …)
+    failed: int
+
+
+class ReportError(FatalError):
+    """A file given as a JSON report is not one (exit 2)."""
+
+
+def read_report_json(path: str, where: str) -> Any:
+    """The decoded JSON of a report file; ReportError("{where}: ...") when it cannot be read or is not JSON."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise ReportError(f"{where}: cannot read it: {exc.strerror or exc}") from None
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+        raise ReportError(f"{where}: not a JSON report (write one with --format json or --json-output)") from None
+
+
+def load_report(path: str, where: str | None = None) -> Report:
+    """The report at `path`, strictly checked; ReportError naming `where` (default: the path) otherwise."""
+    where = where or path
+    data = read_report_json(path, where)
+    try:
+        return parse_report(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReportError(f"{where}: is not an ocr-hook --format json report ({exc!r})") from None
+
+
+def parse_report(data: Any) -> Report:
+    """Strict: ValueError, KeyError or TypeError on anything that is not what ocr-hook writes."""
+    if not isinstance(data, dict) or data.get("tool", {}).get("name") != "ocr-hook":
+        raise ValueError("no tool.name ocr-hook")
+    coverage = data.get("coverage") or {}
+    return Report(
+        status=str(data["status"]),
+        exit_code=int(data["exit_code"]),
+        verdict=str(data.get("verdict") or ""),
+        findings=tuple(finding_from_report(f) for f in data["findings"]),
+        skipped=len(coverage.get("skipped") or []),
+        failed=len(coverage.get("failed") or []),
+    )
+
+
+def finding_from_report(f: dict[str, Any]) -> Finding:
+    """One report finding, strictly (a report from before review memory has no status: "new")."""
+    fix = f.get("fix")
+    return Finding(
+        path=_text(f["path"]),
+        start_line=int(f["start_line"]),
+        end_line=int(f["end_line"]),
+        severity=Severity(f["severity"]),
+        category=Category(f["category"]),
+        message=_text(f.get("message") or ""),
+        suggestion=None if f.get("suggestion") is None else _text(f["suggestion"]),
+        anchored=bool(f["anchored"]),
+        fingerprint=_fingerprint(f["fingerprint"]),
+        suppressed=None if not f.get("suppressed") else _text(f["suppressed"]),
+        fix=None if fix is None else Fix(int(fix["start_line"]), int(fix["end_line"]), _text(fix["replacement"])),
+        status=_status(f.get("status")),
+    )
+
+
+def report_findings(data: Any, where: str) -> list[dict[str, Any]]:
+    """Lenient: a report's (or review memory's) finding objects as they are, each with its identifying keys
+    non-empty strings; ReportError otherwise. A report object or its bare `findings` list."""
+    findings = data.get("findings") if isinstance(data, dict) else data
+    if not isinstance(findings, list) or not all(
+            isinstance(f, dict) and all(isinstance(f.get(k), str) and f.get(k) for k in IDENTIFYING)
+            for f in findings):
+        raise ReportError(f"{where}: expected 'findings' with {', '.join(IDENTIFYING)} each, as ocr-hook's JSON "
+                          "report has them")
+    return findings
+
+
+def _status(value: Any) -> str:
+    if value is None:  # a report from before review memory
+        return "new"
+    if value not in ("new", "carried", "late"):
+        raise ValueError(f"status {value!r} is not new, carried or late")
+    return str(value)
+
+
+def _fingerprint(value: Any) -> str:
+    # The markers carry it verbatim: ocr-hook writes hex, nothing else may pass.
+    if not isinstance(value, str) or not _FINGERPRINT.fullmatch(value):
+        raise ValueError(f"fingerprint {value!r} is not what ocr-hook writes")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value

@@ -24,7 +24,7 @@ from ocr_hook.guidance.discovery import (
     GuidanceText,
     cut_to,
 )
-from ocr_hook.guidance.rules import GuidanceRule
+from ocr_hook.guidance.rules import GuidanceRule, rules_of
 from ocr_hook.outcome import FileNote
 from ocr_hook.settings import REPO_CONFIG_NAME, Settings
 
@@ -102,7 +102,7 @@ def describe(item: GuidanceText) -> dict[str, object]:
 def trusted_revision(change_set: ChangeSet) -> str | None:
     from ocr_hook.changes import git
 
-    if change_set.base == git.empty_tree(change_set.repo_root):
+    if git.is_empty_tree(change_set.base):
         return None
     return change_set.base
 
@@ -110,6 +110,7 @@ def trusted_revision(change_set: ChangeSet) -> str | None:
 def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[str]) -> GuidancePlan:
     """Guidance for `paths` (changed files) from the trusted revision. Raises ConfigError when a rule's
     instructions_file is missing or refused there."""
+    rules = rules_of(settings)
     revision = trusted_revision(change_set)
     side = "HEAD" if change_set.target is None else "the side before the change"
     label = f"{revision[:12]} ({side})" if revision else "(none: no commit yet)"
@@ -120,7 +121,7 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
         snapshot = GitSnapshot(change_set.repo_root, revision)
     try:
         reader = GuidanceReader(snapshot, revision, settings)
-        rule_items = _rule_items(settings.rules, reader, revision, label)
+        rule_items = _rule_items(rules, reader, revision, label)
         plan = GuidancePlan(revision, label, {}, {})
         plan.trusted_dismissals = _trusted_dismissals(reader, settings.dismissals_file, label)
         if plan.trusted_dismissals and is_sensitive(settings.dismissals_file, settings):
@@ -129,11 +130,11 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
             reader.notes.append(f"dismissals file {settings.dismissals_file}: its path is sensitive, so its reasons "
                                 "are not sent to the model (its entries still suppress)")
         today = _today()
-        globs = [GitIgnoreGlobs(rule.paths) for rule in settings.rules]
+        globs = [GitIgnoreGlobs(rule.paths) for rule in rules]
         cut_counts: dict[str, int] = {}
         for path in dict.fromkeys(paths):
             items = reader.files_for(path, settings.review_files, settings.context_files)
-            for rule, spec, item in zip(settings.rules, globs, rule_items, strict=True):
+            for rule, spec, item in zip(rules, globs, rule_items, strict=True):
                 if spec.check_file(path).include:
                     if item is not None:
                         items.append(item)
@@ -257,7 +258,7 @@ def _cap(items: list[GuidanceText]) -> list[GuidanceText]:
 def edit_notes(change_set: ChangeSet, settings: Settings, label: str, revision: str | None) -> list[FileNote]:
     """Run notes for a change that edits guidance or the reviewer's own settings, one per file named."""
     names = set(settings.review_files) | set(settings.context_files)
-    rule_files = {r.instructions_file for r in settings.rules if r.instructions_file}
+    rule_files = {r.instructions_file for r in rules_of(settings) if r.instructions_file}
     notes: list[FileNote] = []
     for change in change_set.files:
         for path in dict.fromkeys(p for p in (change.path, change.old_path) if p):

@@ -1,16 +1,18 @@
-"""The `rules` setting: its shapes checked when the settings load.
+"""The `rules` setting's entries, parsed from the raw value the settings keep (settings.RawRules).
 
-Called from settings._coerce, so every bad shape is a one-line ConfigError naming the key and the
-layer it came from (file, environment variable), exactly like any other setting.
+The settings check only that `rules` is a list of mappings (they sit below guidance and import nothing
+of it); this module checks each entry when a run first needs the rules (the guidance plan, the effort
+plan), so every bad shape is still a one-line ConfigError naming the key and the layer it came from
+(file, environment variable), exactly like any other setting.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ocr_hook.errors import ConfigError
+from ocr_hook.settings import RawRules, Settings
 
 RULE_KEYS = ("paths", "instructions", "instructions_file", "ignore_categories", "effort")
 # A rule's `effort:` sets the review profile of its paths under `effort: auto` (DESIGN.md section 8).
@@ -34,26 +36,26 @@ class GuidanceRule:
         return f"rules[{self.number}] ({', '.join(self.paths)})"
 
 
-def parse_rules(value: Any, source: str) -> tuple[GuidanceRule, ...]:
-    if value is None or (isinstance(value, list | tuple) and not value):
+def rules_of(settings: Settings) -> tuple[GuidanceRule, ...]:
+    """The run's rules, parsed (raises ConfigError on the first bad entry)."""
+    return parse_rules(settings.rules)
+
+
+def parse_rules(raw: RawRules) -> tuple[GuidanceRule, ...]:
+    if not raw.items:
         return ()
+    source = raw.source
 
     def bad(where: str, problem: str) -> ConfigError:
         return ConfigError(f"{source}: setting 'rules'{where}: {problem}")
 
-    if not isinstance(value, list | tuple):
-        raise bad("", f"must be a list of {{paths, instructions | instructions_file, ignore_categories}}, "
-                      f"got {type(value).__name__}")
     from ocr_hook.changes.globs import check_patterns
     from ocr_hook.findings import Category
 
     categories = tuple(c.value for c in Category)
     rules = []
-    for number, entry in enumerate(value, 1):
+    for number, entry in enumerate(raw.items, 1):
         where = f" item {number}"
-        if not isinstance(entry, Mapping):
-            raise bad(where, f"must be a mapping with 'paths' and 'instructions' or 'instructions_file', "
-                             f"got {entry!r}"[:300])
         unknown = [str(k) for k in entry if k not in RULE_KEYS]
         if unknown:
             raise bad(where, f"unknown key '{unknown[0]}' (known keys: {', '.join(RULE_KEYS)})")

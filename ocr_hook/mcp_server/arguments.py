@@ -2,7 +2,7 @@
 
 The JSON schemas in tools.py are checked with jsonschema (the client may not have); the rules a schema
 cannot say well (which ref goes with which scope) are checked after it, by the same function the
-command line uses (ocr_hook.scope.choose_scope); the messages here add how to call correctly.
+command line uses (ocr_hook.changes.scope.choose_scope); the messages here add how to call correctly.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ocr_hook.changes.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 from ocr_hook.mcp_server import tools
-from ocr_hook.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 
 _REF_ARGS = ("base", "from", "to", "commit")
 _REF_OF_ARG = {"base": "base", "from": "from_ref", "to": "to_ref", "commit": "commit"}  # argument -> Scope field

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ocr_hook.changes.scope import Scope
 from ocr_hook.mcp_server.arguments import ReviewCall
-from ocr_hook.scope import Scope
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:

@@ -15,27 +15,6 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 
 
-def finding_dict(f: Finding) -> dict[str, Any]:
-    return {
-        "path": f.path,
-        "start_line": f.start_line if f.anchored else 0,
-        "end_line": f.end_line if f.anchored else 0,
-        "severity": f.severity.value,
-        "category": f.category.value,
-        "message": f.message,
-        "suggestion": f.suggestion,
-        "anchored": f.anchored,
-        "fingerprint": f.fingerprint,
-        "suppressed": f.suppressed,
-        "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss)
-        "anchor_note": f.anchor_note,
-        # The suggestion as an edit: whole lines start..end become `replacement` (no final line break).
-        "fix": None if f.fix is None else f.fix.as_dict(),
-        # Review memory: new, carried (from the last review) or late (raised now on unchanged lines).
-        "status": f.status,
-    }
-
-
 def resolved_dict(f: Finding) -> dict[str, Any]:
     """An earlier finding this review found fixed, with its lines as they were at the earlier review."""
     return {
@@ -49,6 +28,14 @@ def resolved_dict(f: Finding) -> dict[str, Any]:
     }
 
 
+def _findings(findings: list[Finding]) -> list[dict[str, Any]]:
+    if not findings:  # a run with no finding (nothing staged) never loads the findings' code
+        return []
+    from ocr_hook.findings.serial import finding_to_report  # the report's form of one finding
+
+    return [finding_to_report(f) for f in sorted_findings(findings)]
+
+
 def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     groups = coverage_groups(result)
     u = result.usage
@@ -60,7 +47,7 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
         "verdict": gate.verdict_line(result, ctx.fail_on, ctx.on_error),
         "fail_on": ctx.fail_on,
         "scope": result.scope,
-        "findings": [finding_dict(f) for f in sorted_findings(result.findings)],
+        "findings": _findings(result.findings),
         "resolved": [resolved_dict(f) for f in sorted_findings(result.resolved)],
         "coverage": {
             "reviewed": [f.path for f in groups["reviewed"]],

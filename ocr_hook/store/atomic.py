@@ -21,11 +21,12 @@ def replace_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int = 0o66
     The temporary file gets `mode` less the umask (0o600 for private caches) and is removed again when
     anything fails. `sync` flushes it to disk before the rename (reports); caches, which can only lose
     an entry on a crash, skip that cost."""
-    import secrets  # only when a file is written: not on every run's start-up
     from pathlib import Path
 
     target = Path(path)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")  # see _leftovers
+    # os.urandom is what the secrets module reads too; importing that module (hmac, random) costs a cached run
+    # several milliseconds for four bytes. O_EXCL below refuses a name that exists, whatever the odds.
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # see _leftovers
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ocr_hook.changes.scope import Scope
 from ocr_hook.findings import Finding
 from ocr_hook.findings.memory import Remembered, content_hash, split_lines
-from ocr_hook.findings.serial import finding_to_json, findings_from_json
-from ocr_hook.scope import Scope
+from ocr_hook.findings.serial import finding_to_json, finding_to_report, findings_from_json
 from ocr_hook.store.files import JsonFileStore
 
 FORMAT_VERSION = 1
@@ -57,20 +57,35 @@ def repository_id(repo_root: str | os.PathLike[str]) -> str:
     return os.path.realpath(out)
 
 
+def _repository_and_branch(repo_root: str) -> tuple[str, str | None]:
+    """repository_id and the current branch ("branch:NAME") in one git process; the branch is None when
+    HEAD is detached, unborn or ambiguous (a tag named HEAD), where _current_branch asks on its own."""
+    from ocr_hook.changes import git
+
+    proc = git.run_git(repo_root, ["rev-parse", "--path-format=absolute", "--git-common-dir",
+                                   "--symbolic-full-name", "HEAD"], ok_codes=(0, 128))
+    lines = git.decode(proc.stdout).splitlines()
+    if not lines or not lines[0]:
+        return repository_id(repo_root), None  # its own call words the error
+    branch = lines[1] if proc.returncode == 0 and len(lines) == 2 else ""
+    named = f"branch:{branch.removeprefix('refs/heads/')}" if branch.startswith("refs/heads/") else None
+    return os.path.realpath(lines[0]), named
+
+
 def line_of_work(repo_root: str, scope: Scope, environ: Mapping[str, str], *,
-                 base_ref: str | None = None) -> str | None:
+                 base_ref: str | None = None, current: str | None = None) -> str | None:
     """What a review's memory is reused along (see the module docstring); None: no memory.
 
     `base_ref`: the base as collect_changes resolved it (ChangeSet.base_ref), so `--base auto` is
-    not detected a second time."""
+    not detected a second time. `current`: the current branch when the caller knows it already."""
     if scope.kind in ("staged", "push"):
-        return _current_branch(repo_root)
+        return current or _current_branch(repo_root)
     if scope.kind == "base":
         from ocr_hook.cienv import head_branch
 
         # CI checks a pull request out at a detached (merge) commit that changes on every push: the CI
         # system's head branch is the line of work there, with `--base auto` or an explicit base alike.
-        head = head_branch(environ) or _current_branch(repo_root)
+        head = head_branch(environ) or current or _current_branch(repo_root)
         base = base_ref or scope.base or ""
         if base == "auto":
             from ocr_hook.changes.ci_base import resolve_auto_base
@@ -201,21 +216,13 @@ def _entry_time(entry: Any) -> float:
 def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[str, str], *,
                 base_ref: str | None = None) -> MemoryStore | None:
     """The memory of this review's line of work; None for scopes without one (--commit, --from/--to)."""
-    line = line_of_work(repo_root, scope, environ, base_ref=base_ref)
+    if scope.kind not in ("staged", "push", "base"):
+        return None
+    repository, current = _repository_and_branch(repo_root)
+    line = line_of_work(repo_root, scope, environ, base_ref=base_ref, current=current)
     if line is None:
         return None
-    return MemoryStore(cache_dir, repository_id(repo_root), line)
-
-
-def _report_finding(f: Finding) -> dict[str, Any]:
-    """A finding as the JSON report writes it (ocr_hook.reports.json_report), with its memory status."""
-    return {
-        "path": f.path, "start_line": f.start_line if f.anchored else 0, "end_line": f.end_line if f.anchored else 0,
-        "severity": f.severity.value, "category": f.category.value, "message": f.message,
-        "suggestion": f.suggestion, "anchored": f.anchored, "fingerprint": f.fingerprint,
-        "suppressed": f.suppressed, "anchor_note": f.anchor_note,
-        "fix": None if f.fix is None else f.fix.as_dict(), "status": f.status,
-    }
+    return MemoryStore(cache_dir, repository, line)
 
 
 def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any]] | None:
@@ -232,7 +239,7 @@ def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any
         findings = findings_from_json(data.get("findings"))
     except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
         return None
-    return [_report_finding(f) for f in findings]
+    return [finding_to_report(f) for f in findings]
 
 
 def remembered_file(path: str, content: str, context: Mapping[str, str], findings: Sequence[Finding]) -> Remembered:

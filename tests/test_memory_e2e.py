@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from agent_support import is_filter
 from e2e_support import assert_clean_stderr
-from fake_api import FakeMessagesAPI, Reply, text, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, Turn, first_user_text, text, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 PATH = "shop.py"
@@ -65,9 +65,25 @@ FIRST = says(comment(HIGH_CODE, "high", message="Divides by 10: a 15% discount t
 LATE = comment(LATE_CODE, "high", message="Items without a price raise AttributeError.")
 
 
+class FilterAnswers:
+    """The review filter's answers: keep everything, unless a test set another answer for a version."""
+
+    def __init__(self) -> None:
+        self.by_version: dict[int, Turn] = {}
+
+    def __call__(self, body: dict[str, Any]) -> Turn:
+        opening = first_user_text(body)
+        for version, turn in self.by_version.items():
+            if f"+# version {version}" in opening:
+                return turn
+        return Reply([text('{"wrong": []}')])
+
+
 @pytest.fixture(autouse=True)
-def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    fake_api.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+def filter_answers(fake_api: FakeMessagesAPI) -> FilterAnswers:
+    answers = FilterAnswers()
+    fake_api.handle(is_filter, answers)
+    return answers
 
 
 def _repo(tmp_path: Path, content: str) -> Path:
@@ -359,3 +375,72 @@ def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_
     code, report, requests = cli()
     assert (code, requests) == (0, 0)
     assert report["findings"] == second["findings"] and report["resolved"] == second["resolved"]
+
+
+# --- issue 28: a degraded step never keeps a fixed finding blocking (PRE_COMMIT=1: the quick profile) ----------
+
+PRICEY_FILTER = "claude-filter-pricey"
+NOT_RECHECKED = "lines changed since the last review; not re-checked"
+
+
+def _at_commit_time(repo: Path, fake: FakeMessagesAPI, env: dict[str, str], cache: Path,
+                    *args: str) -> tuple[int, dict[str, Any], int]:
+    """A review as pre-commit runs it (PRE_COMMIT=1: effort auto is quick); any exit code."""
+    before = len(fake.requests)
+    proc = run_cli(repo, "review", "--format", "json", "--cache-dir", str(cache), *args,
+                   env={**env, "PRE_COMMIT": "1"})
+    assert_clean_stderr(proc)
+    return proc.returncode, json.loads(proc.stdout), len(fake.requests) - before
+
+
+@pytest.mark.parametrize("failure", ["unreadable", "http_500", "cost_cap"])
+def test_a_failed_filter_never_keeps_a_fixed_finding_blocking(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str], filter_answers: FilterAnswers,
+                                                              failure: str) -> None:
+    repo = _repo(tmp_path, shop(1))
+    if failure == "cost_cap":
+        # The filter's model costs more than the run's whole cap: the budget refuses every filter request
+        # (at the first review too, which still blocks: its comments are kept).
+        price = {"input": 1_000_000.0, "output": 1_000_000.0, "cache_write": 1_000_000.0, "cache_read": 1_000_000.0}
+        write(repo, ".ocr-hook.yaml", json.dumps({"filter_model": PRICEY_FILTER, "pricing": {PRICEY_FILTER: price}}))
+    elif failure == "unreadable":  # a local model answering prose
+        filter_answers.by_version[2] = Reply([text("These comments all look reasonable to me.")])
+    else:
+        filter_answers.by_version[2] = Fault(status=500, headers={"retry-after-ms": "10"}, times=100)
+    cache = tmp_path / "cache"
+    script_version(fake_api, 1, FIRST)
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 1 and report["coverage"]["effort"] == {PATH: "quick"}
+
+    _stage(repo, shop(2, fixed_high=True))
+    script_version(fake_api, 2, says(LATE))  # a high comment: the quick profile's filter is due
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 0, report["verdict"]
+    assert [(r["severity"], r["message"]) for r in report["resolved"]] == [
+        ("high", "Divides by 10: a 15% discount takes 150% off.")]
+    assert sorted((f["severity"], f["status"]) for f in report["findings"]) == [("high", "late"), ("low", "carried")]
+    assert all(f["anchor_note"] != NOT_RECHECKED for f in report["findings"])
+    filter_notes = [n for n in report["notes"] if "review filter" in n]
+    assert filter_notes and all("all comments kept" in n for n in filter_notes), report["notes"]
+    assert any(is_filter(r.body) for r in fake_api.requests) is (failure != "cost_cap")
+    # The file stays out of the result cache: the same commit again is reviewed again, and still passes.
+    code, again, requests = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 0 and requests >= 1, again["verdict"]
+
+
+def test_a_main_loop_cut_off_by_the_cost_cap_keeps_the_rechecked_finding(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                        sdk_env: dict[str, str]) -> None:
+    repo = _repo(tmp_path, shop(1))
+    cache = tmp_path / "cache"
+    script_version(fake_api, 1, FIRST)
+    assert _at_commit_time(repo, fake_api, sdk_env, cache)[0] == 1
+    _stage(repo, shop(2, fixed_high=True))
+    # The first round is billed past the $2 cap: the budget refuses the next round, the loop is cut short.
+    script_version(fake_api, 2, [Reply([tool_use("code_comment", {"comments": [LATE]})],
+                                       usage={"output_tokens": 150_000})])
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 1 and report["status"] == "incomplete", report["verdict"]  # blocked, and incomplete
+    assert report["coverage"]["failed"][0]["reason"].startswith("review cut short: cost cap")
+    assert report["resolved"] == []
+    kept = [f for f in report["findings"] if f["message"].startswith("Divides by 10")]
+    assert [(f["severity"], f["status"], f["anchor_note"]) for f in kept] == [("high", "carried", NOT_RECHECKED)]

@@ -88,6 +88,10 @@ class LoopOutcome:
     # What ended a file early: "budget" (cost, tokens, time), "api" (an API error), "model" (the
     # model failed, refused or looped), "internal" (an unexpected error of ours), "" when complete.
     stopped_by: str = ""
+    # The main loop ran to its end: task_done, or its last (grace) round was answered. Review memory
+    # resolves a finding the model did not re-report only then (DESIGN.md 7): a loop cut short by the
+    # budget, the clock or an API failure may simply not have reached it.
+    main_finished: bool = False
 
     @property
     def incomplete(self) -> bool:
@@ -144,6 +148,7 @@ class FileReview:
         self.elisions = 0
         self._answered: dict[str, int] = {}
         self.closing_note: str | None = None
+        self.main_finished = False
         self._compactor: Compactor | None = None
         self.rounds_limit = max_rounds(task.settings, task.profile)
         self._options: dict[str, tuple[RequestOptions, Capabilities]] = {}
@@ -167,6 +172,7 @@ class FileReview:
             outcome.notes.append(f"{self.path}: the conversation neared the context window; " + "; ".join(done))
         outcome.requests = self.requests
         outcome.tool_calls = self.tool_calls
+        outcome.main_finished = self.main_finished
         return outcome
 
     async def _review(self, outcome: LoopOutcome) -> None:
@@ -271,7 +277,7 @@ class FileReview:
             await self._opening_text())),
             *self._memory_blocks()])
         model = self.settings.model_for("main")
-        nudges = cut_offs = overflows = 0
+        nudges = cut_offs = overflows = answered = 0
         for round_no in range(1, rounds + 1):
             final = round_no == rounds
             if final:
@@ -291,6 +297,7 @@ class FileReview:
                 self._older_turns_changed()
                 continue  # the cut reply is dropped; the round is asked again on the shorter history
             conv.add_assistant(assistant_blocks(response.content))
+            answered = round_no
             calls = [b for b in response.content if b.type == "tool_use"]
             cut = stop == "max_tokens"
             if cut:
@@ -308,6 +315,7 @@ class FileReview:
                 continue
             results, done = await self._answer(calls, "final" if final else "main", round_no)
             if done == "DONE":
+                self.main_finished = True
                 return
             if done is not None:
                 raise _End("model", "the model could not review this file (task_done FAILED)")
@@ -316,6 +324,8 @@ class FileReview:
             conv.add_user(results)
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
+        # The grace round was answered: the model has said all it had to say.
+        self.main_finished = answered == rounds
         raise _End("model", f"no task_done within the limit of {self.rounds_limit} rounds")
 
     async def _opening_text(self) -> tuple[str, str] | None:

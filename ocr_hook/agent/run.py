@@ -148,7 +148,9 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     if plan is not None:
         from ocr_hook.findings.memory import classify
 
-        classified = classify(plan, post.findings, complete=outcome.state != "failed" and post.complete)
+        # Resolution follows the main loop alone (DESIGN.md 7): a failed filter or re-location keeps every
+        # comment and keeps the file out of the result cache, but never keeps a fixed finding blocking.
+        classified = classify(plan, post.findings, complete=outcome.main_finished)
         findings, resolved = classified.findings, classified.resolved
         notes.insert(0, f"review memory: {path} re-reviewed against the last review ("
                         f"{len(plan.carried)} earlier finding(s) on unchanged lines carried, "

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ocr_hook.agent import prompts, registry, tools
+from ocr_hook.agent import compat, prompts, registry, tools
 from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
 from ocr_hook.agent.comments import CommentBox
 from ocr_hook.agent.compaction import Compactor
@@ -150,6 +150,7 @@ class FileReview:
         self.closing_note: str | None = None
         self.main_finished = False
         self._compactor: Compactor | None = None
+        self._counts: compat.PromptCounts | None = None
         self.rounds_limit = max_rounds(task.settings, task.profile)
         self._options: dict[str, tuple[RequestOptions, Capabilities]] = {}
 
@@ -233,7 +234,7 @@ class FileReview:
         if limit > base:
             limit = self._fitting_max_tokens(model, base, limit, conv.estimate_tokens(self.system, tools_api))
         response = await self.api.create(model=model, max_tokens=limit, system=self.system, tools=tools_api,
-                                         messages=conv.for_request(), **options.as_params())
+                                         messages=conv.for_request(), counts=self._counts, **options.as_params())
         self.requests += 1
         if response.stop_reason == "refusal":
             raise _End("model", "the model declined to review this file (refusal)")
@@ -376,6 +377,7 @@ class FileReview:
         """A fresh conversation for a phase, with its own compactor (the previous one is closed)."""
         self._end_conversation()
         conv = Conversation()
+        self._counts = compat.PromptCounts()  # each conversation's turns are compared with each other
         self._compactor = Compactor(
             conv, window, prompts.compact_request(self.path, NOTES_WORDS),
             prompts.compact_notes, functools.partial(self._notes, phase=phase))

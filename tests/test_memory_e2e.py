@@ -43,6 +43,20 @@ def shop(version: int, *, fixed_high: bool = False, fixed_low: bool = False, top
     return text_
 
 
+RECHECK_HEAD = "Earlier findings on lines changed since the last review"
+CARRIED_HEAD = "Earlier findings on lines the interdiff did not touch"
+
+
+def recheck_part(opening: str) -> str:
+    """The re-review message's list of findings to re-check."""
+    return opening.split(RECHECK_HEAD, 1)[1].split(CARRIED_HEAD, 1)[0]
+
+
+def carried_part(opening: str) -> str:
+    """The re-review message's one-line list of carried findings."""
+    return opening.split(CARRIED_HEAD, 1)[1].split("The interdiff of", 1)[0]
+
+
 def line_of(content: str, code: str) -> int:
     return next(i for i, line in enumerate(content.split("\n"), 1) if code in line)
 
@@ -139,7 +153,10 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
     assert [(r["severity"], r["message"], r["start_line"]) for r in report["resolved"]] == [
         ("high", "Divides by 10: a 15% discount takes 150% off.", line_of(v1, HIGH_CODE))]
     opening = fake_api.requests_for("+# version 2")[0].first_user_text
-    assert FOCUS in opening and "Divides by 10" in opening and "Use an f-string" not in opening
+    assert FOCUS in opening and "Divides by 10" in recheck_part(opening)
+    # The carried one is listed on one line, as kept: not to be re-checked.
+    assert "Use an f-string" not in recheck_part(opening)
+    assert f"- line {line_of(v2, LOW_CODE)} [low style] Use an f-string for the label." in carried_part(opening)
     assert "-    return price - price * pct / 10" in opening  # the interdiff, next to the findings
     assert requests >= 1
 
@@ -180,8 +197,8 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
         ("high", "late", line_of(v3, LATE_CODE)), ("high", "late", line_of(v3, "pct / 100"))]
     assert [(r["severity"], r["category"]) for r in report["resolved"]] == [("low", "style")]
     opening = fake_api.requests_for("+# version 3")[0].first_user_text
-    assert "Use an f-string" in opening and "Items without a price" not in opening.split(FOCUS)[1].split(
-        "do not\nreport them again")[0]
+    assert "Use an f-string" in recheck_part(opening) and "Items without a price" not in recheck_part(opening)
+    assert "Items without a price" in carried_part(opening)
 
 
 def test_text_report_labels_and_lists_resolved(tmp_path: Path, fake_api: FakeMessagesAPI,
@@ -444,3 +461,47 @@ def test_a_main_loop_cut_off_by_the_cost_cap_keeps_the_rechecked_finding(tmp_pat
     assert report["resolved"] == []
     kept = [f for f in report["findings"] if f["message"].startswith("Divides by 10")]
     assert [(f["severity"], f["status"], f["anchor_note"]) for f in kept] == [("high", "carried", NOT_RECHECKED)]
+
+
+# --- issue 28: what a re-review sends ------------------------------------------------------------------------
+
+FAR_LINE = "    return 'far away: helper 230'"
+
+
+def _long_shop(version: int, *, fixed_high: bool = False) -> str:
+    helpers = "".join(f"\n\ndef helper_{n}():\n    return 'far away: helper {n}'\n" for n in range(240))
+    return shop(version, fixed_high=fixed_high) + helpers
+
+
+def test_a_rereview_sends_the_interdiff_windows_not_the_whole_file(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                   sdk_env: dict[str, str]) -> None:
+    v1 = _long_shop(1)
+    repo = _repo(tmp_path, v1)
+    cache = tmp_path / "cache"
+    script_version(fake_api, 1, FIRST)
+    assert _at_commit_time(repo, fake_api, sdk_env, cache)[0] == 1
+    v2 = _long_shop(2, fixed_high=True)
+    _stage(repo, v2)
+    far = line_of(v2, FAR_LINE)
+    script_version(fake_api, 2, [Reply([tool_use("file_read", {"file_path": PATH, "start_line": far - 2,
+                                                                "end_line": far + 2})])])
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 0 and [r["severity"] for r in report["resolved"]] == ["high"], report["verdict"]
+
+    first = next(r for r in fake_api.requests_for("+# version 1") if not is_filter(r.body))
+    again = fake_api.requests_for("+# version 2")
+    opening = again[0].first_user_text
+    assert FOCUS in opening
+    numbered = [int(line.split("|", 1)[0]) for line in opening.split("\n") if line.split("|", 1)[0].isdigit()]
+    fixed = line_of(v2, "pct / 100")
+    assert numbered == list(range(1, fixed + 41))  # the interdiff (line 1 and the fix) with 40 lines around
+    assert "helper_100" not in opening and FAR_LINE not in opening  # neither the far lines nor the whole diff
+    assert "@@" in opening and opening.count("\n+") < 10  # only the interdiff's hunks
+    assert "file_read_diff" in opening and "file_read" in opening
+    assert len(opening) < len(first.first_user_text) / 4
+    # The cached prefix is the first review's, byte for byte.
+    assert again[0].body["tools"] == first.body["tools"] and again[0].body["system"] == first.body["system"]
+    # The far line is one file_read away.
+    result = again[1].body["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error")
+    assert f"{far}|{FAR_LINE}" in result["content"]

@@ -272,11 +272,13 @@ class FileReview:
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
         conv = self._new_conversation("main", await self._context_window(self.settings.model_for("main")))
-        conv.add_user([text_block(prompts.main_message(
-            self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
-            await self._opening_text())),
-            *self._memory_blocks()])
+        opening = await self._rereview_text(rounds)
+        if opening is None:
+            opening = prompts.main_message(
+                self.path, str(change.status), change.changed_lines, self.mask(change.patch),
+                self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
+                await self._opening_text())
+        conv.add_user([text_block(opening)])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = answered = 0
         for round_no in range(1, rounds + 1):
@@ -348,12 +350,23 @@ class FileReview:
             extent = f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
         return shown, extent
 
-    def _memory_blocks(self) -> list[dict[str, Any]]:
-        """The re-review's focus, after the first main-loop message: the interdiff since the last review
-        and the earlier findings on changed lines to re-check (none without review memory)."""
-        if self.task.memory is None or not self.task.memory.interdiff.changed:
-            return []  # same content as at the last review (cache off): a plain review, classified after
-        return [text_block(self.mask(prompts.memory_focus(self.task.memory)))]
+    async def _rereview_text(self, rounds: int) -> str | None:
+        """A re-review's first message (agent/rereview.py): the interdiff since the last review and today's
+        lines around it, the findings to re-check and the carried ones; None for a first review, or when
+        the content is the remembered one (cache off): a plain review then, classified after."""
+        memory = self.task.memory
+        if memory is None or not memory.interdiff.changed:
+            return None
+        from ocr_hook.agent.rereview import rereview_message
+
+        text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
+        change = self.task.change
+        # Merge point for the context pack (ocr_hook/context/): pack_text=task.context.render(
+        # names=rereview.touched_names(memory)) when task.context is set; None until then.
+        pack_text = None
+        return self.mask(rereview_message(memory, self.mask(text or ""), status=str(change.status),
+                                          changed_lines=change.changed_lines, rounds=rounds,
+                                          other_paths=self.task.other_paths, pack_text=pack_text))
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,

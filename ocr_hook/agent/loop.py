@@ -53,12 +53,6 @@ CLOSING_MAX_TOKENS = 2_048
 # Output allowance and length asked for of the notes that replace older turns (see compaction).
 NOTES_MAX_TOKENS = 2_048
 NOTES_WORDS = 700
-# The file's own text in the first main-loop message (DESIGN.md section 8): whole up to this many lines,
-# else windows around each hunk, so the model can comment in its first turn without a file_read.
-OPENING_WHOLE_LINES = 600
-OPENING_WINDOW = 40
-OPENING_MAX_LINES = 2_000
-OPENING_MAX_CHARS = 120_000
 
 
 @dataclass(frozen=True)
@@ -334,21 +328,12 @@ class FileReview:
     async def _opening_text(self) -> tuple[str, str] | None:
         """The file as it is after the change, numbered like file_read, masked as a whole (line breaks
         kept), and how much of it is shown; None when there is no text to show."""
-        from ocr_hook.agent.excerpt import file_lines, numbered_excerpt
+        from ocr_hook.agent.excerpt import opening_excerpt
 
         text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
         if not text:
             return None
-        masked = self.mask(text)
-        total = len(file_lines(masked))
-        shown = numbered_excerpt(masked, self.task.change.hunks, whole_up_to=OPENING_WHOLE_LINES,
-                                 window=OPENING_WINDOW, max_lines=OPENING_MAX_LINES,
-                                 max_line_chars=tools.MAX_READ_LINE_CHARS, max_chars=OPENING_MAX_CHARS)
-        if total <= OPENING_WHOLE_LINES:
-            extent = f"all {total} lines"
-        else:
-            extent = f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
-        return shown, extent
+        return opening_excerpt(self.mask(text), self.task.change.hunks, tools.MAX_READ_LINE_CHARS)
 
     async def _rereview_text(self, rounds: int) -> str | None:
         """A re-review's first message (agent/rereview.py): the interdiff since the last review and today's

@@ -357,7 +357,8 @@ def test_two_reviews_of_one_repository_at_once_leave_no_torn_files(tmp_path: Pat
 
 
 def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_api: FakeMessagesAPI,
-                                                           sdk_env: dict[str, str]) -> None:
+                                                           sdk_env: dict[str, str],
+                                                           filter_answers: FilterAnswers) -> None:
     import anyio
     from jsonschema import Draft202012Validator
     from test_mcp_server import serving
@@ -368,31 +369,39 @@ def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_
     env = {**sdk_env, "OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")}
     script_version(fake_api, 1, FIRST)
     script_version(fake_api, 2, says(LATE))
+    # Issue 28: the third review fixes the low one while its filter fails (HTTP 500 after the retries).
+    script_version(fake_api, 3, says(LATE))
+    filter_answers.by_version[3] = Fault(status=500, headers={"retry-after-ms": "10"}, times=100)
+    cli = Reviewer(repo, fake_api, sdk_env, tmp_path / "cache")
+    cli_run: list[tuple[int, dict[str, Any], int]] = []
 
     async def main() -> list[dict[str, Any]]:
         docs = []
         async with serving(repo, env, tmp_path / "stderr.txt") as client:
-            for content in (None, shop(2, fixed_high=True)):
+            for content in (None, shop(2, fixed_high=True), shop(3, fixed_high=True, fixed_low=True)):
                 if content is not None:
+                    if len(docs) == 2:
+                        cli_run.append(cli())  # the CLI after the MCP server's second review
                     _stage(repo, content)
                 result = await client.call("review", {})
                 assert not result.is_error, result.content
                 docs.append(result.structured_content)
         return docs
 
-    first, second = anyio.run(main)
-    for doc in (first, second):
+    first, second, third = anyio.run(main)
+    for doc in (first, second, third):
         Draft202012Validator(REVIEW_OUTPUT).validate(doc)
     assert first["exit_code"] == 1 and {f["status"] for f in first["findings"]} == {"new"}
     assert second["exit_code"] == 0, second["verdict"]
     assert sorted((f["severity"], f["status"]) for f in second["findings"]) == [("high", "late"), ("low", "carried")]
     assert [r["severity"] for r in second["resolved"]] == ["high"]
     # The CLI sees the same: its unchanged re-run is the result cache with the MCP run's statuses.
-    cli = Reviewer(repo, fake_api, sdk_env, tmp_path / "cache")
-    code, report, requests = cli()
+    [(code, report, requests)] = cli_run
     assert (code, requests) == (0, 0)
     assert report["findings"] == second["findings"] and report["resolved"] == second["resolved"]
-
+    # A failed filter never keeps a fixed finding: the low one is resolved, the commit would pass.
+    assert third["exit_code"] == 0 and [r["severity"] for r in third["resolved"]] == ["low"], third["verdict"]
+    assert any("review filter skipped, all comments kept" in n for n in third["notes"]), third["notes"]
 
 # --- issue 28: a degraded step never keeps a fixed finding blocking (PRE_COMMIT=1: the quick profile) ----------
 
@@ -505,3 +514,4 @@ def test_a_rereview_sends_the_interdiff_windows_not_the_whole_file(tmp_path: Pat
     result = again[1].body["messages"][-1]["content"][0]
     assert result["type"] == "tool_result" and not result.get("is_error")
     assert f"{far}|{FAR_LINE}" in result["content"]
+

@@ -492,13 +492,17 @@ def test_a_rereview_sends_the_interdiff_windows_not_the_whole_file(tmp_path: Pat
     v2 = _long_shop(2, fixed_high=True)
     _stage(repo, v2)
     far = line_of(v2, FAR_LINE)
+    still = comment("return price - price * pct / 100", "high", "security", message="pct may be over 100.")
     script_version(fake_api, 2, [Reply([tool_use("file_read", {"file_path": PATH, "start_line": far - 2,
-                                                                "end_line": far + 2})])])
+                                                                "end_line": far + 2})]), *says(still)])
     code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
-    assert code == 0 and [r["severity"] for r in report["resolved"]] == ["high"], report["verdict"]
+    assert code == 1 and [r["severity"] for r in report["resolved"]] == ["high"], report["verdict"]
+    # The filter judging the new comment sees what the re-review's first message showed, not the whole file.
+    [judged] = [r for r in fake_api.requests_for("+# version 2") if is_filter(r.body)]
+    assert "The interdiff of `shop.py`" in judged.first_user_text and FAR_LINE not in judged.first_user_text
 
     first = next(r for r in fake_api.requests_for("+# version 1") if not is_filter(r.body))
-    again = fake_api.requests_for("+# version 2")
+    again = [r for r in fake_api.requests_for("+# version 2") if not is_filter(r.body)]
     opening = again[0].first_user_text
     assert FOCUS in opening
     numbered = [int(line.split("|", 1)[0]) for line in opening.split("\n") if line.split("|", 1)[0].isdigit()]

@@ -145,7 +145,7 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     # is set, so the filter sees the pack the first message carried; None until then.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
                              api=None if outcome.stopped_by in ("api", "internal") else api,
-                             guidance=guidance, profile=profile, evidence=None)
+                             guidance=guidance, profile=profile, evidence=None, memory=plan)
     notes = outcome.notes + post.notes
     findings, resolved = post.findings, []
     if plan is not None:

@@ -1,6 +1,11 @@
 """Benchmark: a five-round fix loop, with review memory and without (issue 19).
 
-Run:  python bench/bench_memory.py [--seed N] [--offline]
+Run:  python bench/bench_memory.py [--seed N] [--offline] [--download-dir DIR]
+
+First, at the quick and the standard profile: the first review of the change, then the re-review after
+a one-line fix of one of its three findings, with each one's requests, input tokens and billed USD and
+the ratios (targets, issue 28: billed at most 35 % of the first review, input tokens at most 55 %).
+`--download-dir` keeps the downloaded releases for the next run.
 
 The change: a real package's release diff (click 8.1.3 → 8.1.7 from PyPI, the anchoring corpus's first
 package; with --offline or PyPI unreachable, a file of this repository's own history). Its most changed

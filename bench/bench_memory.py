@@ -1,6 +1,11 @@
 """Benchmark: a five-round fix loop, with review memory and without (issue 19).
 
-Run:  python bench/bench_memory.py [--seed N] [--offline]
+Run:  python bench/bench_memory.py [--seed N] [--offline] [--download-dir DIR]
+
+First, at the quick and the standard profile: the first review of the change, then the re-review after
+a one-line fix of one of its three findings, with each one's requests, input tokens and billed USD and
+the ratios (targets, issue 28: billed at most 35 % of the first review, input tokens at most 55 %).
+`--download-dir` keeps the downloaded releases for the next run.
 
 The change: a real package's release diff (click 8.1.3 → 8.1.7 from PyPI, the anchoring corpus's first
 package; with --offline or PyPI unreachable, a file of this repository's own history). Its most changed
@@ -45,6 +50,7 @@ from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use  # noqa: 
 ROUNDS = 5
 BLOCKING = ROUNDS - 1  # one fixed per round after the first; round 5 reviews the last fix
 MAX_FILE_LINES = 3000
+MIN_FILE_LINES = 500
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -53,14 +59,16 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
 
 
-def package_change(work: Path, offline: bool) -> tuple[str, str, str, str]:
-    """(label, path, old text, new text) of the most changed file of the release diff."""
+def package_change(work: Path, offline: bool, downloads: Path | None = None) -> tuple[str, str, str, str]:
+    """(label, path, old text, new text) of the most changed file of the release diff (of 500 lines or more:
+    click 8.1.7's decorators.py, 561 lines)."""
     if not offline:
         try:
             from bench_anchoring import package_sources
 
-            sources = package_sources("pypi", "click", "8.1.3", "8.1.7", work, work / "downloads")
-            sources = [s for s in sources if s.path.endswith(".py") and len(s.new_lines) <= MAX_FILE_LINES]
+            sources = package_sources("pypi", "click", "8.1.3", "8.1.7", work, downloads or work / "downloads")
+            sources = [s for s in sources if s.path.endswith(".py")
+                       and MIN_FILE_LINES <= len(s.new_lines) <= MAX_FILE_LINES]
             if sources:
                 best = max(sources, key=lambda s: sum(h.new_len for h in s.hunks))
                 old = (work / "pypi-click" / "old" / best.path).read_text(encoding="utf-8")
@@ -178,15 +186,99 @@ def run_mode(path: str, old: str, new: str, memory: bool, seed: int, work: Path)
     return rows
 
 
+class FixModel:
+    """For the cost table: the first review reports three high problems on added lines; a re-review
+    re-reports those still unfixed. Every other turn (plan, later rounds) ends with task_done."""
+
+    def __init__(self, path: str, quoted: list[str]) -> None:
+        self.path, self.quoted, self.fixed = path, quoted, set()
+
+    def respond(self, body: dict[str, Any]) -> Reply:
+        turn = sum(1 for m in body["messages"] if m.get("role") == "assistant")
+        opening = body["messages"][0]["content"]
+        first = opening[0]["text"] if isinstance(opening, list) else str(opening)
+        if turn == 0 and first.startswith(f"Review the change to `{self.path}`"):
+            return Reply([tool_use("code_comment", {"comments": [
+                {"content": f"Problem #{i + 1} on this line.", "existing_code": code.strip(), "severity": "high",
+                 "category": "bug"} for i, code in enumerate(self.quoted) if code not in self.fixed]})])
+        return task_done()
+
+
+def rereview_cost(path: str, old: str, new: str, profile: str, work: Path) -> dict[str, Any]:
+    """The first review of the change at `profile`, then the re-review after a one-line fix: billed USD and
+    input tokens (input + cache writes + cache reads) of each."""
+    repo = work / f"repo-{profile}"
+    shutil.rmtree(repo, ignore_errors=True)
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    target = repo / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(old, encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "old")
+    target.write_text(new, encoding="utf-8")
+    _git(repo, "add", "-A")
+    lines = new.split("\n")
+    added = sorted(set(_added_lines(repo, path)) & set(_unique_lines(new)))
+    step = max(1, len(added) // 3)
+    model = FixModel(path, [lines[added[i * step] - 1] for i in range(3)])
+    runs = []
+    with FakeMessagesAPI() as fake:
+        fake.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+        fake.default(model.respond)
+        env = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "bench-not-secret",
+               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        env.pop("ANTHROPIC_AUTH_TOKEN", None)
+        env.pop("PRE_COMMIT", None)
+        for review in ("first", "re-review"):
+            if review == "re-review":  # the one-line fix of the first problem, staged
+                current = target.read_text(encoding="utf-8").split("\n")
+                at = current.index(model.quoted[0])
+                current[at] += "  # fixed"
+                model.fixed.add(model.quoted[0])
+                target.write_text("\n".join(current), encoding="utf-8")
+                _git(repo, "add", "-A")
+            args = [sys.executable, "-m", "ocr_hook", "review", "--format", "json", "--effort", profile,
+                    "--cache-dir", str(work / f"cache-{profile}"), "--max-cost", "50"]
+            proc = subprocess.run(args, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+            if proc.returncode not in (0, 1):
+                raise SystemExit(f"{profile} {review}: exit {proc.returncode}: {proc.stderr.strip()[-400:]}")
+            u = json.loads(proc.stdout)["usage"]
+            runs.append({"requests": u["requests"], "cost": u["cost_usd"],
+                         "input": u["input_tokens"] + u["cache_creation_input_tokens"] + u["cache_read_input_tokens"],
+                         "resolved": len(json.loads(proc.stdout).get("resolved", []))})
+    return {"profile": profile, "first": runs[0], "again": runs[1]}
+
+
+def print_costs(rows: list[dict[str, Any]]) -> bool:
+    print("\nre-review after a one-line fix, against the first review at the same profile "
+          "(targets: billed <= 35 %, input tokens <= 55 %):")
+    print("profile   review     requests  input tokens   billed USD  resolved")
+    ok = True
+    for row in rows:
+        for name, r in (("first", row["first"]), ("re-review", row["again"])):
+            print(f"{row['profile']:<9} {name:<10} {r['requests']:>8}  {r['input']:>12,}  {r['cost']:>11.4f}  "
+                  f"{r['resolved']:>8}")
+        billed = row["again"]["cost"] / row["first"]["cost"]
+        sent = row["again"]["input"] / row["first"]["input"]
+        met = billed <= 0.35 and sent <= 0.55 and row["again"]["resolved"] == 1
+        ok = ok and met
+        print(f"{row['profile']:<9} ratio: billed {billed:.0%}, input tokens {sent:.0%}: {'OK' if met else 'NOT MET'}")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--offline", action="store_true", help="use this repository's history, not PyPI")
+    parser.add_argument("--download-dir", type=Path, default=None,
+                        help="keep the downloaded releases here and reuse them on the next run")
     opts = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ocr-hook-bench-memory-"))
     try:
-        label, path, old, new = package_change(work, opts.offline)
+        label, path, old, new = package_change(work, opts.offline, opts.download_dir)
         print(f"change: {label}: {path} ({len(new.splitlines())} lines); seed {opts.seed}")
+        costs_ok = print_costs([rereview_cost(path, old, new, profile, work) for profile in ("quick", "standard")])
         print(f"{BLOCKING} blocking findings, one fixed per round; one new high comment per review at a random "
               "unchanged line")
         passed = {}
@@ -205,7 +297,7 @@ def main() -> int:
         ok = passed["with memory"] == ROUNDS
         print(f"\nwith memory the commit passes in round {passed['with memory']} (the round fixing the last "
               f"blocking finding: {ROUNDS}): {'OK' if ok else 'NOT MET'}")
-        return 0 if ok else 1
+        return 0 if ok and costs_ok else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

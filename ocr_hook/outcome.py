@@ -34,6 +34,20 @@ class FileNote:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class DroppedComment:
+    """A comment a model step removed, with the reason it gave (the review filter: what the code shows)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    severity: str
+    category: str
+    message: str
+    reason: str
+    by: str = "review_filter"
+
+
 @dataclass(slots=True)
 class Usage:
     """Requests, tokens and cost of a run (or of one file), as billed."""
@@ -65,6 +79,7 @@ class ReviewResult:
     notes: list[str] = field(default_factory=list)  # run-level warnings (budget ran out, filtered counts, …)
     file_notes: list[FileNote] = field(default_factory=list)  # the notes of `notes` that are about one file
     dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"filter_mode": 3, "review_filter": 1}
+    dropped_comments: list[DroppedComment] = field(default_factory=list)  # each with its reason
     elapsed_s: float = 0.0
     # Review memory (DESIGN.md 7): earlier findings this review found fixed, as they were then, and
     # whether findings raised late (on lines unchanged since the last review) block: advisory | block.

@@ -970,6 +970,12 @@ class ServerMode:
     reject_fields: tuple[str, ...] = ()  # a request carrying one of these (anywhere) gets a 400
     rejection_style: str = "pydantic"  # "pydantic" | "litellm"
     input_fraction: float | None = None  # the usage reports this share of the input tokens
+    # The server's context length (Ollama's OLLAMA_CONTEXT_LENGTH): it keeps at most this many tokens of a
+    # prompt and its usage counts only those, as Ollama's prompt_eval_count does.
+    context_length: int | None = None
+    # Count the prompt as a real tokeniser would: its JSON's bytes / this (real ones read code at 3.2-4
+    # bytes a token, i.e. 75-95 % of ocr-hook's 3-bytes-a-token estimate), instead of the simulated count.
+    bytes_per_token: float | None = None
     prompt_cache: bool = True  # False: cache markers are accepted and ignored (no cache tokens)
     text_only: bool = False  # the model answers every turn with text, never a tool call
     openai_models: bool = False  # GET /v1/models/{id} answers OpenAI's model object, as Ollama does
@@ -1001,10 +1007,15 @@ class ServerMode:
         if self.text_only:
             reply = Reply([text("The change looks fine to me. No issues found.")], usage=reply.usage,
                           delay_s=reply.delay_s)
-        if self.input_fraction is None and self.prompt_cache:
+        if self.input_fraction is None and self.context_length is None and self.bytes_per_token is None \
+                and self.prompt_cache:
             return reply
         total = sum(tokens_of(part) for part in _segments(body)[0])
+        if self.bytes_per_token is not None:
+            total = math.ceil(len(json.dumps(body, ensure_ascii=False).encode("utf-8")) / self.bytes_per_token)
         counted = max(1, int(total * self.input_fraction)) if self.input_fraction is not None else total
+        if self.context_length is not None:
+            counted = min(counted, self.context_length)
         usage = {"input_tokens": counted, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
                  **(reply.usage or {})}
         return Reply(reply.blocks, reply.stop_reason, usage, reply.delay_s)

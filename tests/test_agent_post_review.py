@@ -146,3 +146,85 @@ def test_duplicates_on_the_same_lines_collapse_to_the_most_severe(store: Path, f
     [finding] = result.findings
     assert (finding.message, str(finding.severity), finding.start_line) == ("LEAK: open() without close.", "high", 7)
     assert result.dropped == {"duplicates": 1}
+
+
+# --- issue 27: the filter sees the evidence the main loop had ------------------------------------------------
+
+GREET_BEFORE = "from app.text import normalise\n\n" + "".join(f"\n\ndef f{n}(x):\n    return x + {n}\n"
+                                                                 for n in range(12))
+GREET_AFTER = GREET_BEFORE + "\n\ndef greet(name):\n    return 'Hello, ' + normalise(name)\n"
+NOT_DEFINED = comment("UNDEFINED: `normalise` is not defined in this file.",
+                      "    return 'Hello, ' + normalise(name)", "high")
+PROOF = "line 1 imports normalise from app.text"
+
+
+def _filter_drops_the_undefined(body: dict[str, Any]) -> Reply:
+    number = numbers_by_marker(body["messages"][0]["content"][0]["text"]).get("UNDEFINED")
+    return Reply([text(json.dumps({"wrong": [number] if number else [], "reasons": {str(number): PROOF}}))])
+
+
+def test_the_filter_sees_the_files_text_and_drops_what_it_disproves_with_the_reason(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    from gitrepo import run_cli
+
+    repo = staged_repo(tmp_path / "repo", {"app/greet.py": GREET_BEFORE}, {"app/greet.py": GREET_AFTER})
+    fake_api.handle(is_filter, _filter_drops_the_undefined)
+    fake_api.script(main_opening("app/greet.py"), [Reply([tool_use("code_comment", {"comments": [NOT_DEFINED]})]),
+                                                    task_done()])
+    proc = run_cli(repo, "review", "--format", "json", "--no-cache", env=sdk_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+
+    [judged] = [r for r in fake_api.requests if is_filter(r.body)]
+    prompt = judged.body["messages"][0]["content"][0]["text"]
+    assert "1|from app.text import normalise" in prompt  # the import, far outside the diff's hunk
+    assert "+from app.text import normalise" not in prompt and "intent" not in prompt.lower()
+    assert report["findings"] == []
+    assert report["dropped"] == {"review_filter": 1, "comments": [{
+        "path": "app/greet.py", "start_line": GREET_AFTER.count("\n"), "end_line": GREET_AFTER.count("\n"),
+        "severity": "high", "category": "bug", "message": NOT_DEFINED["content"], "reason": PROOF,
+        "by": "review_filter"}]}
+    text_report = run_cli(repo, "review", "--no-cache", env={**sdk_env, "NO_COLOR": "1"}).stdout
+    assert f"[HIGH] UNDEFINED: `normalise` is not defined in this file. — dropped by the review filter: {PROOF}" \
+        in text_report
+
+
+def test_the_evidence_string_reaches_the_filters_request(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                         sdk_env: dict[str, str]) -> None:
+    """The context pack, rendered by its own module, is handed to finish_file as a string."""
+    import asyncio
+
+    from agent_support import settings_for
+
+    from ocr_hook.agent.client import open_api
+    from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.agent.post_review import finish_file
+    from ocr_hook.budget.ledger import Budget
+    from ocr_hook.changes.collect import diff_files
+    from ocr_hook.changes.git import head_commit
+    from ocr_hook.findings import Category, Comment, Severity
+    from ocr_hook.secrets_mask import mask_secrets
+
+    repo = staged_repo(tmp_path / "repo", {"app/greet.py": GREET_BEFORE}, {"app/greet.py": GREET_AFTER})
+    (change,) = diff_files(str(repo), head_commit(str(repo)) or "", None, ["app/greet.py"])
+    settings = settings_for(repo)
+    fake_api.handle(is_filter, _filter_drops_the_undefined)
+    evidence = f"app/text.py:1-2 (defined here)\ndef normalise(name):\n    return name.strip().title()\n{TOKEN}"
+    comments = [Comment(path="app/greet.py", content=NOT_DEFINED["content"], existing_code=NOT_DEFINED["existing_code"],
+                        severity=Severity.HIGH, category=Category.BUG)]
+
+    async def run() -> Any:
+        api = open_api(settings, sdk_env, Budget(max_cost_usd=1.0, max_tokens=10**6, deadline=10**12,
+                                                 pricing=settings.pricing))
+        try:
+            return await finish_file(comments, change, GREET_AFTER, api=api, settings=settings,
+                                     mask=SecretMasker(mask_secrets), evidence=evidence)
+        finally:
+            await api.aclose()
+
+    result = asyncio.run(run())
+    [judged] = [r for r in fake_api.requests if is_filter(r.body)]
+    prompt = judged.body["messages"][0]["content"][0]["text"]
+    assert "def normalise(name):\n    return name.strip().title()" in prompt
+    assert TOKEN not in judged.raw.decode()  # the pack passes the secret mask like everything sent
+    assert result.findings == [] and [d.reason for d in result.dropped_comments] == [PROOF]

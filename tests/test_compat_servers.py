@@ -15,10 +15,11 @@ from e2e_support import (
     assert_incomplete_everywhere,
     assert_one_line,
     calc_repo,
+    comment,
     comment_turn,
     run_review,
 )
-from fake_api import FakeMessagesAPI, Fault, ServerMode, error_json, task_done
+from fake_api import FakeMessagesAPI, Fault, Reply, ServerMode, error_json, task_done, tool_use
 from gitrepo import write
 
 from ocr_hook.agent import compat
@@ -157,6 +158,67 @@ def test_a_server_that_cuts_prompts_fails_the_file_naming_the_context_length(
     assert run.report["usage"]["requests"] == 1
 
 
+# About 7,000 tokens in its first request as a real tokeniser counts them (3.5 bytes a token).
+SEVEN_K_FILE = "".join(f"RATE_{n} = {n} * 0.0125  # the rate of band {n}, from the 2026 schedule\n"
+                       for n in range(229))
+
+
+@pytest.mark.parametrize("context_length", [4_096, 2_048])
+def test_ollamas_default_context_cutting_a_7000_token_prompt_fails_the_file(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str], context_length: int) -> None:
+    """Ollama's default 4,096-token context (every machine under 24 GiB of VRAM) and its old 2,048: the server
+    keeps what fits and counts only that: about half of the estimate for 4,096 (a third, the old rule, missed it)."""
+    repo = calc_repo(tmp_path / "repo", {BIG_PATH: SEVEN_K_FILE})
+    fake_api.mode = ServerMode(bytes_per_token=3.5, context_length=context_length)
+
+    run = run_review(repo, sdk_env, tmp_path / "out", BIG_PATH)
+
+    assert run.code == 3
+    state, reason = run.coverage_state(BIG_PATH)
+    assert state == "failed"
+    assert f"counted only {context_length:,} of about" in reason and "OLLAMA_CONTEXT_LENGTH" in reason
+    assert_one_line(reason)
+    assert len(fake_api.requests) == 1  # nothing more was sent for the file: no blind review
+
+
+@pytest.mark.parametrize("bytes_per_token", [3.16, 4.0])  # 95 % and 75 % of the estimate
+def test_real_token_counts_are_never_taken_for_a_cut(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                     sdk_env: dict[str, str], bytes_per_token: float) -> None:
+    """A conversation of several turns whose prompt grows, counted as real tokenisers count code."""
+    repo = calc_repo(tmp_path / "repo", {BIG_PATH: SEVEN_K_FILE})
+    fake_api.mode = ServerMode(bytes_per_token=bytes_per_token, prompt_cache=False)
+    fake_api.script(main_opening(BIG_PATH), [
+        Reply([tool_use("file_read", {"file_path": CALC_PATH})]),
+        Reply([tool_use("file_read_diff", {"path_array": [CALC_PATH]})]),
+        comment_turn(comment(code="RATE_7 = 7 * 0.0125", content="Float arithmetic on money rates.")),
+        task_done()])
+
+    run = run_review(repo, sdk_env, tmp_path / "out", BIG_PATH)
+
+    assert run.code == 0 and run.report["status"] == "complete", run.report["coverage"]
+    turns = fake_api.requests_for(main_opening(BIG_PATH))
+    assert len(turns) == 4
+    assert all(not b.get("is_error") for r in turns[1:] for b in r.body["messages"][-1]["content"]
+               if b["type"] == "tool_result")  # real tool answers: the prompt grew each turn
+
+
+def test_a_count_that_stops_growing_while_the_prompt_grows_is_a_cut(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                    sdk_env: dict[str, str]) -> None:
+    """A prompt just over the server's context: its first count is 80 % of the estimate (no sign), but the
+    next turn adds a file and the count stays put (the second sign)."""
+    # The quick profile's first (and main-loop) request: about 7,400 tokens; the server keeps 6,600 (76 %).
+    repo = calc_repo(tmp_path / "repo", {BIG_PATH: SEVEN_K_FILE[:7_300], "notes.py": SEVEN_K_FILE[:3_000]})
+    fake_api.mode = ServerMode(bytes_per_token=3.5, context_length=6_600)
+    fake_api.script(main_opening(BIG_PATH), [Reply([tool_use("file_read", {"file_path": "notes.py"})]), task_done()])
+
+    run = run_review(repo, sdk_env, tmp_path / "out", BIG_PATH, "--effort", "quick")
+
+    state, reason = run.coverage_state(BIG_PATH)
+    assert state == "failed" and run.code == 3
+    assert "the prompt grew by about" in reason and "OLLAMA_CONTEXT_LENGTH" in reason
+    assert [r.usage["input_tokens"] for r in fake_api.requests_for(main_opening(BIG_PATH))] == [6_600, 6_600]
+
+
 def test_a_full_prompt_on_a_server_without_caching_is_not_mistaken_for_a_cut(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     """Ollama's usual answer: the markers are ignored and the whole input is counted as plain input."""
@@ -265,7 +327,10 @@ def test_without_fields_strips_nested_markers_and_keeps_the_original() -> None:
 @pytest.mark.parametrize(("estimate", "usage", "cut"), [
     (10_000, {"input_tokens": 2_000}, True),
     (10_000, {"input_tokens": 200, "cache_read_input_tokens": 7_000}, False),  # cached input counts
-    (10_000, {"input_tokens": 3_400}, False),
+    (10_000, {"input_tokens": 3_400}, True),  # a third of the old rule passed it
+    (9_333, {"input_tokens": 4_096}, True),  # 7,000 real tokens cut to Ollama's default 4,096
+    (10_000, {"input_tokens": 7_500}, False),  # real tokenisers: 75-95 % of the estimate
+    (10_000, {"input_tokens": 9_500}, False),
     (3_900, {"input_tokens": 10}, False),  # small requests are never judged
     (10_000, {"input_tokens": 0}, False),  # no count at all is not a cut
 ])
@@ -286,3 +351,15 @@ def test_thinking_blocks_of_earlier_turns_are_not_judged() -> None:
     assert compat.prompt_cut(judged, {"input_tokens": 1_800}) is None
     plain = {**payload, "messages": payload["messages"][:1]}
     assert compat.judged_estimate(plain, 2_400) == 2_400
+
+
+def test_prompt_counts_second_sign() -> None:
+    counts = compat.PromptCounts()
+    assert counts.stalled(5_000, {"input_tokens": 3_900}) is None  # a first turn is never compared
+    assert counts.stalled(5_800, {"input_tokens": 4_500}) is None  # grew with the prompt (75 %)
+    assert counts.stalled(5_900, {"input_tokens": 4_500}) is None  # grew too little to judge
+    reason = counts.stalled(7_000, {"input_tokens": 4_510})
+    assert reason is not None and "grew by about 1,100 tokens" in reason and "OLLAMA_CONTEXT_LENGTH" in reason
+    shrunk = compat.PromptCounts(estimate=9_000, reported=7_000)
+    assert shrunk.stalled(4_000, {"input_tokens": 3_000}) is None  # compaction: both went down
+    assert compat.PromptCounts(estimate=5_000, reported=0).stalled(7_000, {"input_tokens": 10}) is None  # no count

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_support import filter_keeps_all
+from agent_support import is_filter
 from e2e_support import assert_clean_stderr
-from fake_api import FakeMessagesAPI, Reply, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, Turn, first_user_text, text, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 PATH = "shop.py"
@@ -43,6 +43,20 @@ def shop(version: int, *, fixed_high: bool = False, fixed_low: bool = False, top
     return text_
 
 
+RECHECK_HEAD = "Earlier findings on lines changed since the last review"
+CARRIED_HEAD = "Earlier findings on lines the interdiff did not touch"
+
+
+def recheck_part(opening: str) -> str:
+    """The re-review message's list of findings to re-check."""
+    return opening.split(RECHECK_HEAD, 1)[1].split(CARRIED_HEAD, 1)[0]
+
+
+def carried_part(opening: str) -> str:
+    """The re-review message's one-line list of carried findings."""
+    return opening.split(CARRIED_HEAD, 1)[1].split("The interdiff of", 1)[0]
+
+
 def line_of(content: str, code: str) -> int:
     return next(i for i, line in enumerate(content.split("\n"), 1) if code in line)
 
@@ -65,9 +79,25 @@ FIRST = says(comment(HIGH_CODE, "high", message="Divides by 10: a 15% discount t
 LATE = comment(LATE_CODE, "high", message="Items without a price raise AttributeError.")
 
 
+class FilterAnswers:
+    """The review filter's answers: keep everything, unless a test set another answer for a version."""
+
+    def __init__(self) -> None:
+        self.by_version: dict[int, Turn] = {}
+
+    def __call__(self, body: dict[str, Any]) -> Turn:
+        opening = first_user_text(body)
+        for version, turn in self.by_version.items():
+            if f"+# version {version}" in opening:
+                return turn
+        return Reply([text('{"wrong": []}')])
+
+
 @pytest.fixture(autouse=True)
-def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
-    filter_keeps_all(fake_api)
+def filter_answers(fake_api: FakeMessagesAPI) -> FilterAnswers:
+    answers = FilterAnswers()
+    fake_api.handle(is_filter, answers)
+    return answers
 
 
 def _repo(tmp_path: Path, content: str) -> Path:
@@ -123,7 +153,10 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
     assert [(r["severity"], r["message"], r["start_line"]) for r in report["resolved"]] == [
         ("high", "Divides by 10: a 15% discount takes 150% off.", line_of(v1, HIGH_CODE))]
     opening = fake_api.requests_for("+# version 2")[0].first_user_text
-    assert FOCUS in opening and "Divides by 10" in opening and "Use an f-string" not in opening
+    assert FOCUS in opening and "Divides by 10" in recheck_part(opening)
+    # The carried one is listed on one line, as kept: not to be re-checked.
+    assert "Use an f-string" not in recheck_part(opening)
+    assert f"- line {line_of(v2, LOW_CODE)} [low style] Use an f-string for the label." in carried_part(opening)
     assert "-    return price - price * pct / 10" in opening  # the interdiff, next to the findings
     assert requests >= 1
 
@@ -164,8 +197,8 @@ def test_fix_commit_again_converges(tmp_path: Path, fake_api: FakeMessagesAPI, s
         ("high", "late", line_of(v3, LATE_CODE)), ("high", "late", line_of(v3, "pct / 100"))]
     assert [(r["severity"], r["category"]) for r in report["resolved"]] == [("low", "style")]
     opening = fake_api.requests_for("+# version 3")[0].first_user_text
-    assert "Use an f-string" in opening and "Items without a price" not in opening.split(FOCUS)[1].split(
-        "do not\nreport them again")[0]
+    assert "Use an f-string" in recheck_part(opening) and "Items without a price" not in recheck_part(opening)
+    assert "Items without a price" in carried_part(opening)
 
 
 def test_text_report_labels_and_lists_resolved(tmp_path: Path, fake_api: FakeMessagesAPI,
@@ -324,7 +357,8 @@ def test_two_reviews_of_one_repository_at_once_leave_no_torn_files(tmp_path: Pat
 
 
 def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_api: FakeMessagesAPI,
-                                                           sdk_env: dict[str, str]) -> None:
+                                                           sdk_env: dict[str, str],
+                                                           filter_answers: FilterAnswers) -> None:
     import anyio
     from jsonschema import Draft202012Validator
     from test_mcp_server import serving
@@ -335,27 +369,153 @@ def test_mcp_review_returns_the_same_statuses_and_resolved(tmp_path: Path, fake_
     env = {**sdk_env, "OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")}
     script_version(fake_api, 1, FIRST)
     script_version(fake_api, 2, says(LATE))
+    # Issue 28: the third review fixes the low one while its filter fails (HTTP 500 after the retries).
+    script_version(fake_api, 3, says(LATE))
+    filter_answers.by_version[3] = Fault(status=500, headers={"retry-after-ms": "10"}, times=100)
+    cli = Reviewer(repo, fake_api, sdk_env, tmp_path / "cache")
+    cli_run: list[tuple[int, dict[str, Any], int]] = []
 
     async def main() -> list[dict[str, Any]]:
         docs = []
         async with serving(repo, env, tmp_path / "stderr.txt") as client:
-            for content in (None, shop(2, fixed_high=True)):
+            for content in (None, shop(2, fixed_high=True), shop(3, fixed_high=True, fixed_low=True)):
                 if content is not None:
+                    if len(docs) == 2:
+                        cli_run.append(cli())  # the CLI after the MCP server's second review
                     _stage(repo, content)
                 result = await client.call("review", {})
                 assert not result.is_error, result.content
                 docs.append(result.structured_content)
         return docs
 
-    first, second = anyio.run(main)
-    for doc in (first, second):
+    first, second, third = anyio.run(main)
+    for doc in (first, second, third):
         Draft202012Validator(REVIEW_OUTPUT).validate(doc)
     assert first["exit_code"] == 1 and {f["status"] for f in first["findings"]} == {"new"}
     assert second["exit_code"] == 0, second["verdict"]
     assert sorted((f["severity"], f["status"]) for f in second["findings"]) == [("high", "late"), ("low", "carried")]
     assert [r["severity"] for r in second["resolved"]] == ["high"]
     # The CLI sees the same: its unchanged re-run is the result cache with the MCP run's statuses.
-    cli = Reviewer(repo, fake_api, sdk_env, tmp_path / "cache")
-    code, report, requests = cli()
+    [(code, report, requests)] = cli_run
     assert (code, requests) == (0, 0)
     assert report["findings"] == second["findings"] and report["resolved"] == second["resolved"]
+    # A failed filter never keeps a fixed finding: the low one is resolved, the commit would pass.
+    assert third["exit_code"] == 0 and [r["severity"] for r in third["resolved"]] == ["low"], third["verdict"]
+    assert any("review filter skipped, all comments kept" in n for n in third["notes"]), third["notes"]
+
+# --- issue 28: a degraded step never keeps a fixed finding blocking (PRE_COMMIT=1: the quick profile) ----------
+
+PRICEY_FILTER = "claude-filter-pricey"
+NOT_RECHECKED = "lines changed since the last review; not re-checked"
+
+
+def _at_commit_time(repo: Path, fake: FakeMessagesAPI, env: dict[str, str], cache: Path,
+                    *args: str) -> tuple[int, dict[str, Any], int]:
+    """A review as pre-commit runs it (PRE_COMMIT=1: effort auto is quick); any exit code."""
+    before = len(fake.requests)
+    proc = run_cli(repo, "review", "--format", "json", "--cache-dir", str(cache), *args,
+                   env={**env, "PRE_COMMIT": "1"})
+    assert_clean_stderr(proc)
+    return proc.returncode, json.loads(proc.stdout), len(fake.requests) - before
+
+
+@pytest.mark.parametrize("failure", ["unreadable", "http_500", "cost_cap"])
+def test_a_failed_filter_never_keeps_a_fixed_finding_blocking(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str], filter_answers: FilterAnswers,
+                                                              failure: str) -> None:
+    repo = _repo(tmp_path, shop(1))
+    if failure == "cost_cap":
+        # The filter's model costs more than the run's whole cap: the budget refuses every filter request
+        # (at the first review too, which still blocks: its comments are kept).
+        price = {"input": 1_000_000.0, "output": 1_000_000.0, "cache_write": 1_000_000.0, "cache_read": 1_000_000.0}
+        write(repo, ".ocr-hook.yaml", json.dumps({"filter_model": PRICEY_FILTER, "pricing": {PRICEY_FILTER: price}}))
+    elif failure == "unreadable":  # a local model answering prose
+        filter_answers.by_version[2] = Reply([text("These comments all look reasonable to me.")])
+    else:
+        filter_answers.by_version[2] = Fault(status=500, headers={"retry-after-ms": "10"}, times=100)
+    cache = tmp_path / "cache"
+    script_version(fake_api, 1, FIRST)
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 1 and report["coverage"]["effort"] == {PATH: "quick"}
+
+    _stage(repo, shop(2, fixed_high=True))
+    script_version(fake_api, 2, says(LATE))  # a high comment: the quick profile's filter is due
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 0, report["verdict"]
+    assert [(r["severity"], r["message"]) for r in report["resolved"]] == [
+        ("high", "Divides by 10: a 15% discount takes 150% off.")]
+    assert sorted((f["severity"], f["status"]) for f in report["findings"]) == [("high", "late"), ("low", "carried")]
+    assert all(f["anchor_note"] != NOT_RECHECKED for f in report["findings"])
+    filter_notes = [n for n in report["notes"] if "review filter" in n]
+    assert filter_notes and all("all comments kept" in n for n in filter_notes), report["notes"]
+    assert any(is_filter(r.body) for r in fake_api.requests) is (failure != "cost_cap")
+    if failure == "unreadable":  # the file stays out of the result cache: reviewed again, and still passes
+        code, again, requests = _at_commit_time(repo, fake_api, sdk_env, cache)
+        assert code == 0 and requests >= 1, again["verdict"]
+
+
+def test_a_main_loop_cut_off_by_the_cost_cap_keeps_the_rechecked_finding(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                        sdk_env: dict[str, str]) -> None:
+    repo = _repo(tmp_path, shop(1))
+    cache = tmp_path / "cache"
+    script_version(fake_api, 1, FIRST)
+    assert _at_commit_time(repo, fake_api, sdk_env, cache)[0] == 1
+    _stage(repo, shop(2, fixed_high=True))
+    # The first round is billed past the $2 cap: the budget refuses the next round, the loop is cut short.
+    script_version(fake_api, 2, [Reply([tool_use("code_comment", {"comments": [LATE]})],
+                                       usage={"output_tokens": 150_000})])
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 1 and report["status"] == "incomplete", report["verdict"]  # blocked, and incomplete
+    assert report["coverage"]["failed"][0]["reason"].startswith("review cut short: cost cap")
+    assert report["resolved"] == []
+    kept = [f for f in report["findings"] if f["message"].startswith("Divides by 10")]
+    assert [(f["severity"], f["status"], f["anchor_note"]) for f in kept] == [("high", "carried", NOT_RECHECKED)]
+
+
+# --- issue 28: what a re-review sends ------------------------------------------------------------------------
+
+FAR_LINE = "    return 'far away: helper 230'"
+
+
+def _long_shop(version: int, *, fixed_high: bool = False) -> str:
+    helpers = "".join(f"\n\ndef helper_{n}():\n    return 'far away: helper {n}'\n" for n in range(240))
+    return shop(version, fixed_high=fixed_high) + helpers
+
+
+def test_a_rereview_sends_the_interdiff_windows_not_the_whole_file(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                   sdk_env: dict[str, str]) -> None:
+    v1 = _long_shop(1)
+    repo = _repo(tmp_path, v1)
+    cache = tmp_path / "cache"
+    script_version(fake_api, 1, FIRST)
+    assert _at_commit_time(repo, fake_api, sdk_env, cache)[0] == 1
+    v2 = _long_shop(2, fixed_high=True)
+    _stage(repo, v2)
+    far = line_of(v2, FAR_LINE)
+    still = comment("return price - price * pct / 100", "high", "security", message="pct may be over 100.")
+    script_version(fake_api, 2, [Reply([tool_use("file_read", {"file_path": PATH, "start_line": far - 2,
+                                                                "end_line": far + 2})]), *says(still)])
+    code, report, _ = _at_commit_time(repo, fake_api, sdk_env, cache)
+    assert code == 1 and [r["severity"] for r in report["resolved"]] == ["high"], report["verdict"]
+    # The filter judging the new comment sees what the re-review's first message showed, not the whole file.
+    [judged] = [r for r in fake_api.requests_for("+# version 2") if is_filter(r.body)]
+    assert "The interdiff of `shop.py`" in judged.first_user_text and FAR_LINE not in judged.first_user_text
+
+    first = next(r for r in fake_api.requests_for("+# version 1") if not is_filter(r.body))
+    again = [r for r in fake_api.requests_for("+# version 2") if not is_filter(r.body)]
+    opening = again[0].first_user_text
+    assert FOCUS in opening
+    numbered = [int(line.split("|", 1)[0]) for line in opening.split("\n") if line.split("|", 1)[0].isdigit()]
+    fixed = line_of(v2, "pct / 100")
+    assert numbered == list(range(1, fixed + 41))  # the interdiff (line 1 and the fix) with 40 lines around
+    assert "helper_100" not in opening and FAR_LINE not in opening  # neither the far lines nor the whole diff
+    assert "@@" in opening and opening.count("\n+") < 10  # only the interdiff's hunks
+    assert "file_read_diff" in opening and "file_read" in opening
+    assert len(opening) < len(first.first_user_text) / 4
+    # The cached prefix is the first review's, byte for byte.
+    assert again[0].body["tools"] == first.body["tools"] and again[0].body["system"] == first.body["system"]
+    # The far line is one file_read away.
+    result = again[1].body["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error")
+    assert f"{far}|{FAR_LINE}" in result["content"]
+

@@ -181,13 +181,15 @@ class Api:
     async def create(self, *, model: str, max_tokens: int, messages: list[dict[str, Any]],
                      system: list[dict[str, Any]] | str | None = None,
                      tools: list[dict[str, Any]] | None = None, optional: bool = False,
-                     thinking: dict[str, Any] | None = None, output_config: dict[str, Any] | None = None) -> Any:
+                     thinking: dict[str, Any] | None = None, output_config: dict[str, Any] | None = None,
+                     counts: compat.PromptCounts | None = None) -> Any:
         """One request: reserve its worst case, send it under the deadline, settle what it cost.
 
         `thinking` and `output_config` are sent only when given (request_options decides, from the
         model's capabilities); max_tokens then already includes the room for thinking, so the
         reservation covers it. An `optional` request that does not fit raises BudgetStop without
-        marking the budget exhausted: the review can go on without it."""
+        marking the budget exhausted: the review can go on without it. `counts`: the conversation this
+        request is a turn of, for the second sign of a prompt cut (compat.PromptCounts)."""
         import anthropic
 
         payload: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
@@ -243,6 +245,9 @@ class Api:
         reported = compat.prompt_cut(judged, response.usage)
         if reported is not None:
             raise PromptCut(compat.prompt_cut_reason(judged, reported))
+        stalled = counts.stalled(judged, response.usage) if counts is not None else None
+        if stalled is not None:
+            raise PromptCut(stalled)
         return response
 
     async def _send(self, payload: dict[str, Any], timeout: float) -> Any:

@@ -42,11 +42,18 @@ _REJECTION = re.compile(
     r"is not a valid (?:field|parameter)|additional properties",
     re.IGNORECASE)
 
-# Prompt-cut detection: a request of over PROMPT_CUT_MIN_ESTIMATE estimated input tokens whose
-# reported input is under PROMPT_CUT_FRACTION of the estimate was cut by the server. The estimate
-# errs high by 15-30 % (3 bytes per token), so a third leaves a wide margin.
+# Prompt-cut detection (DESIGN.md 10), two signs:
+# 1. a request of over PROMPT_CUT_MIN_ESTIMATE estimated input tokens whose reported input is under
+#    PROMPT_CUT_FRACTION of the estimate. Real tokenisers count code at 75-95 % of the 3-bytes-a-token
+#    estimate; Ollama's default 4,096-token context cutting a 7,000-token prompt reports about 55 % of it
+#    (a third, the old rule, missed it), so the line sits at 60 %;
+# 2. between two turns of one conversation the prompt grew by at least PROMPT_GROWTH_MIN estimated tokens
+#    but the count grew by less than PROMPT_GROWTH_SHARE of that: a server that keeps only what fits its
+#    context reports about the same count whatever it is sent (a real count grows by 75-95 % of it).
 PROMPT_CUT_MIN_ESTIMATE = 4_000
-PROMPT_CUT_FRACTION = 1 / 3
+PROMPT_CUT_FRACTION = 0.6
+PROMPT_GROWTH_MIN = 500
+PROMPT_GROWTH_SHARE = 0.25
 
 
 # The words that name each field in servers' messages: the field itself, and for output_config its one
@@ -161,23 +168,53 @@ def judged_estimate(payload: Mapping[str, Any], estimate: int) -> int:
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 
 
-def prompt_cut(estimated_input: int, usage: Any) -> int | None:
-    """The input tokens the server reported when they show the prompt was cut, else None."""
-    if estimated_input <= PROMPT_CUT_MIN_ESTIMATE:
-        return None
+def reported_input(usage: Any) -> int:
+    """All the input the server says it read: plain, cache writes and cache reads."""
     reported = 0
     for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
         value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
         reported += value if isinstance(value, int) else 0
+    return reported
+
+
+def prompt_cut(estimated_input: int, usage: Any) -> int | None:
+    """The input tokens the server reported when they show the prompt was cut, else None."""
+    if estimated_input <= PROMPT_CUT_MIN_ESTIMATE:
+        return None
+    reported = reported_input(usage)
     # 0 is no count at all (older Ollama versions leave prompt_eval_count out when its KV cache served
     # the prompt), not a cut.
     return reported if 0 < reported < estimated_input * PROMPT_CUT_FRACTION else None
 
 
+@dataclass
+class PromptCounts:
+    """One conversation's last request: its judged estimate and the count the server reported (sign 2)."""
+
+    estimate: int = 0
+    reported: int = 0
+
+    def stalled(self, estimate: int, usage: Any) -> str | None:
+        """A reason when the prompt grew since the last turn but the count did not; records this turn."""
+        reported = reported_input(usage)
+        grew = estimate - self.estimate
+        stalled = (self.reported > 0 and reported > 0 and grew >= PROMPT_GROWTH_MIN
+                   and reported - self.reported < grew * PROMPT_GROWTH_SHARE)
+        before = self.reported
+        self.estimate, self.reported = estimate, reported
+        if not stalled:
+            return None
+        return (f"between two turns the prompt grew by about {grew:,} tokens but the server's count went from "
+                f"{before:,} to {reported:,} input tokens: " + _CUT_ADVICE)
+
+
+_CUT_ADVICE = ("it cuts prompts longer than its context length, so the model would review without its "
+               "instructions and tools; raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH, "
+               "e.g. 32768; vLLM: --max-model-len)")
+
+
 def prompt_cut_reason(estimated_input: int, reported: int) -> str:
-    return (f"the server counted only {reported:,} of about {estimated_input:,} input tokens: it cuts prompts "
-            "longer than its context length, so the model would review without its instructions and tools; "
-            "raise the server's context length (Ollama: OLLAMA_CONTEXT_LENGTH, e.g. 32768; vLLM: --max-model-len)")
+    return f"the server counted only {reported:,} of about {estimated_input:,} input tokens: " + _CUT_ADVICE
 
 
 @dataclass

@@ -6,6 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+# The file's own text as the first main-loop message shows it (DESIGN.md section 8), and the review filter
+# sees it: whole up to this many lines, else windows around each hunk.
+OPENING_WHOLE_LINES = 600
+OPENING_WINDOW = 40
+OPENING_MAX_LINES = 2_000
+OPENING_MAX_CHARS = 120_000
+
 
 class _Hunk(Protocol):
     new_start: int
@@ -58,3 +65,13 @@ def numbered_excerpt(text: str, hunks: Sequence[_Hunk], *, whole_up_to: int, win
             shown += 1
             size += len(row) + 1
     return "\n".join(out)
+
+
+def opening_excerpt(text: str, hunks: Sequence[_Hunk], max_line_chars: int) -> tuple[str, str]:
+    """The file as a first message shows it, and how much of it that is (e.g. "all 120 lines")."""
+    total = len(file_lines(text))
+    shown = numbered_excerpt(text, hunks, whole_up_to=OPENING_WHOLE_LINES, window=OPENING_WINDOW,
+                             max_lines=OPENING_MAX_LINES, max_line_chars=max_line_chars, max_chars=OPENING_MAX_CHARS)
+    if total <= OPENING_WHOLE_LINES:
+        return shown, f"all {total} lines"
+    return shown, f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ocr_hook.agent import prompts, registry, tools
+from ocr_hook.agent import compat, prompts, registry, tools
 from ocr_hook.agent.client import Api, BudgetStop, RequestFailed
 from ocr_hook.agent.comments import CommentBox
 from ocr_hook.agent.compaction import Compactor
@@ -53,12 +53,6 @@ CLOSING_MAX_TOKENS = 2_048
 # Output allowance and length asked for of the notes that replace older turns (see compaction).
 NOTES_MAX_TOKENS = 2_048
 NOTES_WORDS = 700
-# The file's own text in the first main-loop message (DESIGN.md section 8): whole up to this many lines,
-# else windows around each hunk, so the model can comment in its first turn without a file_read.
-OPENING_WHOLE_LINES = 600
-OPENING_WINDOW = 40
-OPENING_MAX_LINES = 2_000
-OPENING_MAX_CHARS = 120_000
 
 
 @dataclass(frozen=True)
@@ -88,6 +82,10 @@ class LoopOutcome:
     # What ended a file early: "budget" (cost, tokens, time), "api" (an API error), "model" (the
     # model failed, refused or looped), "internal" (an unexpected error of ours), "" when complete.
     stopped_by: str = ""
+    # The main loop ran to its end: task_done, or its last (grace) round was answered. Review memory
+    # resolves a finding the model did not re-report only then (DESIGN.md 7): a loop cut short by the
+    # budget, the clock or an API failure may simply not have reached it.
+    main_finished: bool = False
 
     @property
     def incomplete(self) -> bool:
@@ -144,7 +142,9 @@ class FileReview:
         self.elisions = 0
         self._answered: dict[str, int] = {}
         self.closing_note: str | None = None
+        self.main_finished = False
         self._compactor: Compactor | None = None
+        self._counts: compat.PromptCounts | None = None
         self.rounds_limit = max_rounds(task.settings, task.profile)
         self._options: dict[str, tuple[RequestOptions, Capabilities]] = {}
 
@@ -167,6 +167,7 @@ class FileReview:
             outcome.notes.append(f"{self.path}: the conversation neared the context window; " + "; ".join(done))
         outcome.requests = self.requests
         outcome.tool_calls = self.tool_calls
+        outcome.main_finished = self.main_finished
         return outcome
 
     async def _review(self, outcome: LoopOutcome) -> None:
@@ -227,7 +228,7 @@ class FileReview:
         if limit > base:
             limit = self._fitting_max_tokens(model, base, limit, conv.estimate_tokens(self.system, tools_api))
         response = await self.api.create(model=model, max_tokens=limit, system=self.system, tools=tools_api,
-                                         messages=conv.for_request(), **options.as_params())
+                                         messages=conv.for_request(), counts=self._counts, **options.as_params())
         self.requests += 1
         if response.stop_reason == "refusal":
             raise _End("model", "the model declined to review this file (refusal)")
@@ -265,13 +266,15 @@ class FileReview:
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
         conv = self._new_conversation("main", await self._context_window(self.settings.model_for("main")))
-        conv.add_user([text_block(prompts.main_message(
-            self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
-            await self._opening_text())),
-            *self._memory_blocks()])
+        opening = await self._rereview_text(rounds)
+        if opening is None:
+            opening = prompts.main_message(
+                self.path, str(change.status), change.changed_lines, self.mask(change.patch),
+                self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
+                await self._opening_text())
+        conv.add_user([text_block(opening)])
         model = self.settings.model_for("main")
-        nudges = cut_offs = overflows = 0
+        nudges = cut_offs = overflows = answered = 0
         for round_no in range(1, rounds + 1):
             final = round_no == rounds
             if final:
@@ -291,6 +294,7 @@ class FileReview:
                 self._older_turns_changed()
                 continue  # the cut reply is dropped; the round is asked again on the shorter history
             conv.add_assistant(assistant_blocks(response.content))
+            answered = round_no
             calls = [b for b in response.content if b.type == "tool_use"]
             cut = stop == "max_tokens"
             if cut:
@@ -308,6 +312,7 @@ class FileReview:
                 continue
             results, done = await self._answer(calls, "final" if final else "main", round_no)
             if done == "DONE":
+                self.main_finished = True
                 return
             if done is not None:
                 raise _End("model", "the model could not review this file (task_done FAILED)")
@@ -316,33 +321,37 @@ class FileReview:
             conv.add_user(results)
             if cut:
                 conv.append_to_last_user([text_block(prompts.cut_off())])
+        # The grace round was answered: the model has said all it had to say.
+        self.main_finished = answered == rounds
         raise _End("model", f"no task_done within the limit of {self.rounds_limit} rounds")
 
     async def _opening_text(self) -> tuple[str, str] | None:
         """The file as it is after the change, numbered like file_read, masked as a whole (line breaks
         kept), and how much of it is shown; None when there is no text to show."""
-        from ocr_hook.agent.excerpt import file_lines, numbered_excerpt
+        from ocr_hook.agent.excerpt import opening_excerpt
 
         text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
         if not text:
             return None
-        masked = self.mask(text)
-        total = len(file_lines(masked))
-        shown = numbered_excerpt(masked, self.task.change.hunks, whole_up_to=OPENING_WHOLE_LINES,
-                                 window=OPENING_WINDOW, max_lines=OPENING_MAX_LINES,
-                                 max_line_chars=tools.MAX_READ_LINE_CHARS, max_chars=OPENING_MAX_CHARS)
-        if total <= OPENING_WHOLE_LINES:
-            extent = f"all {total} lines"
-        else:
-            extent = f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
-        return shown, extent
+        return opening_excerpt(self.mask(text), self.task.change.hunks, tools.MAX_READ_LINE_CHARS)
 
-    def _memory_blocks(self) -> list[dict[str, Any]]:
-        """The re-review's focus, after the first main-loop message: the interdiff since the last review
-        and the earlier findings on changed lines to re-check (none without review memory)."""
-        if self.task.memory is None or not self.task.memory.interdiff.changed:
-            return []  # same content as at the last review (cache off): a plain review, classified after
-        return [text_block(self.mask(prompts.memory_focus(self.task.memory)))]
+    async def _rereview_text(self, rounds: int) -> str | None:
+        """A re-review's first message (agent/rereview.py): the interdiff since the last review and today's
+        lines around it, the findings to re-check and the carried ones; None for a first review, or when
+        the content is the remembered one (cache off): a plain review then, classified after."""
+        memory = self.task.memory
+        if memory is None or not memory.interdiff.changed:
+            return None
+        from ocr_hook.agent.rereview import rereview_message
+
+        text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
+        change = self.task.change
+        # Merge point for the context pack (ocr_hook/context/): pack_text=task.context.render(
+        # names=rereview.touched_names(memory)) when task.context is set; None until then.
+        pack_text = None
+        return self.mask(rereview_message(memory, self.mask(text or ""), status=str(change.status),
+                                          changed_lines=change.changed_lines, rounds=rounds,
+                                          other_paths=self.task.other_paths, pack_text=pack_text))
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,
@@ -366,6 +375,7 @@ class FileReview:
         """A fresh conversation for a phase, with its own compactor (the previous one is closed)."""
         self._end_conversation()
         conv = Conversation()
+        self._counts = compat.PromptCounts()  # each conversation's turns are compared with each other
         self._compactor = Compactor(
             conv, window, prompts.compact_request(self.path, NOTES_WORDS),
             prompts.compact_notes, functools.partial(self._notes, phase=phase))

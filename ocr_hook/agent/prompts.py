@@ -13,12 +13,11 @@ from ocr_hook.agent.conversation import EPHEMERAL
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
-    from ocr_hook.findings.memory import MemoryPlan
 
 PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
-    "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "memory.md",
+    "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "rereview.md",
     "file_text.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
@@ -117,26 +116,6 @@ def main_message(path: str, status: str, changed_lines: int, diff: str, other_pa
         text = text.rstrip("\n") + "\n\n" + render("file_text.md", path=path, extent=extent,
                                                    lines=fence(lines)).strip() + "\n"
     return text
-
-
-def memory_focus(plan: MemoryPlan) -> str:
-    """Review memory's part of the first main-loop message: the earlier findings on lines changed since
-    the last review (to report again when they still apply) and the interdiff, marked as the focus."""
-    listed = []
-    for f in plan.recheck:
-        if not f.anchored or f.start_line < 1:
-            where = "no line"
-        elif f.end_line > f.start_line:
-            where = f"lines {f.start_line}-{f.end_line}"
-        else:
-            where = f"line {f.start_line}"
-        entry = f"- [{f.severity.value} {f.category.value}, {where} at the last review] {f.message}"
-        if f.existing_code.strip():
-            entry += "\n  quoted then:\n" + "\n".join("    " + line for line in f.existing_code.splitlines())
-        listed.append(entry)
-    return render("memory.md", path=plan.path, carried=len(plan.carried),
-                  findings="\n".join(listed) if listed else "(none)",
-                  interdiff=fence(plan.interdiff.unified(plan.path), "diff")).strip()
 
 
 def nudge(path: str) -> str:

@@ -16,7 +16,7 @@ from ocr_hook import __version__
 from ocr_hook.agent import prompts
 from ocr_hook.changes.model import FileChange
 from ocr_hook.findings import Finding
-from ocr_hook.outcome import FileCoverage, ReviewResult
+from ocr_hook.outcome import DroppedComment, FileCoverage, ReviewResult
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ class _FileResult:
     notes: list[str] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
     resolved: list[Finding] = field(default_factory=list)
+    dropped_comments: list[DroppedComment] = field(default_factory=list)
 
 
 # What the parts of the key are called in a note saying why memory was not used.
@@ -140,15 +141,19 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
                            notes=outcome.notes)
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
+    # Merge point for the context pack (ocr_hook/context/): evidence=task.context.render() when task.context
+    # is set, so the filter sees the pack the first message carried; None until then.
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
                              api=None if outcome.stopped_by in ("api", "internal") else api,
-                             guidance=guidance, profile=profile)
+                             guidance=guidance, profile=profile, evidence=None, memory=plan)
     notes = outcome.notes + post.notes
     findings, resolved = post.findings, []
     if plan is not None:
         from ocr_hook.findings.memory import classify
 
-        classified = classify(plan, post.findings, complete=outcome.state != "failed" and post.complete)
+        # Resolution follows the main loop alone (DESIGN.md 7): a failed filter or re-location keeps every
+        # comment and keeps the file out of the result cache, but never keeps a fixed finding blocking.
+        classified = classify(plan, post.findings, complete=outcome.main_finished)
         findings, resolved = classified.findings, classified.resolved
         notes.insert(0, f"review memory: {path} re-reviewed against the last review ("
                         f"{len(plan.carried)} earlier finding(s) on unchanged lines carried, "
@@ -162,7 +167,7 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
         coverage = FileCoverage(path, "reviewed", comments=len(findings), effort=effort)
         if job.cache is not None and key is not None and post.complete:
             job.cache.put(key, findings, resolved, memory=job.memory_id if plan is not None else None)
-    return _FileResult(coverage, findings, notes, post.dropped, resolved)
+    return _FileResult(coverage, findings, notes, post.dropped, resolved, post.dropped_comments)
 
 
 def _profile(job: ReviewJob, path: str) -> Profile:
@@ -322,6 +327,7 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     files: list[FileCoverage] = []
     notes: list[str] = list(server_notes or ())
     dropped: dict[str, int] = {}
+    dropped_comments: list[DroppedComment] = []
     for change in job.files:
         item = results.get(change.path)
         if item is None:  # only when the run was cancelled part-way
@@ -333,6 +339,7 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
         notes.extend(item.notes)
         for name, count in item.dropped.items():
             dropped[name] = dropped.get(name, 0) + count
+        dropped_comments.extend(item.dropped_comments)
     if masked:
         notes.append(f"{masked} likely secret(s) were masked before text was sent to the model")
     stopped = job.budget.exhausted_reason
@@ -347,5 +354,6 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     if job.cache is not None and getattr(job.cache, "last_error", None):
         notes.append(str(job.cache.last_error))
     return ReviewResult(findings=findings, files=files, usage=job.budget.usage, scope=job.change_set.description,
-                        notes=notes, dropped=dropped, elapsed_s=elapsed, resolved=resolved,
+                        notes=notes, dropped=dropped, dropped_comments=dropped_comments, elapsed_s=elapsed,
+                        resolved=resolved,
                         late_findings=job.settings.late_findings)

@@ -185,7 +185,16 @@ REVIEW_OUTPUT: dict[str, Any] = {
                 "cost_usd": {"type": "number", "minimum": 0},
             },
         },
-        "dropped": {"type": "object", "additionalProperties": {"type": "integer"}},
+        # Counts per stage; `comments`: the comments a model step dropped, each with its reason.
+        "dropped": {"type": "object", "additionalProperties": {"type": "integer"},
+                    "properties": {"comments": {"type": "array", "items": {
+                        "type": "object",
+                        "required": ["path", "start_line", "end_line", "severity", "category", "message", "reason",
+                                     "by"],
+                        "properties": {"path": {"type": "string"}, "start_line": {"type": "integer"},
+                                       "end_line": {"type": "integer"}, "severity": {"type": "string"},
+                                       "category": {"type": "string"}, "message": {"type": "string"},
+                                       "reason": {"type": "string"}, "by": {"type": "string"}}}}}},
         "notes": {"type": "array", "items": {"type": "string"}},
         "elapsed_s": {"type": "number"},
     },

@@ -36,6 +36,16 @@ def _findings(findings: list[Finding]) -> list[dict[str, Any]]:
     return [finding_to_report(f) for f in sorted_findings(findings)]
 
 
+def dropped_dict(result: ReviewResult) -> dict[str, Any]:
+    """How many comments each stage dropped; under `comments`, those a model step dropped, with its reason."""
+    out: dict[str, Any] = dict(sorted(result.dropped.items()))
+    if result.dropped_comments:
+        out["comments"] = [{"path": d.path, "start_line": d.start_line, "end_line": d.end_line,
+                            "severity": d.severity, "category": d.category, "message": d.message,
+                            "reason": d.reason, "by": d.by} for d in result.dropped_comments]
+    return out
+
+
 def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     groups = coverage_groups(result)
     u = result.usage
@@ -66,7 +76,7 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
             "cache_read_input_tokens": u.cache_read_input_tokens,
             "cost_usd": round(u.cost_usd, 6),
         },
-        "dropped": dict(sorted(result.dropped.items())),
+        "dropped": dropped_dict(result),
         "notes": list(result.notes),
         "elapsed_s": round(result.elapsed_s, 3),
     }

@@ -246,6 +246,8 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
         lines += ["", f"Comments dropped: {dropped}"]
+        lines += [f"  {safe_for_log(d.path)}:{d.start_line} [{d.severity.upper()}] {safe_for_log(d.message)} — "
+                  f"dropped by the {d.by.replace('_', ' ')}: {safe_for_log(d.reason)}" for d in result.dropped_comments]
     if result.notes:
         lines += ["", "Notes:"] + [f"  - {safe_for_log(n)}" for n in result.notes]
     lines += ["", summary_line(result)]

@@ -104,10 +104,13 @@ def cli() -> None:
 @click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
 @click.option("--shard", metavar="I/N", help="Review only share I of N of the files (CI matrix).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
+@click.option("--no-warm", is_flag=True, help="Run in this process, not in the warm worker (see `ocr-hook warm`).")
+@click.option("--verbose", is_flag=True, help="Also say whether the warm worker served the run, and why not.")
 def review(**kw: Any) -> None:
     """Review the change and gate on the findings."""
     from ocr_hook.commands import review as review_cmd
 
+    kw.pop("no_warm"), kw.pop("verbose")  # read before click, by ocr_hook.warm.client
     scope = _scope(kw)
     paths, config_file, quiet, shard = kw.pop("paths"), kw.pop("config_file"), kw.pop("quiet"), kw.pop("shard")
     kw["format"] = kw.pop("format_")
@@ -252,6 +255,37 @@ def mcp_server(repo: str | None) -> None:
     sys.exit(mcp_cmd.run(repo))
 
 
+@cli.group()
+def warm() -> None:
+    """The warm worker that serves commit-time reviews (setting `warm`: auto, on, off)."""
+
+
+@warm.command("status")
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+def warm_status(format_: str) -> None:
+    """Show this user's warm workers: pid, version, idle time, socket."""
+    from ocr_hook.warm import control
+
+    sys.exit(control.status(format_))
+
+
+@warm.command("start")
+def warm_start() -> None:
+    """Start this installation's worker now (unless it runs) and wait until it listens."""
+    from ocr_hook.warm import control
+
+    sys.exit(control.start())
+
+
+@warm.command("stop")
+def warm_stop() -> None:
+    """Stop every warm worker of this user and wait until each has exited."""
+    from ocr_hook.warm import control
+
+    sys.exit(control.stop())
+
+
 _terminated = False  # set by SIGTERM: the interrupt below exits 143 instead of 130
 
 
@@ -270,6 +304,12 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: the one place a FatalError becomes a one-line message and exit 2."""
+    if argv is None:  # the console script: a warm worker may serve the run (the worker's runs pass argv)
+        from ocr_hook.warm import client as warm_client
+
+        served = warm_client.delegate(sys.argv[1:])
+        if served is not None:
+            sys.exit(served)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)

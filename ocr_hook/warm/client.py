@@ -120,8 +120,8 @@ def _served(sock: socket.socket, path: str, idle: float, verbose: bool) -> int |
     mine = {"identity": protocol.identity(sys.path[1:]), "start_up": protocol.start_up(os.environ)}
     chan.send({"op": "hello", **mine})
     answer, _ = chan.receive()
-    if answer is None or not answer.get("ok"):
-        differs = [k for k in ("identity", "start_up") if (answer or {}).get(k) != mine[k]]
+    differs = [k for k in ("identity", "start_up") if (answer or {}).get(k) != mine[k]]
+    if answer is None or not answer.get("ok") or differs:
         _say(verbose, f"the worker differs in {', '.join(differs) or 'what it expects'}; running cold")
         return None
     sock.settimeout(None)

@@ -5,7 +5,7 @@ Run: python bench/bench_warm.py [--runs N] [--python PATH]
 Under pre-commit's environment (PRE_COMMIT=1, so the quick profile) against the fake Messages API on
 127.0.0.1, which answers at once (its default reply ends each file's review in one request), with the result
 cache and review memory off so that every run reviews and sends its requests. For a one-file and a 10-file
-commit, the medians of N runs of:
+commit, the medians of N rounds, each running all three once (interleaved, so load hits them alike):
   * floor: `python -c "import click, yaml"` + `git diff --cached --quiet`, measured in the same run
   * cold:  `ocr-hook review` with OCR_HOOK_WARM=off (a fresh interpreter imports the SDK)
   * warm:  the same with the worker running (started once with `ocr-hook warm start`)
@@ -86,32 +86,32 @@ def _timeless(report: bytes) -> object:
     return strip(data)
 
 
-def median(cmd: list[str], cwd: Path, env: dict[str, str], runs: int, expect: int = 0) -> float:
-    return statistics.median(run(cmd, cwd, env, expect)[0] for _ in range(runs))
-
-
 def measure(python: str, fake: FakeMessagesAPI, env: dict[str, str], repo: Path, runs: int) -> dict[str, float]:
     review = [*ocr_hook_command(python), "review", "-q", "--format", "json"]
     cold_env = {**env, "OCR_HOOK_WARM": "off"}
     warm_env = {**env, "OCR_HOOK_WARM": "on"}
     for cmd in ([python, "-c", FLOOR_IMPORTS], review):  # file-system and bytecode caches
         subprocess.run(cmd, cwd=repo, env=cold_env, capture_output=True)
-    floor = (median([python, "-c", FLOOR_IMPORTS], repo, env, runs)
-             + median(["git", "diff", "--cached", "--quiet"], repo, env, runs, expect=1))
     sent = len(fake.requests)
     _, cold_proc = run(review, repo, cold_env)
     per_run = len(fake.requests) - sent
-    cold = median(review, repo, cold_env, runs)
     _, warm_proc = run(review, repo, warm_env)  # served warm: the worker was started before
     if _timeless(warm_proc.stdout) != _timeless(cold_proc.stdout) or warm_proc.stderr != cold_proc.stderr:
         import difflib
 
         raise SystemExit("a warm run printed something else than a cold one:\n" + "\n".join(difflib.unified_diff(
             cold_proc.stdout.decode().splitlines(), warm_proc.stdout.decode().splitlines(), lineterm="")))
+    # Interleaved, one of each per round, so that a load spike on a shared machine hits all three alike.
+    times: dict[str, list[float]] = {"floor": [], "cold": [], "warm": []}
     sent = len(fake.requests)
-    warm = median(review, repo, warm_env, runs)
-    if len(fake.requests) - sent != per_run * runs:
+    for _ in range(runs):
+        times["floor"].append(run([python, "-c", FLOOR_IMPORTS], repo, env)[0]
+                              + run(["git", "diff", "--cached", "--quiet"], repo, env, expect=1)[0])
+        times["cold"].append(run(review, repo, cold_env)[0])
+        times["warm"].append(run(review, repo, warm_env)[0])
+    if len(fake.requests) - sent != 2 * per_run * runs:
         raise SystemExit("a warm run sent another number of requests than a cold one")
+    floor, cold, warm = (statistics.median(times[k]) for k in ("floor", "cold", "warm"))
     return {"floor": floor, "cold": cold, "warm": warm, "requests": per_run}
 
 

@@ -110,10 +110,16 @@ def cli(verbose: bool) -> None:
 @click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
 @click.option("--shard", metavar="I/N", help="Review only share I of N of the files (CI matrix).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
+@click.option("--no-warm", is_flag=True, help="Run in this process, not in the warm worker (see `ocr-hook warm`).")
+@click.option("--verbose", is_flag=True,
+              help="Say whether the warm worker served the run and why not; an internal error prints its traceback.")
 def review(**kw: Any) -> None:
     """Review the change and gate on the findings."""
     from ocr_hook.commands import review as review_cmd
 
+    global _verbose
+    kw.pop("no_warm")  # read before click, by ocr_hook.warm.client (and --verbose too)
+    _verbose = kw.pop("verbose") or _verbose
     scope = _scope(kw)
     paths, config_file, quiet, shard = kw.pop("paths"), kw.pop("config_file"), kw.pop("quiet"), kw.pop("shard")
     kw["format"] = kw.pop("format_")
@@ -258,6 +264,37 @@ def mcp_server(repo: str | None) -> None:
     sys.exit(mcp_cmd.run(repo))
 
 
+@cli.group()
+def warm() -> None:
+    """The warm worker that serves commit-time reviews (setting `warm`: auto, on, off)."""
+
+
+@warm.command("status")
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+def warm_status(format_: str) -> None:
+    """Show this user's warm workers: pid, version, idle time, socket."""
+    from ocr_hook.warm import control
+
+    sys.exit(control.status(format_))
+
+
+@warm.command("start")
+def warm_start() -> None:
+    """Start this installation's worker now (unless it runs) and wait until it listens."""
+    from ocr_hook.warm import control
+
+    sys.exit(control.start())
+
+
+@warm.command("stop")
+def warm_stop() -> None:
+    """Stop every warm worker of this user and wait until each has exited."""
+    from ocr_hook.warm import control
+
+    sys.exit(control.stop())
+
+
 _terminated = False  # set by SIGTERM: the interrupt below exits 143 instead of 130
 
 
@@ -289,6 +326,12 @@ def main(argv: list[str] | None = None) -> None:
 
     for stream in (sys.stdout, sys.stderr):  # a cp1252 pipe or an ASCII console must never crash a run
         make_safe(stream)
+    if argv is None:  # the console script: a warm worker may serve the run (the worker's runs pass argv)
+        from ocr_hook.warm import client as warm_client
+
+        served = warm_client.delegate(sys.argv[1:])
+        if served is not None:
+            sys.exit(served)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)

@@ -26,6 +26,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "provider": ("anthropic", "bedrock", "vertex"),
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
+    "warm": ("auto", "on", "off"),  # DESIGN.md section 14 (ocr_hook.warm)
 }
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
@@ -105,6 +106,8 @@ class Settings:
     late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
     dismissals_file: str = ".ocr-hook/dismissed.yaml"  # repo-relative (DESIGN.md 9, ocr_hook.findings.dismissals)
     notes: tuple[str, ...] = ()  # not a setting: what loading ignored (e.g. the repository's cache_dir), for reports
+    warm: str = "auto"  # the warm worker for commit-time reviews: auto | on | off (DESIGN.md 14, ocr_hook.warm)
+    warm_idle: float = 900.0  # seconds without a run before the warm worker exits
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -122,7 +125,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _NOT
 # the cache lives decides which files a run writes and deletes (only the user's config, env or flags).
 _USER_ONLY = ("cache_dir",)
 _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
-             "max_file_lines", "max_file_bytes", "max_diff_lines"}
+             "max_file_lines", "max_file_bytes", "max_diff_lines", "warm_idle"}
 
 
 # Guidance file names, looked for in every directory (ocr_hook.guidance): plain names, no paths.
@@ -173,6 +176,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             raise bad()
         return value
     if ann == "str":
+        if key == "warm" and isinstance(value, bool):
+            value = "on" if value else "off"  # YAML 1.1 reads a bare on/off as a boolean
         if not isinstance(value, str):
             raise bad()
         if key == "dismissals_file":

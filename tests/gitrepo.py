@@ -33,12 +33,18 @@ GIT_ENV = {
 }
 
 
+# Many tests run the CLI with PRE_COMMIT=1, and real pre-commit: under `warm: auto` each would leave a warm
+# worker behind (ocr_hook.warm). Off by the product's own variable; test_warm turns it on where it means to.
+NO_WARM_WORKER = {"OCR_HOOK_WARM": "off"}
+
+
 def isolate_environment() -> None:
     """Apply GIT_ENV to os.environ and drop hook and ocr-hook variables (runs once, at import)."""
     for name in list(os.environ):
         if name in _HOOK_VARS or name.startswith(("PRE_COMMIT_", "OCR_HOOK_")):
             del os.environ[name]
     os.environ.update(GIT_ENV)
+    os.environ.update(NO_WARM_WORKER)
 
 
 isolate_environment()

@@ -272,3 +272,45 @@ def test_fix_and_commit_again_passes_even_when_the_filter_cannot_be_read(tmp_pat
     assert "resolved since the last review: app.py:6 [HIGH] bug: sub() adds instead of subtracting." in out
     assert "the review filter's answer could not be read" in out
     assert any(is_filter(r.body) and "+    return a - b  # fixed" in r.first_user_text for r in fake_api.requests)
+
+
+# --- the warm worker under real pre-commit (issue 31) -----------------------------------------------------------
+
+def test_a_second_commit_is_served_by_the_worker_the_first_one_started(
+        tmp_path, hook_source, hook_config, pre_commit_home, fake_api, sdk_env):
+    """The hook's own environment (pre-commit's virtualenv) starts the worker and serves the next run from it;
+    the output is the cold run's. `ocr-hook warm stop` of this checkout stops it too (every worker of the
+    user in the directory), so nothing is left running."""
+    import fcntl
+    import tempfile
+
+    config = tmp_path / "verbose-hook.yaml"  # the same repository and rev: pre-commit reuses the environment
+    rev = git(hook_source, "rev-parse", "HEAD").strip()
+    config.write_text(yaml.safe_dump({"repos": [{"repo": str(hook_source), "rev": rev, "hooks": [
+        {"id": "ocr-hook", "args": ["--verbose", "--no-cache", "--no-memory"]}]}]}))
+    runtime = Path(tempfile.mkdtemp(prefix="ocr-w-"))  # short: a socket path is limited to about 100 bytes
+    env = {**sdk_env, "OCR_HOOK_WARM": "auto", "XDG_RUNTIME_DIR": str(runtime)}
+    repo = _target_repo(tmp_path)
+    try:
+        first = _run_hook(repo, config, pre_commit_home, env, "ocr-hook")
+        assert first.returncode == 0, first.stdout + first.stderr
+        assert "ocr-hook: warm: no worker; running cold, started a worker (pid " in first.stdout
+        lock = os.open(runtime / "ocr-hook" / "spawn.lock", os.O_RDWR)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # held by the starting worker until it listens
+        finally:
+            os.close(lock)
+        fake_api.cache.clear()  # the fake's prompt cache as cold for the second run as for the first
+        second = _run_hook(repo, config, pre_commit_home, env, "ocr-hook")
+        assert second.returncode == 0, second.stdout + second.stderr
+        assert "ocr-hook: warm: served by the worker (pid " in second.stdout
+        # Not pre-commit's own lines (the first run builds the environment) nor the durations.
+        strip = re.compile(r"^ocr-hook: warm: .*\n|^\[INFO\] .*\n|- duration: .*\n| · [0-9.]+s$", re.MULTILINE)
+        assert strip.sub("", second.stdout) == strip.sub("", first.stdout)
+    finally:
+        stop = subprocess.run([sys.executable, "-m", "ocr_hook", "warm", "stop"], capture_output=True, text=True,
+                              env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)}, timeout=60)
+        left = subprocess.run(["pgrep", "-af", str(runtime)], capture_output=True, text=True).stdout
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert stop.stdout == "stopped 1 warm worker(s)\n", stop.stdout + stop.stderr
+    assert left == ""

@@ -83,7 +83,7 @@ def diagnose(cwd: str, environ: Mapping[str, str], config_file: str | None = Non
     checks: list[Check] = []
     steps: list[Callable[[_Context], Sequence[Check]]] = [
         check_git, check_settings, check_prices, check_credentials, check_endpoint, check_cache_dir,
-        check_pre_commit]
+        check_pre_commit, check_warm]
     if probe:
         steps.append(check_probe)
     for step in steps:
@@ -271,6 +271,29 @@ def check_cache_dir(ctx: _Context) -> list[Check]:
     use = "the result cache and the capability records" if ctx.settings.cache else \
         "the capability records (result cache off: cache: false)"
     return [Check("cache", OK, f"{path} is writable{where}: {use}")]
+
+
+def check_warm(ctx: _Context) -> list[Check]:
+    """The warm worker (DESIGN.md 14): whether commit-time reviews would use one, and whether one runs."""
+    if ctx.settings is None:
+        return []
+    from ocr_hook.warm import control, protocol
+
+    mode = ctx.settings.warm
+    directory = protocol.socket_dir(ctx.environ)
+    if sys.platform not in ("linux", "darwin"):
+        return [Check("warm", OK, f"warm: {mode}; no warm worker on this system: every review runs cold")]
+    if mode != "off" and os.path.isdir(directory) and not protocol.private_dir(directory, create=False):
+        return [Check("warm", WARN, f"{directory} is open to other users: reviews run cold",
+                      f"chmod 700 {directory} (or remove it: the next review makes it)")]
+    running = [(p, s) for p, s in control.workers(ctx.environ) if s is not None]
+    when = {"off": "off: every review runs cold", "on": "on: every review is served warm",
+            "auto": "auto: reviews under pre-commit are served warm"}[mode]
+    if not running:
+        start = "" if mode == "off" else "; the next such review starts one"
+        return [Check("warm", OK, f"warm: {when}; no worker running{start} (sockets in {directory})")]
+    lines = "; ".join(f"pid {s['pid']}, ocr-hook {s['version']}, idle {s['idle']:g} s" for _, s in running)
+    return [Check("warm", OK, f"warm: {when}; worker {lines} (`ocr-hook warm stop` ends it)")]
 
 
 def check_pre_commit(ctx: _Context) -> list[Check]:

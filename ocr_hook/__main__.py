@@ -1,4 +1,30 @@
-from ocr_hook.cli import main
+"""The entry points, and the one place that joins the warm worker to the CLI: the `ocr-hook` console script and
+`python -m ocr_hook` hand a run to a warm worker where one may serve it (DESIGN.md 14), else run the CLI in this
+process; `warm_worker` is the worker's own process, whose forked runs run the CLI. The CLI is imported only
+when this process needs it, so a served run stays a thin client."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    from ocr_hook.warm.client import delegate
+
+    served = delegate(sys.argv[1:])
+    if served is not None:
+        sys.exit(served)
+    from ocr_hook.cli import main as run_cli
+
+    run_cli()
+
+
+def warm_worker(argv: list[str]) -> None:
+    from ocr_hook.cli import main as run_cli
+    from ocr_hook.warm import worker
+
+    worker.main(argv, run_cli)
+
 
 if __name__ == "__main__":
     main()

@@ -326,12 +326,6 @@ def main(argv: list[str] | None = None) -> None:
 
     for stream in (sys.stdout, sys.stderr):  # a cp1252 pipe or an ASCII console must never crash a run
         make_safe(stream)
-    if argv is None:  # the console script: a warm worker may serve the run (the worker's runs pass argv)
-        from ocr_hook.warm import client as warm_client
-
-        served = warm_client.delegate(sys.argv[1:])
-        if served is not None:
-            sys.exit(served)
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)

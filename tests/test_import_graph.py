@@ -196,6 +196,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("gate",),
     ("reports",),
     ("publish",),
+    ("warm",),  # the warm worker, its thin client and its control (DESIGN.md 14); __main__ joins it to the CLI
     ("commands",),
     ("mcp_server",),
     ("cli",),

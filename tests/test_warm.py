@@ -262,7 +262,7 @@ def test_the_client_imports_only_what_it_needs_to_connect(worker: dict, runtime:
             "before = set(sys.modules)\n"
             "atexit.register(lambda: print(json.dumps(sorted(set(sys.modules) - before))))\n"
             "sys.argv = ['ocr-hook', 'review', '--verbose']\n"
-            "from ocr_hook.cli import main\n"
+            "from ocr_hook.__main__ import main\n"
             "main()\n")
     with terminal_signals():
         proc = subprocess.run([sys.executable, "-c", code], cwd=repo, env=warm_env(runtime, sdk_env),

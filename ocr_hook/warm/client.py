@@ -24,7 +24,8 @@ from ocr_hook.warm import protocol
 # (no key, no OCR_HOOK_* setting). Each run gets the client's whole environment instead.
 _WORKER_ENV = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "VIRTUAL_ENV")
 _RELAYED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-_LAUNCH = "import os, sys; os.chdir('/'); sys.path.pop(0); from ocr_hook.warm import worker; worker.main(sys.argv[1:])"
+_LAUNCH = ("import os, sys; os.chdir('/'); sys.path.pop(0); "
+           "from ocr_hook.__main__ import warm_worker; warm_worker(sys.argv[1:])")
 
 
 def _say(verbose: bool, message: str) -> None:

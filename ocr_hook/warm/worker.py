@@ -27,6 +27,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ocr_hook.warm import protocol
@@ -73,7 +74,14 @@ class _State:
         self.start_up = protocol.start_up(os.environ)
 
 
-def main(argv: list[str]) -> None:
+# What a forked run runs: the CLI's entry point, handed over by ocr_hook.__main__ (the worker sits below the CLI
+# in the house; the top floor joins the two).
+_run_cli: Callable[[list[str]], None] | None = None
+
+
+def main(argv: list[str], run_cli: Callable[[list[str]], None]) -> None:
+    global _run_cli
+    _run_cli = run_cli
     path, idle, lock_fd = argv[0], float(argv[1]), int(argv[2])
     _preload()
     if threading.active_count() != 1:
@@ -320,9 +328,8 @@ def _run(chan: protocol.Channel, request: dict[str, Any], fds: list[int]) -> Non
         # The worker's stdout was /dev/null, so block-buffered; a fresh interpreter line-buffers a terminal.
         if os.isatty(1) and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(line_buffering=True)
-        from ocr_hook.cli import main
-
-        main(sys.argv[1:])
+        assert _run_cli is not None
+        _run_cli(sys.argv[1:])
         code = 0
     except SystemExit as exc:
         if exc.code is None or isinstance(exc.code, int):

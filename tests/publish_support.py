@@ -53,6 +53,16 @@ APP_COMMENTS = [
 LIB_COMMENTS = [comment(RENAMED, "VALUE_6 = 60", "medium", "VALUE_6 = 6")]
 
 
+def script(fake: FakeMessagesAPI) -> None:
+    """The model's answers for the two changed files."""
+    fake.script(main_opening(PATH), [Reply([tool_use("code_comment", {"comments": APP_COMMENTS})])])
+    fake.script(main_opening(NEW_NAME), [Reply([tool_use("code_comment", {"comments": LIB_COMMENTS})])])
+
+
+def messages_env(fake: FakeMessagesAPI) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": TEST_API_KEY, "NO_PROXY": "127.0.0.1,localhost"}
+
+
 class Reviewed:
     """The repository (checked out on the feature head), its base and head, the report, and the diffs."""
 
@@ -68,10 +78,9 @@ class Reviewed:
         self.head = commit_all(self.repo, "feature")
         self.report_path = root / "report.json"
         with FakeMessagesAPI() as fake:
-            fake.script(main_opening(PATH), [Reply([tool_use("code_comment", {"comments": APP_COMMENTS})])])
-            fake.script(main_opening(NEW_NAME), [Reply([tool_use("code_comment", {"comments": LIB_COMMENTS})])])
+            script(fake)
             env = {k: v for k, v in ci_free_env().items() if not k.startswith("ANTHROPIC_")}
-            env.update(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=TEST_API_KEY, NO_PROXY="127.0.0.1,localhost")
+            env.update(messages_env(fake))
             proc = run_cli(self.repo, "review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
                            "nofilter", "-q", "--format", "json", "--json-output", str(self.report_path), env=env)
         assert proc.returncode == 1, proc.stderr
@@ -98,8 +107,13 @@ class Reviewed:
 
 def publish_cli(repo: Path, env: dict[str, str], *args: str) -> Any:
     """`ocr-hook publish ARGS` in the reviewed checkout with exactly `env` on top of a CI-free environment."""
+    return ocr_hook(repo, env, "publish", *args)
+
+
+def ocr_hook(repo: Path, env: dict[str, str], *args: str) -> Any:
+    """`ocr-hook ARGS` with `env` on a CI-free environment without tokens or Anthropic settings."""
     full = {k: v for k, v in ci_free_env(NO_PROXY="127.0.0.1,localhost").items()
-            if not k.endswith("_TOKEN") and k != "SYSTEM_ACCESSTOKEN"}
+            if not k.endswith("_TOKEN") and k != "SYSTEM_ACCESSTOKEN" and not k.startswith("ANTHROPIC_")}
     full.update(env)
     # Not gitrepo.run_cli: that starts from os.environ, and the suite's own CI variables must not leak in.
-    return forked_cli.run(["publish", *args], cwd=repo, env=full, timeout=120, errors="replace")
+    return forked_cli.run(list(args), cwd=repo, env=full, timeout=120, errors="replace")

@@ -196,3 +196,17 @@ def test_control_and_bidi_characters_are_escaped_visibly(case: Case, github: Fak
     assert "Looks fine\\u202e evil \\x1b[2J and \\x00 here." in case.annotations
     assert "file=docs/m1\\u202e\\x0a\\x0a@octocat @org/team look" in case.annotations
     assert not re.search(r"[\x00\x1b\u202e]", case.annotations)
+
+
+def test_publish_finds_github_from_the_actions_variables(case: Case, github: FakeGitHub, pull: Pull,
+                                                         tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"number": 7, "pull_request": {"number": 7, "head": {"sha": case.head}}}))
+    env = ci_free_env(GITHUB_ACTIONS="true", GITHUB_REPOSITORY="octo/app", GITHUB_EVENT_NAME="pull_request",
+                      GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=github.url, GITHUB_TOKEN=ACTIONS_TOKEN,
+                      NO_PROXY="127.0.0.1,localhost")
+    proc = forked_cli.run(["publish", "--from", str(case.report_path)], cwd=case.repo, env=env, timeout=60,
+                          errors="replace")
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert proc.stderr == ("ocr-hook: publish: published a review on octo/app#7: 2 inline comment(s), "
+                           "2 finding(s) in the body\n")

@@ -17,6 +17,7 @@ merge requests, discussions, notes and draft notes) and the error bodies GitLab 
   position off the diff is GitLab's 400 {"message": "400 Bad request - Note {:line_code=>[\"can't be
   blank\", \"must be a valid line code\"]}"} (GitLab validates a draft's position when it publishes;
   the fake refuses at creation, which is where the adapter can still move that finding to the note).
+* GET …/draft_notes → the token user's pending drafts; DELETE …/draft_notes/:id → 204.
 * POST …/draft_notes/bulk_publish → 204; the drafts become discussions by their author.
 * POST …/notes {body} → 201; PUT …/notes/:note_id {body} → 200 (only its author: else 403).
 * PUT …/discussions/:discussion_id?resolved=true → 200.
@@ -110,10 +111,17 @@ class FakeGitLab(FakeForge):
                 return self.page(rec, mr.diffs)
             if rest == "/discussions":
                 return self.page(rec, mr.discussions)
-            if rest == "/draft_notes":
-                return self.page(rec, mr.drafts)
+            if rest == "/draft_notes":  # the token user's own drafts only
+                return self.page(rec, [{k: v for k, v in d.items() if k != "author"} for d in mr.drafts
+                                       if d["author"] == username])
         if rec.method == "POST" and rest == "/draft_notes":
             return self._draft(mr, rec.body, username)
+        if (dn := re.fullmatch(r"/draft_notes/(\d+)", rest)) and rec.method == "DELETE":
+            draft = next((x for x in mr.drafts if x["id"] == int(dn.group(1)) and x["author"] == username), None)
+            if draft is None:
+                return 404, {"message": "404 Not found"}, {}
+            mr.drafts.remove(draft)
+            return 204, None, {}
         if rec.method == "POST" and rest == "/draft_notes/bulk_publish":
             for draft in [d for d in mr.drafts if d["author"] == username]:
                 self._discussion(mr, draft["note"], username, draft["position"])

@@ -202,6 +202,16 @@ def test_refusals_are_one_line(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequ
     assert summary_notes(mr) == []
 
 
+def test_drafts_a_failed_publish_left_are_not_published_twice(case: Reviewed, gitlab: FakeGitLab,
+                                                             mr: MergeRequest) -> None:
+    gitlab.fail(r"POST .*/bulk_publish$", 500, {"message": "500 Internal Server Error"})
+    assert "HTTP 500" in run(case, gitlab)
+    assert len(mr.drafts) == 4  # pending, seen by nobody else
+    assert "4 inline comment(s), 2 finding(s) in the note" in run(case, gitlab)
+    assert mr.drafts == [] and len([d for d in mr.discussions if d["notes"][0]["position"]]) == 4
+    assert len([r for r in gitlab.writes() if r.method == "DELETE"]) == 4
+
+
 def test_a_429_within_the_deadline_is_waited_for(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequest) -> None:
     gitlab.fail(r"POST .*/notes$", 429, "Retry later\n", {"Retry-After": "0"})
     line = run(case, gitlab)

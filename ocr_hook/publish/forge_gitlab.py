@@ -10,8 +10,9 @@ and old_path, which differ for a renamed file; an added line by `new_line`, an u
 both `old_line` and `new_line`), then `bulk_publish` turns them into discussions at once. A draft that
 GitLab refuses with 400 (`line_code`: the position is not on its diff) moves its finding to the note;
 the others still post. A fix is ```suggestion:-0+N``` on the finding's first line, N lines below it.
-The note is updated in place on later runs (found by its marker, among this identity's notes only),
-never posted twice. A discussion whose finding review memory found fixed is resolved.
+Pending drafts an earlier run could not publish are deleted first. The note is updated in place on
+later runs (found by its marker, among this identity's notes only), never posted twice. A
+discussion whose finding review memory found fixed is resolved.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from urllib.parse import quote
 from ocr_hook.cienv.guess import value
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, check_token
 from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
-from ocr_hook.publish.plan import Posted
+from ocr_hook.publish.plan import Posted, comment_fingerprint
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines, file_lines
 from ocr_hook.publish.report_input import Report
 
@@ -89,6 +90,11 @@ class GitLabAdapter:
         return posted
 
     def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]:
+        # Drafts an earlier run left unpublished (its bulk_publish failed) would be published with these:
+        # ocr-hook's own pending drafts (GitLab lists only the token user's) are removed first.
+        for draft in self.api.get_all(f"{self._mr}/draft_notes"):
+            if comment_fingerprint(str(draft.get("note") or "")) and draft.get("id") is not None:
+                self.api.delete(f"{self._mr}/draft_notes/{quote(str(draft['id']), safe='')}")
         refused: set[str] = set()
         drafted = 0
         for item in items:

@@ -116,7 +116,12 @@ class Adapter(Protocol):
 
 
 def open_adapter(forge: str, setup: Setup) -> Adapter:
-    module = importlib.import_module(ADAPTERS[forge])
+    try:
+        module = importlib.import_module(ADAPTERS[forge])
+    except ModuleNotFoundError as exc:
+        if exc.name != ADAPTERS[forge]:
+            raise
+        raise NotApplicable(f"this ocr-hook cannot publish on {forge} yet") from None
     adapter: Adapter = module.open_adapter(setup)
     return adapter
 

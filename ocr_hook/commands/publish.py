@@ -31,9 +31,10 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
     from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
     from ocr_hook.publish.publishing import checkout_root, publish
 
+    checkout = checkout_root(Path.cwd())
     try:
         forge = detect(env) if to == "auto" else to
-        adapter = open_adapter(forge, Setup(env, time.monotonic() + timeout, checkout_root(Path.cwd())))
+        adapter = open_adapter(forge, Setup(env, time.monotonic() + timeout, checkout))
     except NotApplicable as exc:
         say(f"{not_done}{' on ' + exc.target if exc.target else ''}: {exc.reason}")
         return 0
@@ -41,7 +42,7 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
         say(f"{not_done}: {exc}")
         return 0
     try:
-        line = publish(adapter, report, checkout_root(Path.cwd()))
+        line = publish(adapter, report, checkout)
     except ApiRefusal as exc:
         hint = adapter.hints.get(exc.status or 0)
         say(f"{not_done} on {adapter.target}: {exc}" + (f" ({hint})" if hint else ""))

@@ -17,6 +17,8 @@ from ocr_hook.publish.plan import Plan, Posted, comment_body, earlier, plan_publ
 from ocr_hook.publish.pr_diff import CommentableLines
 from ocr_hook.publish.report_input import Report
 
+MAX_READ = 8 * 1024 * 1024
+
 
 def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     me = adapter.identity()
@@ -129,8 +131,8 @@ def reviewed_lines(root: Path, paths: Iterable[str]) -> dict[str, list[str]]:
     top = root.resolve()
     for path in paths:
         target = (top / path).resolve()
-        if not target.is_relative_to(top) or not target.is_file():
-            continue
+        if not target.is_relative_to(top) or not target.is_file() or target.stat().st_size > MAX_READ:
+            continue  # outside the checkout (a link), not a regular file, or too big to be reviewed code
         try:
             data = target.read_bytes()
         except OSError:

@@ -235,6 +235,8 @@ def _preload() -> None:
     import pkgutil
 
     import anthropic  # noqa: F401
+    import httpcore2  # noqa: F401  (the transport httpx2 loads on the first client: 0.2 s a publish run)
+    import tenacity  # noqa: F401  (publish's rate-limit waits)
 
     import ocr_hook
 

@@ -132,6 +132,8 @@ class Report:
     findings: tuple[Finding, ...]
     skipped: int  # files not reviewed (size, budget, …)
     failed: int
+    resolved: tuple[str, ...] = ()  # fingerprints of earlier findings review memory found fixed
+    commit: str | None = None  # the reviewed commit as the scope names it (12+ hex digits); None: staged, unknown
 
 
 class ReportError(FatalError):
@@ -171,7 +173,22 @@ def parse_report(data: Any) -> Report:
         findings=tuple(finding_from_report(f) for f in data["findings"]),
         skipped=len(coverage.get("skipped") or []),
         failed=len(coverage.get("failed") or []),
+        resolved=tuple(_fingerprint(r["fingerprint"]) for r in data.get("resolved") or ()
+                       if isinstance(r, dict) and "fingerprint" in r),
+        commit=reviewed_commit(data.get("scope")),
     )
+
+
+# The scope's wording names the reviewed commit last (collect.resolve_sides): "main...HEAD (merge base
+# a..b)", "x..y (a..b)", "commit b against its first parent a", "push range a..b (…)". Staged: none.
+_SCOPE_COMMIT = re.compile(r"\.\.([0-9a-f]{12,64})\b|^commit ([0-9a-f]{12,64})\b")
+
+
+def reviewed_commit(scope: Any) -> str | None:
+    if not isinstance(scope, str) or scope.startswith("staged"):
+        return None
+    found = [a or b for a, b in _SCOPE_COMMIT.findall(scope)]
+    return found[-1] if found else None
 
 
 def finding_from_report(f: dict[str, Any]) -> Finding:

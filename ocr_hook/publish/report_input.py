@@ -7,6 +7,6 @@ names stay here for the publishers: `load_report(path, where)` checks strictly, 
 
 from __future__ import annotations
 
-from ocr_hook.findings.serial import Report, ReportError, load_report, parse_report
+from ocr_hook.findings.serial import Report, ReportError, load_report, parse_report, reviewed_commit
 
-__all__ = ["Report", "ReportError", "load_report", "parse_report"]
+__all__ = ["Report", "ReportError", "load_report", "parse_report", "reviewed_commit"]

@@ -7,7 +7,7 @@ from report_samples import HOSTILE, ctx, finding, result, rich_result
 from ocr_hook.outcome import FileCoverage
 from ocr_hook.reports import github
 from ocr_hook.reports import render as render_format
-from ocr_hook.reports.base import sanitize_text
+from ocr_hook.reports.base import escape_hidden
 
 
 def _unescape(text: str, prop: bool) -> str:
@@ -67,7 +67,9 @@ def test_hostile_text_cannot_form_a_command() -> None:
     assert {c[0] for c in commands} <= {"error", "warning", "notice"}
     annotations = [c for c in commands if c[1].get("file") == "src/x,y:z.py"]
     assert len(annotations) == 1
-    expected = sanitize_text(HOSTILE) + "\n\nSuggested code:\n" + sanitize_text(HOSTILE)
+    # Control characters are shown as escapes, never dropped (issue 33), and no line can start a command.
+    expected = escape_hidden(HOSTILE.strip()) + "\n\nSuggested code:\n" + escape_hidden(HOSTILE)
+    assert "\\x1b[31mred" in annotations[0][2]
     assert annotations[0][2] == expected.replace("##[", "#\u200b#[")
     # the incomplete annotation plus the hostile one; nothing the model wrote became a command
     assert len(commands) == 2

@@ -240,6 +240,25 @@ def github_review(report: str) -> None:
     sys.exit(github_review_cmd.run(report))
 
 
+@cli.command("publish")
+@click.option("--from", "report", required=True, metavar="REPORT.json", type=click.Path(dir_okay=False),
+              help="The review's --format json report (--json-output).")
+@click.option("--to", "to", default="auto", show_default=True,
+              type=click.Choice(["auto", "github", "gitlab", "bitbucket", "azure", "gitea"]),
+              help="The forge; auto: from the CI run's variables.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, metavar="SECONDS",
+              help="Give up publishing after this long (rate-limit waits included).")
+def publish(report: str, to: str, timeout: float) -> None:
+    """Publish a report on the merge/pull request of this CI run, as the forge's own review comments.
+
+    Inline comments (with one-click suggestions where the forge has them) on the diff's lines, the rest
+    in one summary; a re-run adds only what is new. Publishing never changes the gate: anything that
+    stops it is one line on standard error and exit 0 (a --from file that is not a report: exit 2)."""
+    from ocr_hook.commands import publish as publish_cmd
+
+    sys.exit(publish_cmd.run(report, to, timeout=timeout))
+
+
 @cli.command("mcp")
 @click.option("--repo", metavar="PATH", help="The repository to serve (default: the current directory); "
                                              "the server reviews this repository only.")

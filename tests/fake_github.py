@@ -58,6 +58,11 @@ class FakeGitHub:
         self.repo_id = 4242
         self.page_size = page_size  # GitHub caps per_page at 100; smaller here so pagination is exercised
         self.tokens: dict[str, str] = {}  # token → "write" or "read"
+        # token → the login GET /user names. Installation tokens (`ghs_…`, the Actions GITHUB_TOKEN) are
+        # refused /user, as GitHub does, and write as github-actions[bot].
+        self.logins: dict[str, str] = {}
+        self.link_header: str | None = None  # a Link header to send on every list page instead of the real one
+        self.odd_items: list[Any] | None = None  # a list page holding these (non-objects) instead of the items
         self.pulls: dict[int, Pull] = {}
         self.code_scanning: str = "enabled"  # "enabled", "not-enabled" (NOT_ENABLED), "no-ghas" (NO_GHAS)
         self.sarif_uploads: list[dict[str, Any]] = []  # {commit_sha, ref, log, ...}
@@ -80,11 +85,17 @@ class FakeGitHub:
             self.pulls[number] = pull
         return pull
 
-    def add_comment(self, number: int, path: str, line: int, body: str) -> None:
+    def add_comment(self, number: int, path: str, line: int, body: str, login: str = "someone") -> None:
         """A review comment somebody else left (e.g. a person)."""
         with self._lock:
             self.pulls[number].comments.append({"id": next(self._ids), "path": path, "line": line, "side": "RIGHT",
-                                                "body": body, "user": {"login": "someone", "type": "User"}})
+                                                "body": body, "user": {"login": login, "type": "User"}})
+
+    def add_review(self, number: int, body: str, login: str = "someone") -> None:
+        """A review somebody else submitted (its body may pose as ocr-hook's)."""
+        with self._lock:
+            self.pulls[number].reviews.append({"id": next(self._ids), "body": body, "state": "COMMENTED",
+                                               "user": {"login": login, "type": "User"}})
 
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method != "GET"]
@@ -123,6 +134,11 @@ class FakeGitHub:
         token = auth.split(" ", 1)[1] if auth.lower().startswith(("bearer ", "token ")) else ""
         if token not in self.tokens:
             return 401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}, {}
+        if rec.path == "/user" and rec.method == "GET":
+            if token.startswith("ghs_"):
+                return 403, {"message": "Resource not accessible by integration", "documentation_url": DOCS,
+                             "status": "403"}, {}
+            return 200, {"login": self.logins.get(token, "ocr-bot"), "id": 77, "type": "User"}, {}
         owner_repo = re.escape(self.repository)
         path = re.sub(rf"^/repositories/{self.repo_id}(?=/)", f"/repos/{self.repository}", rec.path)
         if m := re.fullmatch(rf"/repos/{owner_repo}/pulls/(\d+)/(files|comments|reviews)", path):
@@ -134,12 +150,17 @@ class FakeGitHub:
             if rec.method == "POST" and m.group(2) == "reviews":
                 if self.tokens[token] != "write":
                     return _read_only()
-                return self._create_review(pull, rec.body)
+                return self._create_review(pull, rec.body, self._user(token))
         if path == f"/repos/{self.repository}/code-scanning/sarifs" and rec.method == "POST":
             if self.tokens[token] != "write":
                 return _read_only()
             return self._upload(rec.body)
         return _not_found()
+
+    def _user(self, token: str) -> dict[str, str]:
+        if token.startswith("ghs_"):
+            return {"login": "github-actions[bot]", "type": "Bot"}
+        return {"login": self.logins.get(token, "ocr-bot"), "type": "User"}
 
     def _items(self, pull: Pull, kind: str) -> list[dict[str, Any]]:
         if kind == "files":
@@ -151,6 +172,10 @@ class FakeGitHub:
         per_page = min(int(rec.query.get("per_page", 30)), 100, self.page_size)
         page = int(rec.query.get("page", 1))
         chunk = items[(page - 1) * per_page: page * per_page]
+        if self.odd_items is not None:
+            return 200, self.odd_items, {}
+        if self.link_header is not None:
+            return 200, chunk, {"Link": self.link_header}
         last = max(1, -(-len(items) // per_page))
         links = []
         # Like GitHub, the links name the repository by id.
@@ -161,7 +186,7 @@ class FakeGitHub:
             links.append(f'<{base}?per_page={per_page}&page={last}>; rel="last"')
         return 200, chunk, ({"Link": ", ".join(links)} if links else {})
 
-    def _create_review(self, pull: Pull, body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _create_review(self, pull: Pull, body: Any, user: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         if not isinstance(body, dict):
             return 400, {"message": "Problems parsing JSON", "documentation_url": DOCS}, {}
         event = body.get("event")
@@ -181,7 +206,7 @@ class FakeGitHub:
             problem = _comment_problem(files, c)
             if problem:
                 return _unprocessable(problem)
-        review = {"id": next(self._ids), "user": {"login": "github-actions[bot]", "type": "Bot"}, "body": text,
+        review = {"id": next(self._ids), "user": user, "body": text,
                   "state": "COMMENTED" if event == "COMMENT" else "PENDING" if event is None else event,
                   "commit_id": commit}
         pull.reviews.append(review)

@@ -1,4 +1,4 @@
-"""`ocr-hook github-review --from REPORT.json`: a finished review as a GitHub pull-request review.
+"""`ocr-hook github-review --from REPORT.json`: `ocr-hook publish --to github` under its first name.
 
 Publishing never changes the gate: not a pull request, no token, GitHub refusing (a fork's
 read-only token answers 403) or not answering is one line on standard error and exit 0. Only a
@@ -7,56 +7,8 @@ read-only token answers 403) or not answering is one line on standard error and 
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Callable
-from pathlib import Path
-
-from ocr_hook.publish.report_input import load_report
-
-_HINTS = {
-    401: "the token is not valid",
-    403: "the token may not write reviews: a pull request from a fork gets a read-only token, and the job "
-         "needs `permissions: pull-requests: write`",
-    404: "no such pull request, or the token cannot see the repository",
-    422: "GitHub did not accept the review",
-}
+from ocr_hook.commands import publish
 
 
 def run(report_path: str) -> int:
-    from ocr_hook.publish.pr_target import NoPullRequest, pull_request
-
-    report = load_report(report_path)
-    token = os.environ.get("GITHUB_TOKEN", "").strip()
-    say = _sayer(token)
-    try:
-        pr = pull_request(os.environ)
-    except NoPullRequest as exc:
-        say(f"review not published: {exc}")
-        return 0
-    if not token:
-        say(f"review not published on {pr}: no GITHUB_TOKEN")
-        return 0
-
-    from ocr_hook.publish.github_api import ApiRefusal, GitHubApi
-    from ocr_hook.publish.pr_review import checkout_root, publish_review
-
-    try:
-        with GitHubApi(os.environ.get("GITHUB_API_URL", ""), token) as api:
-            line = publish_review(api, pr, report, checkout_root(Path.cwd()))
-    except ApiRefusal as exc:
-        hint = _HINTS.get(exc.status or 0)
-        say(f"review not published on {pr}: {exc}" + (f" ({hint})" if hint else ""))
-        return 0
-    say(line)
-    return 0
-
-
-def _sayer(token: str) -> Callable[[str], None]:
-    def say(line: str) -> None:
-        # Nothing we print is built from the token; this only makes sure of it.
-        if token:
-            line = line.replace(token, "***")
-        print(f"ocr-hook: github-review: {line}", file=sys.stderr)
-
-    return say
+    return publish.run(report_path, "github", command="github-review")

@@ -1,4 +1,4 @@
-"""Which lines of a pull request GitHub accepts review comments on, from its own view of the diff.
+"""Which lines of a pull/merge request a forge accepts review comments on, from its own view of the diff.
 
 GitHub resolves a comment's `line` (side RIGHT) against the pull request's diff: only lines inside a
 hunk, added or context, can carry one, and a multi-line comment must stay within one hunk. The
@@ -9,12 +9,17 @@ The hunks also carry those lines' text on the head. ocr-hook in CI reviews the c
 pull request is GitHub's merge commit: where the base branch changed the same file, a line number
 there is not the same line on the head, and a suggested change would replace the wrong lines. So a
 finding is inline only where the reviewed file's lines read as the head's do.
+
+Every forge's adapter builds the same FileLines: from hunks without file headers (GitHub's and
+GitLab's `patch`/`diff` fields: `file_lines`) or from a whole unified diff (Gitea's `.diff`, or
+`git diff` in the checkout: `unified_diff_lines`). Context lines also keep their old-side number
+(GitLab positions an unchanged line by both numbers), and a renamed file its old path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from unidiff import PatchSet
@@ -25,6 +30,12 @@ from unidiff.errors import UnidiffParseError
 class FileLines:
     hunks: tuple[range, ...]  # the new-side lines each hunk spans
     text: Mapping[int, str]  # line number → the head's text of it (added and context lines)
+    old: Mapping[int, int] = field(default_factory=dict)  # context line's new number → its old number
+    old_path: str | None = None  # a renamed file's path on the base side
+
+    def old_line(self, line: int) -> int | None:
+        """The old-side number of a context line; None for an added line."""
+        return self.old.get(line)
 
 
 CommentableLines = Mapping[str, FileLines]
@@ -40,7 +51,7 @@ def commentable_lines(files: Iterable[Mapping[str, Any]]) -> dict[str, FileLines
     return found
 
 
-def file_lines(patch: str) -> FileLines:
+def file_lines(patch: str, old_path: str | None = None) -> FileLines:
     # Placeholder headers: GitHub's `patch` is the hunks alone, and the real name is in `filename`.
     text = "--- a/file\n+++ b/file\n" + patch + ("" if patch.endswith("\n") else "\n")
     try:
@@ -49,10 +60,36 @@ def file_lines(patch: str) -> FileLines:
         return FileLines((), {})  # a patch we cannot read: no inline comment there rather than a refusal
     if len(parsed) != 1:
         return FileLines((), {})
-    hunks = tuple(range(h.target_start, h.target_start + h.target_length) for h in parsed[0] if h.target_length)
-    lines = {line.target_line_no: _bare(line.value) for h in parsed[0] for line in h
+    return replace(_from_patched(parsed[0]), old_path=old_path)
+
+
+def unified_diff_lines(diff: str) -> dict[str, FileLines]:
+    """Per file (new path) from a whole `git diff`-style text; deleted files have no new lines."""
+    try:
+        parsed = PatchSet(diff)
+    except UnidiffParseError:
+        return {}
+    found: dict[str, FileLines] = {}
+    for patched in parsed:
+        if patched.is_removed_file or patched.is_binary_file:
+            continue
+        name = _strip_prefix(patched.target_file)
+        source = _strip_prefix(patched.source_file)
+        found[name] = replace(_from_patched(patched), old_path=source if source not in (name, "/dev/null") else None)
+    return found
+
+
+def _strip_prefix(name: str) -> str:
+    return name[2:] if name.startswith(("a/", "b/")) else name
+
+
+def _from_patched(patched: Any) -> FileLines:
+    hunks = tuple(range(h.target_start, h.target_start + h.target_length) for h in patched if h.target_length)
+    lines = {line.target_line_no: _bare(line.value) for h in patched for line in h
              if line.target_line_no is not None}
-    return FileLines(hunks, lines)
+    old = {line.target_line_no: line.source_line_no for h in patched for line in h
+           if line.target_line_no is not None and line.source_line_no is not None}
+    return FileLines(hunks, lines, old)
 
 
 def hunk_ranges(patch: str) -> tuple[range, ...]:

@@ -1,4 +1,4 @@
-"""The `--format json` report as github-review reads it: the fields it needs, checked on the way in."""
+"""The `--format json` report as publish and github-review read it: the fields it needs, checked on the way in."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ class Report:
     findings: tuple[Finding, ...]
     skipped: int  # files not reviewed (size, budget, …)
     failed: int
+    resolved: tuple[str, ...] = ()  # fingerprints of earlier findings review memory found fixed
+    commit: str | None = None  # the reviewed commit as the scope names it (12+ hex digits); None: staged, unknown
 
 
 class ReportError(FatalError):
@@ -32,13 +34,13 @@ def load_report(path: str) -> Report:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except OSError as exc:
-        raise ReportError(f"github-review: cannot read {path}: {exc.strerror or exc}") from None
+        raise ReportError(f"cannot read the report {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
-        raise ReportError(f"github-review: {path} is not JSON: {exc}") from None
+        raise ReportError(f"{path} is not JSON: {exc}") from None
     try:
         return parse_report(data)
     except (KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"github-review: {path} is not an ocr-hook --format json report ({exc!r})") from None
+        raise ReportError(f"{path} is not an ocr-hook --format json report ({exc!r})") from None
 
 
 def parse_report(data: Any) -> Report:
@@ -52,7 +54,22 @@ def parse_report(data: Any) -> Report:
         findings=tuple(_finding(f) for f in data["findings"]),
         skipped=len(coverage.get("skipped") or []),
         failed=len(coverage.get("failed") or []),
+        resolved=tuple(_fingerprint(r["fingerprint"]) for r in data.get("resolved") or ()
+                       if isinstance(r, dict) and "fingerprint" in r),
+        commit=reviewed_commit(data.get("scope")),
     )
+
+
+# The scope's wording names the reviewed commit last (collect.resolve_sides): "main...HEAD (merge base
+# a..b)", "x..y (a..b)", "commit b against its first parent a", "push range a..b (…)". Staged: none.
+_SCOPE_COMMIT = re.compile(r"\.\.([0-9a-f]{12,64})\b|^commit ([0-9a-f]{12,64})\b")
+
+
+def reviewed_commit(scope: Any) -> str | None:
+    if not isinstance(scope, str) or scope.startswith("staged"):
+        return None
+    found = [a or b for a, b in _SCOPE_COMMIT.findall(scope)]
+    return found[-1] if found else None
 
 
 def _finding(f: dict[str, Any]) -> Finding:

@@ -1,0 +1,65 @@
+"""`ocr-hook publish --from REPORT.json [--to auto|github|gitlab|bitbucket|azure|gitea]`: a finished review
+where the forge's reviewers read it (DESIGN.md section 13); `github-review` is its GitHub case.
+
+Publishing never changes the gate: not a merge/pull request, no token, the forge refusing or not
+answering is one line on standard error and exit 0. Only a --from file that is not an ocr-hook JSON
+report is an error (exit 2). Every line printed is masked with the token and made safe for a CI log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from ocr_hook.publish.report_input import load_report
+
+TOKEN_VARIABLES = ("GITHUB_TOKEN", "GITLAB_TOKEN", "GITEA_TOKEN", "BITBUCKET_ACCESS_TOKEN", "SYSTEM_ACCESSTOKEN")
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout: float = DEFAULT_TIMEOUT_S,
+        environ: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ if environ is None else environ)
+    report = load_report(report_path)
+    say = _sayer(command, [env.get(name, "").strip() for name in TOKEN_VARIABLES])
+    not_done = "review not published" if command == "github-review" else "nothing published"
+
+    from ocr_hook.publish.api_client import ApiRefusal
+    from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
+    from ocr_hook.publish.publishing import checkout_root, publish
+
+    try:
+        forge = detect(env) if to == "auto" else to
+        adapter = open_adapter(forge, Setup(env, time.monotonic() + timeout, checkout_root(Path.cwd())))
+    except NotApplicable as exc:
+        say(f"{not_done}{' on ' + exc.target if exc.target else ''}: {exc.reason}")
+        return 0
+    except ApiRefusal as exc:  # a token or URL refused before any request
+        say(f"{not_done}: {exc}")
+        return 0
+    try:
+        line = publish(adapter, report, checkout_root(Path.cwd()))
+    except ApiRefusal as exc:
+        hint = adapter.hints.get(exc.status or 0)
+        say(f"{not_done} on {adapter.target}: {exc}" + (f" ({hint})" if hint else ""))
+        return 0
+    finally:
+        adapter.close()
+    say(line)
+    return 0
+
+
+def _sayer(command: str, tokens: list[str]) -> Callable[[str], None]:
+    from ocr_hook.publish.render import plain
+    from ocr_hook.reports.base import neutralize_commands
+
+    def say(line: str) -> None:
+        # Nothing we print is built from a token; this only makes sure of it.
+        for token in sorted((t for t in tokens if t), key=len, reverse=True):
+            line = line.replace(token, "***")
+        print(neutralize_commands(f"ocr-hook: {command}: {plain(line)}"), file=sys.stderr)
+
+    return say

@@ -1,0 +1,264 @@
+"""The one HTTP client every forge adapter uses (over httpx2, the HTTP client the Anthropic SDK brings).
+
+What it guarantees, whatever the forge:
+* The credentials (headers the adapter gives) go to the configured API root and nowhere else:
+  redirects are never followed, and a pagination link that leaves the root is refused, not followed.
+* No message carries a secret: every refusal's text is masked with the secrets the adapter names
+  (the token and any encoded form of it), and a token with characters no token has is refused before
+  the HTTP library could quote it in an error.
+* Every failure is an ApiRefusal with a one-line message: an HTTP error with the forge's own words,
+  an unreachable host, an answer that is not JSON, a list holding non-objects, a pagination header
+  too large to be one (httpx2.InvalidURL is caught, not raised).
+* 429 (and 503) with Retry-After is retried (tenacity) while the wait ends before the publishing
+  deadline; after that the 429 is the refusal.
+Pagination: a Link header's `next` (GitHub, GitLab, Gitea), a `next` URL in the body (Bitbucket:
+`items_key="values"`), or a continuation-token header (Azure DevOps: `continuation=...`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping
+from email.utils import parsedate_to_datetime
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+
+from ocr_hook import __version__
+
+PER_PAGE = 100
+MAX_PAGES = 100  # 10,000 items: more than any forge lists on one request
+TIMEOUT_S = 30.0
+MAX_LINK_HEADER = 16_384  # bytes; a real one is a few hundred
+MAX_RETRY_WAIT_S = 60.0
+_TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
+
+
+class ApiRefusal(Exception):
+    """The forge answered with an error, or could not be reached (status None)."""
+
+    def __init__(self, status: int | None, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"HTTP {self.status}: {self.message}" if self.status is not None else self.message
+
+
+def check_token(token: str) -> None:
+    if not _TOKEN.fullmatch(token):
+        # Checked here: the HTTP library's error for a bad header value would quote it.
+        raise ApiRefusal(None, "the token has characters no token has (spaces, line breaks, non-ASCII)")
+
+
+def api_root(value: str | None, default: str, variable: str) -> str:
+    """An API root URL from a variable (or its default), without a trailing slash."""
+    base = (value or "").strip() or default
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ApiRefusal(None, f"{variable} is not an http(s) URL: {base[:200]!r}")
+    return base.rstrip("/")
+
+
+class RateLimited(Exception):
+    def __init__(self, response: httpx2.Response, wait: float) -> None:
+        super().__init__(f"HTTP {response.status_code}")
+        self.response, self.wait = response, wait
+
+
+class ApiClient:
+    """`headers` carry the credentials; `secrets` are masked in every message; `deadline` is a
+    time.monotonic() value no request or retry wait may pass."""
+
+    def __init__(self, base_url: str, *, headers: Mapping[str, str], secrets: Iterable[str] = (),
+                 variable: str = "the API URL", deadline: float | None = None, timeout: float = TIMEOUT_S,
+                 json_accept: str = "application/json") -> None:
+        self.base = api_root(base_url, "", variable)
+        self.variable = variable
+        self.deadline = deadline if deadline is not None else time.monotonic() + 300.0
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._client = httpx2.Client(
+            base_url=self.base + "/",
+            headers={"Accept": json_accept, "User-Agent": f"ocr-hook/{__version__}", **headers},
+            timeout=timeout,
+            follow_redirects=False,
+        )
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._client.close()
+
+    def mask(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    # -- requests ---------------------------------------------------------------------------------------------
+
+    def get(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        return _json(self._send("GET", path.lstrip("/"), params=dict(params or {})), self)
+
+    def get_text(self, path: str, params: Mapping[str, str] | None = None) -> str:
+        return self._send("GET", path.lstrip("/"), params=dict(params or {})).text
+
+    def post(self, path: str, body: Any) -> Any:
+        return _json(self._send("POST", path.lstrip("/"), json=body), self, empty_ok=True)
+
+    def put(self, path: str, body: Any, params: Mapping[str, str] | None = None) -> Any:
+        return _json(self._send("PUT", path.lstrip("/"), json=body, params=dict(params or {})), self,
+                     empty_ok=True)
+
+    def patch(self, path: str, body: Any) -> Any:
+        return _json(self._send("PATCH", path.lstrip("/"), json=body), self, empty_ok=True)
+
+    def delete(self, path: str) -> None:
+        self._send("DELETE", path.lstrip("/"))
+
+    def get_all(self, path: str, params: Mapping[str, str] | None = None, *, per_page: str = "per_page",
+                items_key: str | None = None, continuation: str | None = None,
+                objects: bool = True) -> list[Any]:
+        """Every item of a paginated list. `items_key`: the list is under that key of each page, with the
+        next page's URL under "next" (Bitbucket). `continuation`: the response header whose value goes
+        back as the `continuationToken` parameter (Azure DevOps). `objects`: every item must be a JSON
+        object (anything else is a refusal, never a traceback further on)."""
+        items: list[Any] = []
+        url: str = path.lstrip("/")
+        query: dict[str, str] | None = {per_page: str(PER_PAGE), **(params or {})} if per_page else dict(params or {})
+        for _ in range(MAX_PAGES):
+            response = self._send("GET", url, params=query)
+            page = _json(response, self)
+            values = page.get(items_key) if items_key and isinstance(page, dict) else page
+            if not isinstance(values, list):
+                raise ApiRefusal(response.status_code, f"GET {path}: expected a list, got {type(values).__name__}")
+            if objects and any(not isinstance(v, dict) for v in values):
+                odd = next(type(v).__name__ for v in values if not isinstance(v, dict))
+                raise ApiRefusal(response.status_code, f"GET {path}: the list holds a {odd}, not objects")
+            items.extend(values)
+            nxt = self._next(response, page, items_key, continuation)
+            if nxt is None:
+                return items
+            if continuation:
+                query = {**(query or {}), "continuationToken": nxt}
+            else:
+                url, query = self._same_api(nxt), None  # the link carries its own query
+        raise ApiRefusal(None, f"GET {path}: more than {MAX_PAGES} pages")
+
+    def _next(self, response: httpx2.Response, page: Any, items_key: str | None,
+              continuation: str | None) -> str | None:
+        if continuation:
+            token = response.headers.get(continuation, "")
+            return token[:2048] or None
+        if items_key:
+            nxt = page.get("next") if isinstance(page, dict) else None
+            return nxt if isinstance(nxt, str) and nxt else None
+        header = response.headers.get("link", "")
+        if len(header) > MAX_LINK_HEADER:
+            raise ApiRefusal(None, f"a pagination Link header of {len(header)} bytes; not followed")
+        try:
+            nxt = response.links.get("next", {}).get("url")
+        except (httpx2.InvalidURL, ValueError):
+            raise ApiRefusal(None, "a pagination Link header that is not one; not followed") from None
+        return nxt or None
+
+    def _same_api(self, url: str) -> str:
+        """A pagination link, checked to stay on the API root before the credentials are sent to it."""
+        if not url.startswith(self.base + "/") or len(url) > 8192:
+            raise ApiRefusal(None, f"a pagination link points outside {self.variable}; not followed")
+        return url
+
+    def _send(self, method: str, url: str, **kw: Any) -> httpx2.Response:
+        import tenacity
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            exc = state.outcome.exception() if state.outcome else None
+            wait = exc.wait if isinstance(exc, RateLimited) else 0.0
+            return wait > MAX_RETRY_WAIT_S or time.monotonic() + wait >= self.deadline
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(RateLimited),
+            wait=lambda state: state.outcome.exception().wait if state.outcome else 0.0,  # type: ignore[union-attr]
+            stop=stop, reraise=True)
+        try:
+            return retrying(self._once, method, url, **kw)
+        except RateLimited as limited:
+            raise ApiRefusal(limited.response.status_code, self.mask(error_message(limited.response))
+                             + " (rate limited; retrying would pass the publishing deadline)") from None
+
+    def _once(self, method: str, url: str, **kw: Any) -> httpx2.Response:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise ApiRefusal(None, f"the publishing deadline passed before {method} {self._name(url)}")
+        try:
+            response = self._client.request(method, url, timeout=min(TIMEOUT_S, remaining), **kw)
+        except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
+            raise ApiRefusal(None, self.mask(f"cannot reach {self.base}: {exc.__class__.__name__}: {exc}")) from None
+        if response.status_code in (429, 503) and (wait := retry_after(response)) is not None:
+            raise RateLimited(response, wait)
+        if 300 <= response.status_code < 400:
+            raise ApiRefusal(response.status_code, "a redirect; not followed with the token")
+        if response.status_code >= 400:
+            raise ApiRefusal(response.status_code, self.mask(error_message(response)))
+        return response
+
+    def _name(self, url: str) -> str:
+        return url.split("?", 1)[0][:120]
+
+
+def retry_after(response: httpx2.Response) -> float | None:
+    """Retry-After in seconds (a number or an HTTP date), or None when there is none."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _json(response: httpx2.Response, client: ApiClient, *, empty_ok: bool = False) -> Any:
+    if empty_ok and not response.content.strip():
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise ApiRefusal(response.status_code, "the answer is not JSON") from None
+
+
+def error_message(response: httpx2.Response) -> str:
+    """The forge's own words, on one line: GitHub's `message` and `errors`, GitLab's `message` (a string,
+    or field → problems) and `error`, Gitea's `message`, Bitbucket's `error.message`/`detail`,
+    Azure's `message`."""
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    parts: list[str] = []
+    if isinstance(data, dict):
+        for key in ("message", "error", "error_description", "detail"):
+            parts += _words(data.get(key))
+        for err in data.get("errors") or [] if isinstance(data.get("errors"), list) else []:
+            parts += _words(err.get("message") or err.get("code") or err) if isinstance(err, dict) else _words(err)
+    text = ": ".join(p for p in parts if p) if parts else (response.reason_phrase or "error")
+    return " ".join(text.split())[:400]
+
+
+def _words(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        if "message" in value or "detail" in value:
+            return _words(value.get("message")) + _words(value.get("detail"))
+        return [f"{k} {', '.join(str(x) for x in v) if isinstance(v, list) else v}" for k, v in value.items()]
+    if isinstance(value, list):
+        return [", ".join(str(x) for x in value)]
+    return [] if value is None else [str(value)]

@@ -1,0 +1,136 @@
+"""Publishing on a forge: the adapter protocol, the registry, and which forge a CI run is on.
+
+`ocr-hook publish` reads the report, asks the registry for the forge's adapter, and lets
+publishing.publish drive it; the plan (publish.plan) and the texts (publish.render) know no forge,
+the adapter only speaks its API through publish.api_client.
+
+How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
+----------------------------------------------------------
+1. Write `ocr_hook/publish/forge_NAME.py` with a function `open_adapter(setup: Setup) -> Adapter`.
+   It reads its variables from `setup.environ` and raises `NotApplicable("one line")` when this is not a
+   merge/pull request run or there is no token (publishing then says that line and exits 0). It builds
+   its client as `ApiClient(root, headers={credentials}, secrets=(token, any encoded form), variable=
+   "NAME_API_URL", deadline=setup.deadline)`, so the token is masked, never redirected, never sent off
+   the root, and 429s wait within the deadline.
+2. The object it returns has the attributes and methods of `Adapter` below. The driver calls, in
+   order: identity(), diff(), existing(), then (when the plan has anything new) post_inline(items),
+   put_summary(body, previous), resolve(posted), report_verdict(report, passed). Any of them may raise
+   ApiRefusal: the run stops there with one line, exit 0.
+   * identity(): the name(s) the forge gives the token's user (GitLab `GET /user` username, Gitea
+     `GET /user` login). Markers count only in what `existing()` lists with that author.
+   * diff(): the lines the forge accepts inline comments on, per new path (pr_diff.file_lines for
+     header-less hunks, pr_diff.unified_diff_lines for a whole diff), with the head's text of them.
+   * existing(): every comment/thread/annotation on the request as `plan.Posted` (author, body, the ids
+     the adapter needs to update or resolve it). Nothing else: the driver finds the markers.
+   * post_inline(items): post each `InlineText` (its `body` is already rendered in the adapter's
+     `fix_style`; a forge that shows plain text renders `item.inline.finding` with render.plain instead).
+     Return the fingerprints the forge refused one by one (they move to the summary). Raise
+     `InlineRefused` when the forge refused them all together (the driver re-plans with every finding
+     in the summary and calls post_inline([]) and put_summary once more).
+   * put_summary(body, previous): "append" forges post a new one; "replace" forges update `previous`
+     (the latest summary this identity wrote) or create one when it is None.
+   * resolve(posted): resolve these threads (their finding was fixed, review memory says); return how
+     many. A forge without threads returns 0.
+   * report_verdict(report, passed): a status where the forge has one (Azure PR status, Bitbucket
+     report result); nothing elsewhere.
+3. Add its name to FORGES and its module to ADAPTERS here, and its CI marker to `detect`.
+4. A loopback fake in tests/fake_NAME.py from the forge's published API description (like
+   tests/fake_gitlab.py), and tests through the CLI (tests/test_publish_gitlab.py shows the pattern).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ocr_hook.cienv.guess import value
+from ocr_hook.publish.plan import FixStyle, Inline, Posted, SummaryStyle
+from ocr_hook.publish.pr_diff import CommentableLines
+from ocr_hook.publish.report_input import Report
+
+FORGES = ("github", "gitlab", "bitbucket", "azure", "gitea")
+ADAPTERS: Mapping[str, str] = {
+    "github": "ocr_hook.publish.forge_github",
+    "gitlab": "ocr_hook.publish.forge_gitlab",
+    "gitea": "ocr_hook.publish.forge_gitea",
+    "bitbucket": "ocr_hook.publish.forge_bitbucket",
+    "azure": "ocr_hook.publish.forge_azure",
+}
+
+
+class NotApplicable(Exception):
+    """Nothing to publish on, or no way to (no token): one line, exit 0. `target` names the request
+    when it is known (the line then says "on group/project!3")."""
+
+    def __init__(self, reason: str, target: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.target = reason, target
+
+
+class InlineRefused(Exception):
+    """The forge refused the inline comments as a whole (GitHub's 422, Gitea's 500)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    environ: Mapping[str, str]
+    deadline: float  # time.monotonic() by which publishing gives up
+    checkout: Path | None  # the reviewed working tree, when there is one
+
+
+@dataclass(frozen=True, slots=True)
+class InlineText:
+    inline: Inline  # the finding and its new-side lines start..end on the head
+    body: str  # the comment, rendered in the adapter's fix_style, starting with the marker
+    old_line: int | None  # the old-side number of the end line when it is an unchanged (context) line
+    old_path: str | None  # the base side's path of a renamed file
+
+
+class Adapter(Protocol):
+    forge: str  # "GitLab", for messages
+    kind: str  # "merge request" / "pull request"
+    target: str  # "group/project!3", for messages
+    head_sha: str  # the request's head commit
+    fix_style: FixStyle
+    summary_style: SummaryStyle
+    max_body: int  # characters one comment body may have on this forge
+    published_as: str  # "a review", "comments", "a report"
+    summary_name: str  # "the body", "the note"
+    hints: Mapping[int, str]  # HTTP status → what it usually means on this forge (e.g. 403: a read-only token)
+
+    def identity(self) -> str | frozenset[str]: ...
+    def diff(self) -> CommentableLines: ...
+    def existing(self) -> Sequence[Posted]: ...
+    def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]: ...
+    def put_summary(self, body: str, previous: Posted | None) -> None: ...
+    def resolve(self, posted: Sequence[Posted]) -> int: ...
+    def report_verdict(self, report: Report, passed: bool) -> None: ...
+    def close(self) -> None: ...
+
+
+def open_adapter(forge: str, setup: Setup) -> Adapter:
+    module = importlib.import_module(ADAPTERS[forge])
+    adapter: Adapter = module.open_adapter(setup)
+    return adapter
+
+
+# The markers of each CI system, most specific first: Gitea and Forgejo runners also set GITHUB_ACTIONS.
+_MARKERS = (("gitea", ("GITEA_ACTIONS", "FORGEJO_ACTIONS")), ("github", ("GITHUB_ACTIONS",)),
+            ("gitlab", ("GITLAB_CI",)), ("bitbucket", ("BITBUCKET_BUILD_NUMBER",)), ("azure", ("TF_BUILD",)))
+
+
+def detect(environ: Mapping[str, str]) -> str:
+    """`--to auto`: the forge of this CI run, from the variables its runner sets."""
+    for forge, names in _MARKERS:
+        if any(value(environ, n).lower() in ("true", "1") or (n == "BITBUCKET_BUILD_NUMBER" and value(environ, n))
+               for n in names):
+            return forge
+    looked = ", ".join(n for _, names in _MARKERS for n in names)
+    raise NotApplicable(f"not a CI run of a known forge (looked for {looked}); pass --to")

@@ -1,0 +1,319 @@
+"""The publishing plan: what one run puts on a merge or pull request, on any forge. Pure.
+
+From the report, the lines the forge takes inline comments on (pr_diff.FileLines, with the head's
+text of them) and what earlier runs of the same publishing identity left there, it decides:
+
+* which findings go inline: anchored, their lines inside one hunk of the forge's diff, reading the
+  same in the reviewed checkout as on the head, not posted before; the most severe MAX_INLINE of
+  them;
+* the rest, each with the reason, for the summary (with the verdict and the counts);
+* which earlier threads to resolve: those whose finding review memory found fixed;
+* whether anything is new at all (a re-run with the same findings and verdict posts nothing).
+
+Markers make the re-run possible: every inline comment starts with
+`<!-- ocr-hook fingerprint=FP -->`, the summary with `<!-- ocr-hook review exit=N status=S
+fingerprints=FP,… -->`. Only a marker at the very start of a body counts, and only in a comment the
+publishing identity wrote (anyone can type a marker into a comment of their own: it silences
+nothing). Model text in the texts built here goes through publish.render, so it cannot pose as one.
+
+Two summary styles: "append" forges (GitHub and Gitea reviews) get a new summary each run that lists
+only what is new; "replace" forges (a GitLab note, an Azure thread, a Bitbucket report) keep one
+summary that each run rewrites with everything not inline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ocr_hook.findings import Finding
+from ocr_hook.publish.pr_diff import CommentableLines, accepts, same_text
+from ocr_hook.publish.render import clip, code_span, fenced, inert, verbatim_ok, visible
+from ocr_hook.publish.report_input import Report
+
+MAX_INLINE = 50
+MAX_MESSAGE_INLINE = 8_000
+MAX_MESSAGE_BODY = 2_000
+
+_COMMENT_MARKER = re.compile(r"\A<!-- ocr-hook fingerprint=([0-9a-f]{8,64}) -->")
+_SUMMARY_MARKER = re.compile(
+    r"\A<!-- ocr-hook review exit=(\d{1,3}) status=([a-z]{1,20}) fingerprints=([0-9a-f,]*) -->")
+
+FixStyle = Literal["suggestion", "gitlab", "diff", "none"]
+SummaryStyle = Literal["append", "replace"]
+
+
+# --- why a finding is not inline --------------------------------------------------------------------------
+
+UNANCHORED = "about the whole file"
+OVER_CAP = f"beyond the {MAX_INLINE} inline comments"
+
+
+def outside_diff(kind: str) -> str:
+    return f"outside the {kind}'s diff"
+
+
+def moved(kind: str) -> str:
+    return f"these lines read differently on the {kind}'s head"
+
+
+def refused(forge: str) -> str:
+    return f"{forge} refused the inline comments"
+
+
+def stale_commit(kind: str) -> str:
+    return f"the report is of another commit than the {kind}'s head"
+
+
+# --- what earlier runs left ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """One comment (or thread, annotation, review body) on the merge/pull request, as an adapter lists it."""
+
+    author: str  # the forge's name for who wrote it (login, username, unique id)
+    body: str
+    id: str = ""  # the forge's id of the comment/note, for an update
+    thread: str = ""  # the discussion/thread it opens, for resolving
+    resolved: bool = False
+    resolvable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """What earlier ocr-hook runs (of this identity) left."""
+
+    fingerprints: frozenset[str] = frozenset()  # every finding already posted (inline or listed)
+    last_review: tuple[int, str] | None = None  # (exit code, status) of the latest summary
+    inline: frozenset[str] = frozenset()  # the findings with a comment of their own
+    summary: Posted | None = None  # the latest summary (a replace-style forge updates it)
+    threads: Mapping[str, Posted] = field(default_factory=dict)  # fingerprint → its comment
+
+
+def comment_fingerprint(body: str) -> str | None:
+    match = _COMMENT_MARKER.match(body or "")
+    return match.group(1) if match else None
+
+
+def review_marker(body: str) -> tuple[int, str, list[str]] | None:
+    match = _SUMMARY_MARKER.match(body or "")
+    if not match:
+        return None
+    return int(match.group(1)), match.group(2), [f for f in match.group(3).split(",") if f]
+
+
+def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
+    """The markers in comments `me` wrote (oldest first); every other author's are ignored.
+    `me`: the publishing identity's name, or the names it goes by."""
+    names = {me} if isinstance(me, str) else set(me)
+    names.discard("")
+    seen: set[str] = set()
+    inline: set[str] = set()
+    threads: dict[str, Posted] = {}
+    last: tuple[int, str] | None = None
+    summary: Posted | None = None
+    for p in posted:
+        if p.author not in names:
+            continue
+        if fp := comment_fingerprint(p.body):
+            seen.add(fp)
+            inline.add(fp)
+            threads.setdefault(fp, p)
+        elif marker := review_marker(p.body):
+            last, summary = (marker[0], marker[1]), p
+            seen.update(marker[2])
+    return Earlier(frozenset(seen), last, frozenset(inline), summary, threads)
+
+
+# --- the plan ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Inline:
+    finding: Finding
+    start: int  # new-side lines of the head, inside one hunk
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    report: Report
+    inline: tuple[Inline, ...]
+    listed: tuple[tuple[Finding, str], ...]  # (finding, why it is not inline), most severe first
+    already: int  # findings an earlier run posted, not repeated
+    suppressed: int
+    post: bool  # False: nothing new since the latest summary
+    resolve: tuple[Posted, ...] = ()  # earlier comments whose finding memory resolved, still open
+    note: str = ""  # a sentence for the summary (e.g. the report is of another commit)
+
+
+def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, kind: str = "pull request",
+                 forge: str = "GitHub", inline: bool = True, refused_fps: frozenset[str] = frozenset(),
+                 reviewed: Mapping[str, Sequence[str]] | None = None, summary: SummaryStyle = "append",
+                 stale: bool = False) -> Plan:
+    """`kind` names the request in reasons ("merge request"). `inline=False` or a fingerprint in
+    `refused_fps`: the forge refused those comments, list them. `reviewed`: the reviewed files' lines
+    where they can be read; a finding whose lines differ from the head's goes in the summary (a file not
+    in it is not checked). `stale`: the report is of another commit, nothing inline."""
+    reviewed = reviewed or {}
+    live = sorted((f for f in report.findings if f.suppressed is None), key=importance)
+    suppressed = len(report.findings) - len(live)
+    # A replace-style summary is rewritten whole: only findings with their own comment are "posted".
+    posted = before.fingerprints if summary == "append" else before.inline
+    new = [f for f in live if f.fingerprint not in posted]
+    comments: list[Inline] = []
+    listed: list[tuple[Finding, str]] = []
+    for f in new:
+        start, end = lines_of(f)
+        if not f.anchored or start < 1:
+            listed.append((f, UNANCHORED))
+        elif stale:
+            listed.append((f, stale_commit(kind)))
+        elif not accepts(lines, f.path, start, end):
+            listed.append((f, outside_diff(kind)))
+        elif f.path in reviewed and not same_text(lines, f.path, start, end, reviewed[f.path]):
+            listed.append((f, moved(kind)))
+        elif not inline or f.fingerprint in refused_fps:
+            listed.append((f, refused(forge)))
+        elif len(comments) >= MAX_INLINE:
+            listed.append((f, OVER_CAP))
+        else:
+            comments.append(Inline(f, start, end))
+    resolved = set(report.resolved)
+    resolve = tuple(p for fp, p in sorted(before.threads.items())
+                    if fp in resolved and not p.resolved and p.resolvable and p.thread)
+    unchanged = before.last_review == (report.exit_code, report.status)
+    post = bool(new) or not unchanged or bool(resolve)
+    note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""
+    return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, resolve, note)
+
+
+def importance(f: Finding) -> tuple[Any, ...]:
+    return (-f.severity.rank, f.path, f.start_line, f.end_line, f.fingerprint)
+
+
+def lines_of(f: Finding) -> tuple[int, int]:
+    """The lines a comment on f covers: with a fix, exactly the lines its suggestion replaces."""
+    if f.fix is not None:
+        return f.fix.start_line, max(f.fix.start_line, f.fix.end_line)
+    return f.start_line, max(f.start_line, f.end_line)
+
+
+# --- texts --------------------------------------------------------------------------------------------------
+
+_STATUS_NOTE = {"carried": " · carried from the last review",
+                "late": " · late: on lines unchanged since the last review"}
+
+
+def heading(f: Finding) -> str:
+    return f"**ocr-hook** · {f.severity.value} · {f.category.value}{_STATUS_NOTE.get(f.status, '')}"
+
+
+def comment_body(f: Finding, fix: FixStyle = "suggestion", head_text: Sequence[str] = ()) -> str:
+    """An inline comment: the marker, the heading, the message (inert), and the fix in the forge's own
+    form: "suggestion" (GitHub, Azure), "gitlab" (```suggestion:-0+N```), "diff" (a diff block of
+    `head_text`, the commented lines as the head has them: Gitea has no suggestions), "none"."""
+    parts = [f"<!-- ocr-hook fingerprint={f.fingerprint} -->", heading(f), "",
+             inert(clip(f.message.strip() or "(no message)", MAX_MESSAGE_INLINE))]
+    if f.fix is not None and fix != "none" and verbatim_ok(f.fix.replacement):
+        parts += ["", fix_block(f, fix, head_text)]
+    elif f.fix is not None or f.suggestion:
+        code = f.fix.replacement if f.fix is not None else f.suggestion or ""
+        parts += ["", "Suggested code (not an exact edit of these lines):", "", fenced(code)]
+    return "\n".join(parts)
+
+
+def fix_block(f: Finding, style: FixStyle, head_text: Sequence[str]) -> str:
+    assert f.fix is not None
+    start, end = lines_of(f)
+    if style == "gitlab":
+        # GitLab counts the lines the suggestion replaces from the commented (first) line down.
+        return fenced(f.fix.replacement, f"suggestion:-0+{end - start}")
+    if style == "diff":
+        old = [f"-{line}" for line in head_text]
+        new = [f"+{line}" for line in f.fix.replacement.split("\n")] if f.fix.replacement else []
+        return fenced("\n".join(old + new), "diff")
+    # GitHub shows this as a suggested change: its text replaces the commented lines as it stands.
+    return fenced(f.fix.replacement, "suggestion")
+
+
+def where(f: Finding) -> str:
+    if not f.anchored or f.start_line < 1:
+        return code_span(f.path)
+    start, end = lines_of(f)
+    return code_span(f"{f.path}:{start}" + (f"-{end}" if end > start else ""))
+
+
+def summary_entry(f: Finding, why: str) -> str:
+    message = inert(clip(f.message.strip() or "(no message)", MAX_MESSAGE_BODY))
+    lines = [f"- {where(f)} · {f.severity.value} · {f.category.value}{_STATUS_NOTE.get(f.status, '')} ({why})", ""]
+    lines += [f"  {line}" if line else "" for line in message.split("\n")]
+    suggestion = f.fix.replacement if f.fix is not None else f.suggestion
+    if suggestion:
+        block = fenced(clip(suggestion, MAX_MESSAGE_BODY))
+        lines += ["", *(f"  {line}" if line else "" for line in block.split("\n"))]
+    return "\n".join(lines)
+
+
+def counts(findings: Sequence[Finding]) -> str:
+    by: dict[str, int] = {}
+    for f in findings:
+        by[f.severity.value] = by.get(f.severity.value, 0) + 1
+    n = len(findings)
+    detail = ", ".join(f"{count} {sev}" for sev, count in by.items())
+    return f"{n} finding{'s' if n != 1 else ''}" + (f" ({detail})" if detail else "")
+
+
+def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
+                 summary: SummaryStyle = "append") -> tuple[str, tuple[str, ...]]:
+    """The summary's Markdown and the fingerprints it lists (its marker carries them). Stays under
+    `max_chars` (the forge's limit for one body): what does not fit is counted, not listed."""
+    report = plan.report
+    live = sorted((f for f in report.findings if f.suppressed is None), key=importance)
+    n_inline = len(plan.inline) if inline_count is None else inline_count
+    below = "listed below"
+    parts = [f"{counts(live)}: {n_inline} as inline comments, {len(plan.listed)} {below}"]
+    if plan.already:
+        parts.append(f"{plan.already} already posted by an earlier run (not repeated)"
+                     if summary == "append" else f"{plan.already} commented inline by an earlier run")
+    if plan.suppressed:
+        parts.append(f"{plan.suppressed} suppressed (not posted)")
+    if plan.resolve:
+        parts.append(f"{len(plan.resolve)} resolved since (threads resolved)")
+    head = ["### ocr-hook review", "", f"**{inert(report.verdict)}**" if report.verdict else "", "",
+            "; ".join(parts) + "."]
+    if plan.note:
+        head += ["", plan.note]
+    if report.status != "complete":
+        head += ["", f"The review is **incomplete**: {report.skipped} file(s) not reviewed, {report.failed} "
+                     "failed. The job log says why; this is not a clean pass."]
+    if plan.listed:
+        head += ["", "#### Findings not on a diff line"]
+    entries: list[str] = []
+    listed: list[str] = []
+    budget = max_chars - sum(len(h) + 1 for h in head) - 200
+    for f, why in plan.listed:
+        entry = summary_entry(f, why)
+        cost = len(entry) + 2 + len(f.fingerprint) + 1  # the entry, and its fingerprint in the marker
+        if cost > budget:
+            entries.append(f"- … and {len(plan.listed) - len(listed)} more: see the job summary or the SARIF "
+                           "results.")
+            break
+        budget -= cost
+        entries.append(entry)
+        listed.append(f.fingerprint)
+    marker = (f"<!-- ocr-hook review exit={report.exit_code} status={_word(report.status)} "
+              f"fingerprints={','.join(listed)} -->")
+    return "\n".join([marker, *head, "", "\n\n".join(entries)]).rstrip() + "\n", tuple(listed)
+
+
+def _word(status: str) -> str:
+    return status if re.fullmatch(r"[a-z]{1,20}", status) else "unknown"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A forge's or a report's text for the job log's single line."""
+    return clip(" ".join(visible(text).split()), limit)

@@ -1,0 +1,136 @@
+"""Drive one adapter: read what the forge has, plan, write; returns the line that says what was done (I/O).
+
+The same steps on every forge (forges.py documents the adapter's side): who publishes, the forge's
+diff, what this identity left before → the plan → the inline comments (those the forge refuses one
+by one move to the summary; a refusal of them all re-plans with everything in the summary) → the
+summary → resolved threads → the verdict where the forge has a status.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText
+from ocr_hook.publish.plan import Plan, Posted, comment_body, earlier, plan_publish, summary_body
+from ocr_hook.publish.pr_diff import CommentableLines
+from ocr_hook.publish.report_input import Report
+
+
+def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
+    me = adapter.identity()
+    lines = adapter.diff()
+    before = earlier(adapter.existing(), me)
+    reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
+    stale = is_stale(report, adapter.head_sha, checkout)
+    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style,
+                   stale=stale)
+    plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
+    if not plan.post:
+        return (f"nothing new to publish on {adapter.target}: {plan.already} finding(s) already posted, "
+                "same verdict")
+    refusal = ""
+    try:
+        refused = adapter.post_inline(_texts(plan, lines, adapter))
+    except InlineRefused as exc:
+        refused, refusal = frozenset(), exc.reason
+        plan = plan_publish(report, lines, before, inline=False, **options)  # type: ignore[arg-type]
+    else:
+        if refused:
+            plan = plan_publish(report, lines, before, refused_fps=refused, **options)  # type: ignore[arg-type]
+            refusal = f"{len(refused)} inline comment(s) refused"
+    posted_inline = len(plan.inline)
+    body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
+    try:
+        _put_summary(adapter, before.summary, body)
+    except InlineRefused as exc:  # one-request forges: the review with its comments was refused
+        refusal = exc.reason
+        plan = plan_publish(report, lines, before, inline=False, **options)  # type: ignore[arg-type]
+        adapter.post_inline([])
+        body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
+        _put_summary(adapter, before.summary, body)
+        posted_inline = 0
+    resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
+    adapter.report_verdict(report, report.exit_code == 0)
+    line = _published(adapter, plan, posted_inline, resolved, stale)
+    return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
+                   if refusal and posted_inline == 0 else f" ({refusal}; listed in {adapter.summary_name})"
+                   if refusal else "")
+
+
+def _put_summary(adapter: Adapter, previous: Posted | None, body: str) -> None:
+    if adapter.summary_style == "replace" and previous is not None and previous.body == body:
+        return  # the note already says exactly this
+    adapter.put_summary(body, previous)
+
+
+def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[InlineText]:
+    texts = []
+    for item in plan.inline:
+        entry = lines.get(item.finding.path)
+        head = [entry.text.get(n, "") for n in range(item.start, item.end + 1)] if entry else []
+        body = comment_body(item.finding, adapter.fix_style, head)
+        texts.append(InlineText(item, body, entry.old_line(item.end) if entry else None,
+                                entry.old_path if entry else None))
+    return texts
+
+
+def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, stale: bool) -> str:
+    parts = [f"{inline} inline comment(s)", f"{len(plan.listed)} finding(s) in {adapter.summary_name}"]
+    if plan.already:
+        parts.append(f"{plan.already} already posted earlier")
+    if plan.suppressed:
+        parts.append(f"{plan.suppressed} suppressed, not posted")
+    if resolved:
+        parts.append(f"{resolved} thread(s) resolved")
+    line = f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
+    if stale:
+        line += (f"; the report is of commit {plan.report.commit}, not of the head {adapter.head_sha[:12]}: "
+                 "nothing inline")
+    return line
+
+
+def is_stale(report: Report, head_sha: str, checkout: Path | None) -> bool:
+    """The report names a reviewed commit that is neither the request's head nor the checkout's HEAD
+    (in CI the checkout may be the forge's merge commit, whose lines the same-text check covers)."""
+    if not report.commit:
+        return False
+    here = checkout_head(checkout) if checkout else ""
+    return not any(sha.startswith(report.commit) for sha in (head_sha, here) if sha)
+
+
+def checkout_head(root: Path) -> str:
+    try:
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def checkout_root(cwd: Path) -> Path | None:
+    """The top of the git working tree at cwd (the reviewed checkout in CI), or None outside one."""
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True,
+                              timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    top = proc.stdout.strip()
+    return Path(top) if proc.returncode == 0 and top else None
+
+
+def reviewed_lines(root: Path, paths: Iterable[str]) -> dict[str, list[str]]:
+    """The lines of each file as the checkout has it; files it does not have (or outside it) are left out."""
+    found: dict[str, list[str]] = {}
+    top = root.resolve()
+    for path in paths:
+        target = (top / path).resolve()
+        if not target.is_relative_to(top) or not target.is_file():
+            continue
+        try:
+            data = target.read_bytes()
+        except OSError:
+            continue
+        found[path] = data.decode("utf-8", errors="replace").split("\n")
+    return found

@@ -1,0 +1,105 @@
+"""Text that a forge renders, made from hostile input: model messages, file names, code.
+
+Every publisher (GitHub, GitLab, Gitea, Bitbucket, Azure DevOps) builds its comments from these
+functions and nothing else, so what a model or a pull request's file names can do in a comment is
+decided here once:
+
+* `visible` turns every control, bidirectional and invisible formatting character into a visible
+  escape (`\\x1b`, `\\u202e`, `\\x00`): nothing reorders the text around it, nothing is silently
+  dropped (a path with U+202E still names that path, readably).
+* `inert` is for model text in Markdown: no line of it can start a block that changes what follows
+  (a fence, so no ```` ```suggestion ````; a heading; a setext underline; a block quote, list or
+  table row; a link reference definition), no `<` can open HTML (`<!--`, `<?`, `<!X`, a tag, an
+  autolink), no `@name` notifies anyone, and no line is a GitLab quick action (`/merge`, `/close`).
+* `code_span` and `fenced` hold text the reader should see verbatim; the delimiter is longer than
+  any backtick run inside, and a code span never holds a line break (which could end the paragraph
+  and let the rest be read as Markdown).
+* `plain` is for forges that show text as text (Bitbucket annotations): visible escapes, one line.
+
+Only ocr-hook's own checked fix may become a suggestion block (the callers in plan.py decide that);
+model text and model code never do.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and line feed, DEL, C1 controls, the Arabic letter mark, zero-width and
+# direction marks, line/paragraph separators, bidi embeddings/overrides/isolates, word joiner and
+# invisible operators, the byte-order mark.
+_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_HIDDEN_IN_NAMES = re.compile(_HIDDEN.pattern[:-1] + r"\t\n]")
+ZWSP = "\u200b"  # what makes a character pair inert without changing how it reads
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, *, newlines: bool = True) -> str:
+    """Every hidden character as a visible escape; CRLF and CR become LF first. `newlines=False`
+    escapes line feeds and tabs too (file names, one-line texts)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n") if newlines else text
+    return (_HIDDEN if newlines else _HIDDEN_IN_NAMES).sub(_escape, text)
+
+
+# A line's first non-blank character that could start a block construct (or a quick action), and
+# ordered-list markers (`1.` / `1)`), which need the escape after the digits.
+_BLOCK_START = re.compile(r"^([ \t]*)([#`~>\[=\-+*_|/:<!])", re.M)
+_ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])", re.M)
+_HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])([@＠])(?=[A-Za-z0-9_])")
+_IMAGE = re.compile(r"!\[")
+
+
+def inert(text: str) -> str:
+    """Model text for a Markdown comment: visible escapes, and nothing in it is live markup."""
+    text = visible(text)
+    text = _BLOCK_START.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", text)
+    text = _ORDERED.sub(r"\1\\\2", text)
+    text = _HTML_OPEN.sub("<" + ZWSP, text)
+    text = text.replace("-->", "--" + ZWSP + ">")
+    text = _IMAGE.sub("!" + ZWSP + "[", text)  # no image (a tracking pixel) from model text
+    return _MENTION.sub(lambda m: m.group(1) + ZWSP, text)
+
+
+def name(text: str) -> str:
+    """A file name or other one-line value for Markdown: visible escapes, then a code span."""
+    return code_span(visible(text, newlines=False))
+
+
+def code_span(text: str) -> str:
+    """Inline code that its text cannot close early; line breaks are shown, never kept."""
+    text = visible(text, newlines=False)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip(" ") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def fenced(code: str, info: str = "") -> str:
+    """A fenced block that the code cannot close early: one backtick more than its longest run.
+    The code's hidden characters are shown escaped; `info` is ocr-hook's own (e.g. `suggestion`)."""
+    code = visible(code)
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{code}\n{fence}" if code else f"{fence}{info}\n{fence}"
+
+
+def verbatim_ok(code: str) -> bool:
+    """Whether code can go into a suggestion block unchanged (nothing `visible` would rewrite):
+    a suggestion must hold the exact replacement, so one that needs escapes is shown, not offered."""
+    return _HIDDEN.search(code) is None
+
+
+def plain(text: str, limit: int | None = None) -> str:
+    """One line of plain text (a forge that shows text as text): visible escapes, blanks collapsed."""
+    text = " ".join(visible(text).split())
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    return text
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -76,6 +76,7 @@ class FakeBitbucket:
         self.requests: list[BitbucketRecorded] = []
         self.faults: list[tuple[int, Any, dict[str, str]]] = []  # answered first, in order, to any request
         self.link_base: str | None = None  # `next` links on another origin (a client must not follow)
+        self.refuse_bulk_after: int | None = None  # bulk requests after this many get a 500 (an outage mid-way)
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -94,6 +95,7 @@ class FakeBitbucket:
             self.faults.clear()
             self.tokens.clear()
             self.link_base = None
+            self.refuse_bulk_after = None
 
     def writes(self) -> list[BitbucketRecorded]:
         return [r for r in self.requests if r.method != "GET"]
@@ -178,6 +180,9 @@ class FakeBitbucket:
         if rec.method == "GET":
             return self._page(rec, list(stored.values()))
         if rec.method == "POST":
+            done = sum(1 for r in self.requests if r.method == "POST" and r.status == 200)
+            if self.refuse_bulk_after is not None and done >= self.refuse_bulk_after:
+                return _error(500, "Something went wrong")
             return self._bulk(key, stored, rec.body)
         return _error(405, "Method not allowed")
 

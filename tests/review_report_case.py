@@ -53,6 +53,12 @@ APP_COMMENTS = [
 RENAMED_COMMENTS = [_comment(RENAMED_MESSAGE, "LIMIT_2 = -2", "medium")]
 
 
+def script_review(fake: FakeMessagesAPI) -> None:
+    """The model's answers for the two reviewed files."""
+    fake.script(main_opening(PATH), [Reply([tool_use("code_comment", {"comments": APP_COMMENTS})])])
+    fake.script(main_opening(NEW_NAME), [Reply([tool_use("code_comment", {"comments": RENAMED_COMMENTS})])])
+
+
 class ReportCase:
     """The reviewed repository, its report, the feature head and the merge base."""
 
@@ -69,15 +75,29 @@ class ReportCase:
         self.head = commit_all(self.repo, "feature")
         self.report_path = root / "report.json"
         with FakeMessagesAPI() as fake:
-            fake.script(main_opening(PATH), [Reply([tool_use("code_comment", {"comments": APP_COMMENTS})])])
-            fake.script(main_opening(NEW_NAME), [Reply([tool_use("code_comment", {"comments": RENAMED_COMMENTS})])])
-            env = {k: v for k, v in ci_free_env().items() if not k.startswith("ANTHROPIC_")}
-            env.update(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=TEST_API_KEY, NO_PROXY="127.0.0.1,localhost")
+            script_review(fake)
+            env = {**ci_free_env(), **self.sdk_env(fake)}
             proc = run_cli(self.repo, "review", "--base", "main", "--no-cache", "--no-review-filter",
                            "--filter-mode", "nofilter", "-q", "--format", "json", "--json-output",
                            str(self.report_path), env=_only(env))
         assert proc.returncode == 1, proc.stderr
         self.report: dict[str, Any] = json.loads(self.report_path.read_text(encoding="utf-8"))
+
+    @staticmethod
+    def sdk_env(fake: FakeMessagesAPI) -> dict[str, str]:
+        """The SDK's variables for a run against `fake` (and nothing else of ANTHROPIC_*)."""
+        return {**{k: "" for k in os.environ if k.startswith("ANTHROPIC_")}, "ANTHROPIC_BASE_URL": fake.url,
+                "ANTHROPIC_API_KEY": TEST_API_KEY, "NO_PROXY": "127.0.0.1,localhost"}
+
+    def ci_clone(self, root: Path, *, single_branch: bool) -> Path:
+        """The repository as a CI job clones it from its `origin`: the feature branch checked out; with
+        `single_branch` (Bitbucket Pipelines) no other branch, else (Azure Pipelines) origin/main too."""
+        origin = root / "origin.git"
+        git(root, "clone", "-q", "--bare", str(self.repo), str(origin))
+        clone = root / "clone"
+        args = ["--single-branch"] if single_branch else []
+        git(root, "clone", "-q", *args, "--branch", "feature", str(origin), str(clone))
+        return clone
 
     def finding(self, message: str) -> dict[str, Any]:
         return next(f for f in self.report["findings"] if f["message"] == message)
@@ -104,5 +124,5 @@ class ReportCase:
 
 
 def _only(env: dict[str, str]) -> dict[str, str]:
-    # run_cli lays `env` over os.environ; the SDK's variables must come from here alone.
-    return {**{k: "" for k in os.environ if k.startswith("ANTHROPIC_")}, **env}
+    # run_cli lays `env` over os.environ: CI variables of the surrounding run are blanked.
+    return {**{k: "" for k in os.environ if k not in env}, **env}

@@ -8,17 +8,17 @@ fingerprint, so Bitbucket itself keeps one annotation per finding; its `summary`
 else a 400) is the message cut with an ellipsis, its `details` (2,000) the whole message and the fix.
 
 Bitbucket shows these fields as plain text, not Markdown: nothing in them can mention anyone or run a
-link, so they need no escaping, only the line breaks and control characters a plain field cannot hold.
+link, so model text only has its hidden characters made visible (render.visible), as in every forge's text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.publish.render import clip, visible
 from ocr_hook.publish.report_input import Report
 
 REPORT_ID = "ocr-hook"
@@ -30,7 +30,6 @@ MAX_DETAILS = 2000
 _SEVERITY = {Severity.CRITICAL: "CRITICAL", Severity.HIGH: "HIGH", Severity.MEDIUM: "MEDIUM", Severity.LOW: "LOW"}
 _TYPE = {Category.SECURITY: "VULNERABILITY", Category.BUG: "BUG", Category.PERFORMANCE: "BUG",
          Category.TEST: "BUG"}  # everything else is a CODE_SMELL
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 # Why an annotation has no line.
 UNANCHORED = "about the whole file"
@@ -49,15 +48,6 @@ class InsightsPlan:
     def batches(self) -> list[list[dict[str, Any]]]:
         items = list(self.annotations)
         return [items[i: i + MAX_PER_REQUEST] for i in range(0, len(items), MAX_PER_REQUEST)]
-
-
-def clip(text: str, limit: int) -> str:
-    """At most `limit` characters; a cut one ends with an ellipsis."""
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def plain(text: str) -> str:
-    return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _importance(f: Finding) -> tuple[Any, ...]:
@@ -81,12 +71,12 @@ def reads_the_same(head: Sequence[str] | None, reviewed: Sequence[str] | None, s
 
 
 def annotation(f: Finding, line: int | None, why: str | None) -> dict[str, Any]:
-    message = plain(f.message.strip()) or "(no message)"
+    message = visible(f.message.strip()) or "(no message)"
     head = f"{f.severity.value} · {f.category.value}: "
     details = message
     replacement = f.fix.replacement if f.fix is not None else f.suggestion
     if replacement:
-        details += "\n\nSuggested change:\n" + plain(replacement)
+        details += "\n\nSuggested change:\n" + visible(replacement)
     if why:
         details = f"({why})\n\n" + details
     one: dict[str, Any] = {
@@ -124,7 +114,7 @@ def plan_insights(report: Report, head: Mapping[str, Sequence[str]], reviewed: M
 
 
 def report_body(report: Report, live: int, suppressed: int, left_out: int, *, link: str | None) -> dict[str, Any]:
-    parts = [plain(report.verdict) or ("PASSED" if report.exit_code == 0 else "FAILED")]
+    parts = [visible(report.verdict) or ("PASSED" if report.exit_code == 0 else "FAILED")]
     parts.append(f"{live} finding{'s' if live != 1 else ''}" + (f", {suppressed} suppressed" if suppressed else "")
                  + ".")
     if left_out:

@@ -43,7 +43,8 @@ CHANGES_PAGE = 100  # Azure's default $top for iteration changes (2,000 at most)
 MAX_CHANGE_PAGES = 100
 ANY_LINE = range(1, 10_000_000)  # Azure accepts a thread on any line of a changed file
 CLOSED = ("fixed", "closed", "wontFix", "byDesign")
-_V = f"api-version={API_VERSION}"
+_V = f"api-version={API_VERSION}"  # in the path of writes (the client's post/patch take no parameters)
+_PARAMS = {"api-version": API_VERSION}  # reads: parameters given replace a query in the path
 
 
 class _FileText(Mapping[int, str]):
@@ -96,14 +97,14 @@ class AzureAdapter:
     # -- reading -------------------------------------------------------------------------------------------
 
     def identity(self) -> str:
-        data = self.api.get(f"_apis/connectionData?{_V}")
+        data = self.api.get("_apis/connectionData", _PARAMS)
         me = (data.get("authenticatedUser") or {}).get("id") if isinstance(data, dict) else None
         if not isinstance(me, str) or not me:
             raise ApiRefusal(200, "GET connectionData: the answer names no authenticated user")
         return me
 
     def diff(self) -> CommentableLines:
-        iterations = self.api.get(f"{self._pr}/iterations?{_V}")
+        iterations = self.api.get(f"{self._pr}/iterations", _PARAMS)
         values = iterations.get("value") if isinstance(iterations, dict) else None
         if not isinstance(values, list) or not values or not all(isinstance(v, dict) for v in values):
             raise ApiRefusal(200, "GET iterations: the pull request has no iterations")
@@ -156,7 +157,7 @@ class AzureAdapter:
         return read
 
     def existing(self) -> list[Posted]:
-        data = self.api.get(f"{self._pr}/threads?{_V}")
+        data = self.api.get(f"{self._pr}/threads", _PARAMS)
         threads = data.get("value") if isinstance(data, dict) else None
         found: list[Posted] = []
         for t in threads if isinstance(threads, list) else []:

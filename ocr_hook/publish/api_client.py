@@ -248,6 +248,8 @@ def error_message(response: httpx2.Response) -> str:
             parts += _words(data.get(key))
         for err in data.get("errors") or [] if isinstance(data.get("errors"), list) else []:
             parts += _words(err.get("message") or err.get("code") or err) if isinstance(err, dict) else _words(err)
+    if not parts and data is None and 0 < len(response.text.strip()) <= 300:
+        parts = [response.text.strip()]  # a plain-text answer (GitLab's 429 "Retry later")
     text = ": ".join(p for p in parts if p) if parts else (response.reason_phrase or "error")
     return " ".join(text.split())[:400]
 

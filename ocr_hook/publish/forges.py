@@ -89,7 +89,7 @@ class Setup:
 class InlineText:
     inline: Inline  # the finding and its new-side lines start..end on the head
     body: str  # the comment, rendered in the adapter's fix_style, starting with the marker
-    old_line: int | None  # the old-side number of the end line when it is an unchanged (context) line
+    old_line: int | None  # the old-side number of the start line when it is an unchanged (context) line
     old_path: str | None  # the base side's path of a renamed file
 
 

@@ -274,11 +274,11 @@ def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
     report = plan.report
     live = sorted((f for f in report.findings if f.suppressed is None), key=importance)
     n_inline = len(plan.inline) if inline_count is None else inline_count
-    below = "listed below"
-    parts = [f"{counts(live)}: {n_inline} as inline comments, {len(plan.listed)} {below}"]
-    if plan.already:
-        parts.append(f"{plan.already} already posted by an earlier run (not repeated)"
-                     if summary == "append" else f"{plan.already} commented inline by an earlier run")
+    if summary == "replace":  # the one summary describes everything, whichever run commented it
+        n_inline += plan.already
+    parts = [f"{counts(live)}: {n_inline} as inline comments, {len(plan.listed)} listed below"]
+    if plan.already and summary == "append":
+        parts.append(f"{plan.already} already posted by an earlier run (not repeated)")
     if plan.suppressed:
         parts.append(f"{plan.suppressed} suppressed (not posted)")
     if plan.resolve:

@@ -46,6 +46,9 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
             refusal = f"{len(refused)} inline comment(s) refused"
     posted_inline = len(plan.inline)
     body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
+    if not posted_inline and not plan.resolve and not refusal and before.summary is not None \
+            and before.summary.body == body:
+        return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this"
     try:
         _put_summary(adapter, before.summary, body)
     except InlineRefused as exc:  # one-request forges: the review with its comments was refused
@@ -75,7 +78,7 @@ def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[Inline
         entry = lines.get(item.finding.path)
         head = [entry.text.get(n, "") for n in range(item.start, item.end + 1)] if entry else []
         body = comment_body(item.finding, adapter.fix_style, head)
-        texts.append(InlineText(item, body, entry.old_line(item.end) if entry else None,
+        texts.append(InlineText(item, body, entry.old_line(item.start) if entry else None,
                                 entry.old_path if entry else None))
     return texts
 

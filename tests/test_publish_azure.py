@@ -19,14 +19,16 @@ from ci_repos import ci_free_env
 from fake_azure import AzurePull, Change, FakeAzure, Iteration
 from review_report_case import (
     AFTER,
-    FIXED_MESSAGE,
+    CONTEXT,
+    FIXED,
+    LIB_AFTER,
     NEW_NAME,
     OLD_NAME,
-    OUTSIDE_MESSAGE,
+    OUTSIDE,
     PATH,
-    PLAIN_MESSAGE,
-    RENAMED_MESSAGE,
-    UNANCHORED_MESSAGE,
+    PLAIN,
+    RENAMED,
+    UNANCHORED,
     ReportCase,
     script_review,
 )
@@ -59,7 +61,7 @@ def azure(server: FakeAzure, case: ReportCase) -> FakeAzure:
     server.pulls = {}
     server.add_pull(7, [Iteration(EARLIER_HEAD, case.base, [Change("/" + PATH)]),
                         Iteration(case.head, case.base, changes)])
-    server.files = {(case.head, "/" + PATH): AFTER, (case.head, "/" + NEW_NAME): (case.repo / NEW_NAME).read_text()}
+    server.files = {(case.head, "/" + PATH): AFTER, (case.head, "/" + NEW_NAME): LIB_AFTER}
     return server
 
 
@@ -112,11 +114,11 @@ def general(azure: FakeAzure) -> list[dict[str, Any]]:
 def test_a_thread_per_finding_on_its_lines_the_rest_in_one_thread_and_a_status(case: ReportCase,
                                                                                 azure: FakeAzure) -> None:
     line = one_line(publish(case, pr_env(case, azure)))
-    assert line == ("ocr-hook: publish: published threads on Fabrikam pull request !7: 4 inline comment(s), "
+    assert line == ("ocr-hook: publish: published threads on Fabrikam pull request !7: 5 inline comment(s), "
                     "1 finding(s) in the general thread")
     threads = by_fingerprint(azure)
-    fixed = threads[case.finding(FIXED_MESSAGE)["fingerprint"]]
-    plain = threads[case.finding(PLAIN_MESSAGE)["fingerprint"]]
+    fixed = threads[case.finding(FIXED)["fingerprint"]]
+    plain = threads[case.finding(PLAIN)["fingerprint"]]
     assert fixed["threadContext"] == {"filePath": "/app.py", "rightFileStart": {"line": 3, "offset": 1},
                                       "rightFileEnd": {"line": 4, "offset": 1}}
     # Tied to the latest iteration and to app.py's change in it (its second entry: changeTrackingId 2).
@@ -127,16 +129,19 @@ def test_a_thread_per_finding_on_its_lines_the_rest_in_one_thread_and_a_status(c
     assert "f3 multiplies" in plain["comments"][0]["content"]
     assert "@property" not in plain["comments"][0]["content"]  # the mention is made inert: nobody is notified
     # Azure takes a thread on any line of a changed file: line 36 is far from the change but still app.py's.
-    outside = threads[case.finding(OUTSIDE_MESSAGE)["fingerprint"]]
+    outside = threads[case.finding(OUTSIDE)["fingerprint"]]
     assert outside["threadContext"]["rightFileEnd"]["line"] == 36
     # The renamed file: its new path, and its own changeTrackingId (4, on the second page of changes).
-    renamed = threads[case.finding(RENAMED_MESSAGE)["fingerprint"]]
-    assert renamed["threadContext"]["filePath"] == "/new_name.py"
+    renamed = threads[case.finding(RENAMED)["fingerprint"]]
+    assert renamed["threadContext"]["filePath"] == "/lib/new_name.py"
+    assert renamed["threadContext"]["rightFileStart"]["line"] == 6
+    # An unchanged context line is a line like any other for Azure.
+    assert threads[case.finding(CONTEXT)["fingerprint"]]["threadContext"]["rightFileStart"]["line"] == 5
     assert renamed["pullRequestThreadContext"]["changeTrackingId"] == 4
     assert all(t["status"] == "active" for t in threads.values())
     [summary] = general(azure)
     assert "threadContext" not in summary
-    assert UNANCHORED_MESSAGE in summary["comments"][0]["content"] and case.report["verdict"] in summary["comments"][0][
+    assert UNANCHORED in summary["comments"][0]["content"] and case.report["verdict"] in summary["comments"][0][
         "content"]
     [status] = pull(azure).statuses
     assert (status["state"], status["context"], status["iterationId"]) == (
@@ -148,35 +153,40 @@ def test_a_thread_per_finding_on_its_lines_the_rest_in_one_thread_and_a_status(c
     assert {r.headers["authorization"] for r in azure.requests} == {f"Bearer {TOKEN}"}
 
 
-def test_a_rerun_edits_the_general_thread_and_posts_only_what_is_new(case: ReportCase, azure: FakeAzure) -> None:
+def test_a_rerun_posts_only_what_is_new_and_edits_the_general_thread(case: ReportCase, azure: FakeAzure) -> None:
     env = pr_env(case, azure)
     one_line(publish(case, env))
     line = one_line(publish(case, env))
-    assert "0 inline comment(s), 1 finding(s) in the general thread, 4 already posted earlier" in line
-    assert len(pull(azure).threads) == 5 and len(general(azure)) == 1
-    # The general thread now counts the four as commented earlier: its comment is edited, not posted again.
-    [edit] = [r for r in azure.writes() if r.method == "PATCH"]
-    assert re.search(r"/threads/\d+/comments/1$", edit.path) and "4 commented inline" in edit.body["content"]
-    azure.requests.clear()
+    assert line == ("ocr-hook: publish: nothing new to publish on Fabrikam pull request !7: the general thread "
+                    "already says this")
+    assert len(pull(azure).threads) == 6 and len(general(azure)) == 1
+    assert not [r for r in azure.writes() if r.method == "PATCH"]
+    # The status goes on every run (a push's new iteration may have reset it), the same one.
+    assert [s["state"] for s in pull(azure).statuses] == ["failed", "failed"]
     # One more finding: one more thread, and the general thread edited in place (not posted again).
-    extra = {**case.finding(PLAIN_MESSAGE), "message": "Another thought on f3.", "fingerprint": "ab" * 16}
-    later = case.variant("later", findings=[*case.report["findings"], extra])
+    extra = {**case.finding(UNANCHORED), "message": "Another thought on the whole file.", "fingerprint": "ab" * 16}
+    later = case.with_findings("later", findings=[*case.report["findings"], extra])
     line = one_line(publish(case, env, later))
-    assert "1 inline comment(s), 1 finding(s) in the general thread, 4 already posted earlier" in line
+    assert "0 inline comment(s), 2 finding(s) in the general thread, 5 already posted earlier" in line
     assert len(pull(azure).threads) == 6 and len(general(azure)) == 1
     [edit] = [r for r in azure.writes() if r.method == "PATCH"]
-    assert re.search(r"/threads/\d+/comments/1$", edit.path) and "1 as inline comments" in edit.body["content"]
-    assert len(pull(azure).statuses) == 3  # a new status with the same context is how Azure updates one
+    assert re.search(r"/threads/\d+/comments/1$", edit.path) and "Another thought" in edit.body["content"]
+    assert "Another thought" in general(azure)[0]["comments"][0]["content"]
+    extra_inline = {**case.finding(PLAIN), "message": "A thought on f3.", "fingerprint": "cd" * 16}
+    line = one_line(publish(case, env, case.with_findings("inline", findings=[*case.report["findings"],
+                                                                                  extra_inline])))
+    assert "1 inline comment(s)" in line and len(pull(azure).threads) == 7
+    assert len(pull(azure).statuses) == 4  # a new status with the same context is how Azure updates one
 
 
 def test_threads_of_fixed_findings_are_set_to_fixed(case: ReportCase, azure: FakeAzure) -> None:
     env = pr_env(case, azure)
     one_line(publish(case, env))
-    plain = case.finding(PLAIN_MESSAGE)
+    plain = case.finding(PLAIN)
     rest = [f for f in case.report["findings"] if f["fingerprint"] != plain["fingerprint"]]
     resolved = [{k: plain[k] for k in ("path", "fingerprint", "severity", "category", "message", "start_line",
                                        "end_line")}]
-    line = one_line(publish(case, env, case.variant("fixed", findings=rest, resolved=resolved)))
+    line = one_line(publish(case, env, case.with_findings("fixed", findings=rest, resolved=resolved)))
     assert "1 thread(s) resolved" in line
     assert by_fingerprint(azure)[plain["fingerprint"]]["status"] == "fixed"
     assert {t["status"] for fp, t in by_fingerprint(azure).items() if fp != plain["fingerprint"]} == {"active"}
@@ -190,10 +200,10 @@ def test_a_passing_review_is_a_succeeded_status(case: ReportCase, azure: FakeAzu
 
 
 def test_markers_in_somebody_elses_thread_count_for_nothing(case: ReportCase, azure: FakeAzure) -> None:
-    fp = case.finding(PLAIN_MESSAGE)["fingerprint"]
+    fp = case.finding(PLAIN)["fingerprint"]
     azure.add_thread(7, f"<!-- ocr-hook fingerprint={fp} --> quoted by a person", path="/app.py", line=6)
     line = one_line(publish(case, pr_env(case, azure)))
-    assert "4 inline comment(s)" in line and "already" not in line
+    assert "5 inline comment(s)" in line and "already" not in line
     assert by_fingerprint(azure)[fp]["comments"][0]["author"]["id"] == azure.identity["id"]
 
 
@@ -224,7 +234,7 @@ def test_a_rate_limit_is_waited_out(case: ReportCase, azure: FakeAzure) -> None:
     azure.faults = [(429, {"message": "Request was blocked due to exceeding usage of resource."},
                      {"Retry-After": "0"})]
     line = one_line(publish(case, pr_env(case, azure)))
-    assert "4 inline comment(s)" in line and azure.requests[0].status == 429
+    assert "5 inline comment(s)" in line and azure.requests[0].status == 429
     azure.faults = [(429, {"message": "Request was blocked due to exceeding usage of resource."},
                      {"Retry-After": "3600"})]
     line = one_line(publish(case, pr_env(case, azure)))

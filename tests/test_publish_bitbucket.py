@@ -19,19 +19,19 @@ import yaml
 from ci_repos import ci_free_env
 from fake_bitbucket import API_HOST, FakeBitbucket
 from review_report_case import (
-    FIXED_MESSAGE,
+    CONTEXT,
+    FIXED,
     LONG_MESSAGE,
     NEW_NAME,
-    OUTSIDE_MESSAGE,
+    OUTSIDE,
     PATH,
-    PLAIN_MESSAGE,
-    RENAMED_MESSAGE,
-    UNANCHORED_MESSAGE,
+    PLAIN,
+    RENAMED,
+    UNANCHORED,
     ReportCase,
 )
 
 TOKEN = "ATCTT3xFfGN0bitbucketFakeToken0123456789abcdef"
-REPORTS = "/2.0/repositories/team/app/commit/{sha}/reports/ocr-hook"
 
 
 @pytest.fixture(scope="module")
@@ -96,32 +96,33 @@ def test_a_report_on_the_head_commit_with_annotations_at_their_lines(case: Repor
                                                                        bitbucket: FakeBitbucket) -> None:
     line = one_line(publish(case, pipelines_env(case, bitbucket)))
     assert line == (f"ocr-hook: publish: published a Code Insights report (FAILED) on team/app@{case.head[:12]} "
-                    "(pull request #7): 4 annotation(s) on lines, 1 on files")
+                    "(pull request #7): 5 annotation(s) on lines, 1 on files")
     report = bitbucket.reports[(case.head, "ocr-hook")]
     assert (report["result"], report["report_type"], report["reporter"]) == ("FAILED", "BUG", "ocr-hook")
     assert case.report["verdict"] in report["details"]
     by_id = annotations(bitbucket, case)
-    fp = {m: case.finding(m)["fingerprint"] for m in (FIXED_MESSAGE, PLAIN_MESSAGE, UNANCHORED_MESSAGE,
-                                                     OUTSIDE_MESSAGE, RENAMED_MESSAGE)}
+    fp = {m: case.finding(m)["fingerprint"] for m in (FIXED, PLAIN, CONTEXT, UNANCHORED, OUTSIDE, RENAMED)}
     assert set(by_id) == set(fp.values())  # external_id is the fingerprint
-    assert (by_id[fp[FIXED_MESSAGE]]["path"], by_id[fp[FIXED_MESSAGE]]["line"]) == (PATH, 3)
-    assert by_id[fp[FIXED_MESSAGE]]["severity"] == "HIGH" and by_id[fp[FIXED_MESSAGE]]["annotation_type"] == "BUG"
-    assert "Suggested change:\ndef f2(x):\n    return x + 2" in by_id[fp[FIXED_MESSAGE]]["details"]
-    assert (by_id[fp[PLAIN_MESSAGE]]["line"], by_id[fp[OUTSIDE_MESSAGE]]["line"]) == (6, 36)
+    assert (by_id[fp[FIXED]]["path"], by_id[fp[FIXED]]["line"]) == (PATH, 3)
+    assert by_id[fp[FIXED]]["severity"] == "HIGH" and by_id[fp[FIXED]]["annotation_type"] == "BUG"
+    assert "Suggested change:\ndef f2(x):\n    return x + 2" in by_id[fp[FIXED]]["details"]
+    assert (by_id[fp[PLAIN]]["line"], by_id[fp[CONTEXT]]["line"], by_id[fp[OUTSIDE]]["line"]) == (6, 5, 36)
     # The renamed file's annotation names its new path, at the line the review found.
-    assert (by_id[fp[RENAMED_MESSAGE]]["path"], by_id[fp[RENAMED_MESSAGE]]["line"]) == (NEW_NAME, 2)
-    assert "line" not in by_id[fp[UNANCHORED_MESSAGE]] and by_id[fp[UNANCHORED_MESSAGE]]["path"] == PATH
-    assert "(about the whole file)" in by_id[fp[UNANCHORED_MESSAGE]]["details"]
+    assert (by_id[fp[RENAMED]]["path"], by_id[fp[RENAMED]]["line"]) == (NEW_NAME, 6)
+    assert "line" not in by_id[fp[UNANCHORED]] and by_id[fp[UNANCHORED]]["path"] == PATH
+    assert "(about the whole file)" in by_id[fp[UNANCHORED]]["details"]
     # The head's files were read, the old report deleted, the new one put, the annotations posted in one go.
-    steps = [(r.method, r.path.rsplit("/", 1)[-1]) for r in bitbucket.requests]
+    src = f"/2.0/repositories/team/app/src/{case.head}/"
+    steps = [(r.method, r.path.removeprefix(src) if r.path.startswith(src) else r.path.rsplit("/", 1)[-1])
+             for r in bitbucket.requests]
     assert steps == [("GET", PATH), ("GET", NEW_NAME), ("DELETE", "ocr-hook"), ("PUT", "ocr-hook"),
                      ("POST", "annotations")]
     assert {r.headers["authorization"] for r in bitbucket.requests} == {f"Bearer {TOKEN}"}
 
 
 def test_a_summary_over_450_characters_is_cut_with_an_ellipsis(case: ReportCase, bitbucket: FakeBitbucket) -> None:
-    long = {**case.finding(PLAIN_MESSAGE), "message": LONG_MESSAGE}
-    one_line(publish(case, pipelines_env(case, bitbucket), case.variant("long", findings=[long])))
+    long = {**case.finding(PLAIN), "message": LONG_MESSAGE}
+    one_line(publish(case, pipelines_env(case, bitbucket), case.with_findings("long", findings=[long])))
     [annotation] = annotations(bitbucket, case).values()
     assert len(annotation["summary"]) == 450 and annotation["summary"].endswith("…")
     assert annotation["summary"].startswith("medium · bug: This message is long on purpose.")
@@ -130,14 +131,14 @@ def test_a_summary_over_450_characters_is_cut_with_an_ellipsis(case: ReportCase,
 
 
 def test_over_100_annotations_go_in_requests_of_100(case: ReportCase, bitbucket: FakeBitbucket) -> None:
-    line = one_line(publish(case, pipelines_env(case, bitbucket), case.variant("many", findings=case.many(150))))
+    line = one_line(publish(case, pipelines_env(case, bitbucket), case.with_findings("many", findings=case.many(150))))
     assert "150 annotation(s) on lines, 0 on files" in line
     assert [(len(r.body), r.status) for r in posts(bitbucket)] == [(100, 200), (50, 200)]
     assert len(annotations(bitbucket, case)) == 150
 
 
 def test_over_1000_findings_are_capped_and_said(case: ReportCase, bitbucket: FakeBitbucket) -> None:
-    line = one_line(publish(case, pipelines_env(case, bitbucket), case.variant("most", findings=case.many(1005))))
+    line = one_line(publish(case, pipelines_env(case, bitbucket), case.with_findings("most", findings=case.many(1005))))
     assert "1000 annotation(s) on lines, 0 on files, 5 beyond Bitbucket's 1,000 a report, not annotated" in line
     assert [len(r.body) for r in posts(bitbucket)] == [100] * 10 and {r.status for r in posts(bitbucket)} == {200}
     assert len(annotations(bitbucket, case)) == 1000
@@ -167,7 +168,7 @@ def test_inside_pipelines_the_proxy_signs_and_no_credential_is_sent(case: Report
     assert "published a Code Insights report (FAILED)" in line
     assert bitbucket.requests and all(r.via_proxy and r.host == API_HOST for r in bitbucket.requests)
     assert all("authorization" not in r.headers for r in bitbucket.requests)
-    assert len(annotations(bitbucket, case)) == 5
+    assert len(annotations(bitbucket, case)) == 6
 
 
 def test_outside_pipelines_without_a_token_nothing_is_sent(case: ReportCase, bitbucket: FakeBitbucket) -> None:
@@ -221,7 +222,8 @@ def test_rate_limits_are_waited_out_and_a_500_is_one_line(case: ReportCase, bitb
 
 def test_a_refused_batch_says_how_far_it_got(case: ReportCase, bitbucket: FakeBitbucket) -> None:
     bitbucket.refuse_bulk_after = 1  # the second request of annotations gets a 500
-    line = one_line(publish(case, pipelines_env(case, bitbucket), case.variant("refused", findings=case.many(150))))
+    report = case.with_findings("refused", findings=case.many(150))
+    line = one_line(publish(case, pipelines_env(case, bitbucket), report))
     assert "HTTP 500: Something went wrong (the report is there with 100 of 150 annotations)" in line
     assert len(annotations(bitbucket, case)) == 100
 

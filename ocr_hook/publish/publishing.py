@@ -32,6 +32,9 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
                    stale=stale)
     plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
     if not plan.post:
+        # The status still goes on every run: a push makes a new iteration (Azure), whose status policy
+        # may have reset the last one, even when the findings are the same.
+        adapter.report_verdict(report, report.exit_code == 0)
         return (f"nothing new to publish on {adapter.target}: {plan.already} finding(s) already posted, "
                 "same verdict")
     refusal = ""
@@ -48,6 +51,7 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
     if not posted_inline and not plan.resolve and not refusal and before.summary is not None \
             and before.summary.body == body:
+        adapter.report_verdict(report, report.exit_code == 0)
         return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this"
     try:
         _put_summary(adapter, before.summary, body)

@@ -20,22 +20,18 @@ Authentication: a request sent directly needs `Authorization: Bearer TOKEN` with
 "read": 403 on writes). A request sent through the fake as an HTTP proxy (absolute-form target
 `http://api.bitbucket.org/2.0/…`, what Pipelines' proxy at localhost:29418 receives) is authenticated by the
 proxy, so it needs none; one for another host is refused (502), as that proxy only speaks to Bitbucket.
-`faults` queues answers (429 with Retry-After, 500) for the next requests, whatever they are.
+`fail()` (tests/fake_forge.py) queues answers (429 with Retry-After, 500) for the next matching requests.
+The recorded headers of a request that came through the proxy carry `x-via-proxy: HOST` (the fake adds it).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import re
-import threading
 import uuid
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import urlsplit
 
-from fake_github import Recorded
-from loopback_http import LoopbackServer, QuietHandler
+from fake_forge import Answer, FakeForge, Recorded
 
 API_HOST = "api.bitbucket.org"
 MAX_BULK = 100
@@ -54,93 +50,45 @@ _REPORTS = re.compile(r"/2\.0/repositories/([^/]+)/([^/]+)/commit/([0-9a-f]{7,40
 _SRC = re.compile(r"/2\.0/repositories/([^/]+)/([^/]+)/src/([0-9a-f]{7,40})/(.+)")
 
 
-class RawText(str):
-    """A text/plain answer (the src endpoint serves files raw)."""
+VIA_PROXY = "x-via-proxy"
 
 
-@dataclass
-class BitbucketRecorded(Recorded):
-    via_proxy: bool = False
-    host: str = ""
+class FakeBitbucket(FakeForge):
+    name = "bitbucket"
 
-
-class FakeBitbucket:
     def __init__(self, workspace: str = "team", repo_slug: str = "app", *, page_size: int = 3) -> None:
         self.workspace, self.repo_slug = workspace, repo_slug
-        self.page_size = page_size  # Bitbucket pages annotations by 10 by default (pagelen up to 100)
-        self.tokens: dict[str, str] = {}  # token → "write" or "read"
         self.commits: set[str] = set()  # commits the repository has (40 hex); others are 404
         self.files: dict[tuple[str, str], str] = {}  # (commit, path) → content, for …/src/{commit}/{path}
         self.reports: dict[tuple[str, str], dict[str, Any]] = {}  # (commit, external id) → report
         self.annotations: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # same key → external_id → one
-        self.requests: list[BitbucketRecorded] = []
-        self.faults: list[tuple[int, Any, dict[str, str]]] = []  # answered first, in order, to any request
-        self.link_base: str | None = None  # `next` links on another origin (a client must not follow)
         self.refuse_bulk_after: int | None = None  # bulk requests after this many get a 500 (an outage mid-way)
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.fake = self
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__(page_size=page_size)  # Bitbucket pages annotations by 10 (pagelen up to 100)
         self.api_url = self.url + "/2.0"
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-bitbucket", daemon=True)
-        self._thread.start()
 
     def reset(self) -> None:
-        with self._lock:
+        super().reset()
+        with self.lock:
             self.reports.clear()
             self.annotations.clear()
-            self.requests.clear()
-            self.faults.clear()
             self.tokens.clear()
-            self.link_base = None
             self.refuse_bulk_after = None
 
-    def writes(self) -> list[BitbucketRecorded]:
-        return [r for r in self.requests if r.method != "GET"]
+    def answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Answer:
+        split = urlsplit(target)  # absolute-form: the request came to us as to a proxy
+        headers = {k: v for k, v in headers.items() if k != VIA_PROXY}
+        if split.scheme:
+            headers[VIA_PROXY] = split.netloc
+        return super().answer(method, target, headers, raw)
 
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=1)
-
-    def __enter__(self) -> FakeBitbucket:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- answering ----------------------------------------------------------------------------------------
-
-    def answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any, dict[str, str]]:
-        split = urlsplit(target)
-        via_proxy = bool(split.scheme)  # absolute-form: the request came to us as to a proxy
-        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("latin-1")
-        rec = BitbucketRecorded(method, split.path, query, headers, body, via_proxy=via_proxy,
-                                host=split.netloc if via_proxy else headers.get("host", ""))
-        with self._lock:
-            self.requests.append(rec)
-            if self.faults:
-                status, payload, extra = self.faults.pop(0)
-            else:
-                status, payload, extra = self._route(rec)
-            rec.status = status
-        return status, payload, extra
-
-    def _route(self, rec: BitbucketRecorded) -> tuple[int, Any, dict[str, str]]:
-        if rec.via_proxy:
-            if rec.host != API_HOST:
+    def route(self, rec: Recorded, token: str) -> Answer:
+        if VIA_PROXY in rec.headers:
+            if rec.headers[VIA_PROXY] != API_HOST:
                 return 502, {"type": "error", "error": {"message": f"The proxy only forwards to {API_HOST}"}}, {}
             access = "write"
         else:
-            auth = rec.headers.get("authorization", "")
-            token = auth.split(" ", 1)[1] if auth.lower().startswith("bearer ") else ""
-            if token not in self.tokens:
+            bearer = rec.headers.get("authorization", "").lower().startswith("bearer ")
+            if not bearer or token not in self.tokens:
                 return _error(401, "Token is invalid, expired, or not supported for this endpoint.")
             access = self.tokens[token]
         if src := _SRC.fullmatch(rec.path):
@@ -186,17 +134,16 @@ class FakeBitbucket:
             return self._bulk(key, stored, rec.body)
         return _error(405, "Method not allowed")
 
-    def _src(self, workspace: str, slug: str, commit: str, path: str) -> tuple[int, Any, dict[str, str]]:
+    def _src(self, workspace: str, slug: str, commit: str, path: str) -> Answer:
         if (workspace, slug) != (self.workspace, self.repo_slug):
             return _error(404, "Repository not found")
         if commit not in self.commits:
             return _error(404, f"Commit not found: {commit}")
-        name = unquote(path)
-        if (commit, name) not in self.files:
-            return _error(404, f"No such file or directory: {name}")
-        return 200, RawText(self.files[(commit, name)]), {}
+        if (commit, path) not in self.files:
+            return _error(404, f"No such file or directory: {path}")
+        return 200, self.files[(commit, path)], {}
 
-    def _put_report(self, key: tuple[str, str], body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _put_report(self, key: tuple[str, str], body: Any) -> Answer:
         if not isinstance(body, dict):
             return _bad_request("The request body must be a JSON object.")
         for name in ("title", "report_type"):
@@ -218,7 +165,7 @@ class FakeBitbucket:
         return 200, report, {}
 
     def _bulk(self, key: tuple[str, str], stored: dict[str, dict[str, Any]],
-              body: Any) -> tuple[int, Any, dict[str, str]]:
+              body: Any) -> Answer:
         if not isinstance(body, list):
             return _bad_request("The request body must be a list of annotations.")
         if len(body) > MAX_BULK:
@@ -239,13 +186,13 @@ class FakeBitbucket:
             created.append(one)
         return 200, created, {}
 
-    def _page(self, rec: BitbucketRecorded, items: list[dict[str, Any]]) -> tuple[int, Any, dict[str, str]]:
+    def _page(self, rec: Recorded, items: list[dict[str, Any]]) -> Answer:
         pagelen = min(int(rec.query.get("pagelen", 10)), 100, self.page_size)
         page = int(rec.query.get("page", 1))
         chunk = items[(page - 1) * pagelen: page * pagelen]
         answer: dict[str, Any] = {"pagelen": pagelen, "page": page, "size": len(items), "values": chunk}
         if page * pagelen < len(items):
-            base = self.link_base or (f"http://{API_HOST}" if rec.via_proxy else self.url)
+            base = self.link_base or (f"http://{API_HOST}" if VIA_PROXY in rec.headers else self.url)
             answer["next"] = f"{base}{rec.path}?pagelen={pagelen}&page={page + 1}"
         return 200, answer, {}
 
@@ -275,42 +222,14 @@ def _annotation_problem(a: Any) -> str | None:
     return None
 
 
-def _error(status: int, message: str) -> tuple[int, Any, dict[str, str]]:
+def _error(status: int, message: str) -> Answer:
     return status, {"type": "error", "error": {"message": message}}, {}
 
 
-def _bad_request(message: str) -> tuple[int, Any, dict[str, str]]:
+def _bad_request(message: str) -> Answer:
     return 400, {"key": "report-service.general.bad-request", "message": message, "arguments": {}}, {}
 
 
-def _report_missing(report_id: str) -> tuple[int, Any, dict[str, str]]:
+def _report_missing(report_id: str) -> Answer:
     return 404, {"key": "report-service.report.not-found", "message": f"Report {report_id} not found",
                  "arguments": {}}, {}
-
-
-class _Server(LoopbackServer):
-    fake: FakeBitbucket
-
-
-class _Handler(QuietHandler):
-    server: _Server
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload, extra = self.server.fake.answer(self.command, self.path, headers, raw)
-        if isinstance(payload, RawText):
-            data, kind = payload.encode("utf-8"), "text/plain; charset=utf-8"
-        else:
-            data, kind = (b"", "") if payload is None else (json.dumps(payload).encode("utf-8"), "application/json")
-        self.send_response(status)
-        if kind:
-            self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_GET = do_POST = do_PUT = do_DELETE = _serve

@@ -17,7 +17,7 @@ import forked_cli
 import pytest
 import yaml
 from ci_repos import ci_free_env
-from fake_bitbucket import API_HOST, FakeBitbucket
+from fake_bitbucket import API_HOST, VIA_PROXY, FakeBitbucket
 from review_report_case import (
     CONTEXT,
     FIXED,
@@ -166,7 +166,7 @@ def test_inside_pipelines_the_proxy_signs_and_no_credential_is_sent(case: Report
     del env["BITBUCKET_API_URL"]
     line = one_line(publish(case, env))
     assert "published a Code Insights report (FAILED)" in line
-    assert bitbucket.requests and all(r.via_proxy and r.host == API_HOST for r in bitbucket.requests)
+    assert bitbucket.requests and all(r.headers.get(VIA_PROXY) == API_HOST for r in bitbucket.requests)
     assert all("authorization" not in r.headers for r in bitbucket.requests)
     assert len(annotations(bitbucket, case)) == 6
 
@@ -206,18 +206,18 @@ def test_an_unknown_commit_is_one_line(case: ReportCase, bitbucket: FakeBitbucke
 
 
 def test_rate_limits_are_waited_out_and_a_500_is_one_line(case: ReportCase, bitbucket: FakeBitbucket) -> None:
-    limited = (429, {"type": "error", "error": {"message": "Rate limit for this resource has been exceeded"}},
-               {"Retry-After": "0"})
-    bitbucket.faults = [limited, limited]
+    limited = {"type": "error", "error": {"message": "Rate limit for this resource has been exceeded"}}
+    bitbucket.fail(".", 429, limited, {"Retry-After": "0"}, times=2)
     line = one_line(publish(case, pipelines_env(case, bitbucket)))
     assert "published a Code Insights report (FAILED)" in line
     assert [r.status for r in bitbucket.requests[:3]] == [429, 429, 200]
     # A wait longer than the publishing deadline allows is not waited: one line.
-    bitbucket.faults = [(429, limited[1], {"Retry-After": "3600"})]
+    bitbucket.fail(".", 429, limited, {"Retry-After": "3600"})
     line = one_line(publish(case, pipelines_env(case, bitbucket)))
     assert "HTTP 429: Rate limit for this resource has been exceeded (rate limited;" in line
-    bitbucket.faults = [(500, {"type": "error", "error": {"message": "Something went wrong"}}, {})]
-    assert "nothing published on team/app@" in one_line(publish(case, pipelines_env(case, bitbucket)))
+    bitbucket.fail("PUT ", 500, {"type": "error", "error": {"message": "Something went wrong"}})
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert "nothing published on team/app@" in line and "HTTP 500: Something went wrong" in line
 
 
 def test_a_refused_batch_says_how_far_it_got(case: ReportCase, bitbucket: FakeBitbucket) -> None:
@@ -231,7 +231,7 @@ def test_a_refused_batch_says_how_far_it_got(case: ReportCase, bitbucket: FakeBi
 def test_a_redirect_is_not_followed_with_the_token(case: ReportCase, bitbucket: FakeBitbucket) -> None:
     with FakeBitbucket() as elsewhere:
         elsewhere.tokens[TOKEN] = "write"
-        bitbucket.faults = [(302, {}, {"Location": f"{elsewhere.api_url}/repositories/team/app/src/x/app.py"})]
+        bitbucket.fail(".", 302, {}, {"Location": f"{elsewhere.api_url}/repositories/team/app/src/x/app.py"})
         line = one_line(publish(case, pipelines_env(case, bitbucket)))
         assert elsewhere.requests == []
     assert "a redirect; not followed with the token" in line
@@ -292,4 +292,4 @@ def test_the_readme_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitb
     assert "published a Code Insights report (FAILED)" in one_line(published)
     reviewed = json.loads((clone / "ocr.json").read_text(encoding="utf-8"))
     assert {f["fingerprint"] for f in reviewed["findings"]} == set(annotations(bitbucket, case))
-    assert reviewed["findings"] and all(r.via_proxy for r in bitbucket.requests)
+    assert reviewed["findings"] and all(r.headers.get(VIA_PROXY) == API_HOST for r in bitbucket.requests)

@@ -20,21 +20,16 @@ requests" (403), TF401180 for an unknown pull request (404), TF401174 for a miss
 What Azure does not document and the fake checks all the same (messages ours): a thread's
 iteration context must name existing iterations, its changeTrackingId one of those iterations' changes
 for that path, its lines must exist in that file at the iteration's source commit.
-`faults` queues answers (429 with Retry-After, 500) for the next requests.
+`fail()` (tests/fake_forge.py) queues answers (429 with Retry-After, 500) for the next matching requests.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-from fake_github import Recorded
-from loopback_http import LoopbackServer, QuietHandler
+from fake_forge import Answer, FakeForge, Recorded
 
 THREAD_STATUSES = {1: "active", 2: "fixed", 3: "wontFix", 4: "closed", 5: "byDesign", 6: "pending"}
 STATUS_STATES = ("notSet", "pending", "succeeded", "failed", "error", "notApplicable")
@@ -64,34 +59,25 @@ class AzurePull:
     statuses: list[dict[str, Any]] = field(default_factory=list)
 
 
-class FakeAzure:
+class FakeAzure(FakeForge):
+    name = "azure"
+
     def __init__(self, organization: str = "contoso", project: str = "Fabrikam", repository_id: str =
                  "3411ebc1-d5aa-464f-9615-0b527bc66719", *, page_size: int = 2) -> None:
         self.organization, self.project, self.repository_id = organization, project, repository_id
-        self.page_size = page_size  # Azure's changes default to $top=100 (at most 2,000)
-        self.tokens: dict[str, str] = {}  # token → "write" or "read"
         self.identity = {"id": "a1b2c3d4-0000-4000-8000-000000000001",
                          "displayName": f"{project} Build Service ({organization})",
                          "uniqueName": "Build\\a1b2c3d4-0000-4000-8000-000000000001"}
         self.pulls: dict[int, AzurePull] = {}
         self.files: dict[tuple[str, str], str] = {}  # (commit, "/path") → content
-        self.requests: list[Recorded] = []
-        self.faults: list[tuple[int, Any, dict[str, str]]] = []
-        self._ids = itertools.count(1)
-        self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.fake = self
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__(page_size=page_size)  # Azure's changes default to $top=100 (at most 2,000)
         self.collection_uri = f"{self.url}/{organization}/"  # what SYSTEM_COLLECTIONURI holds
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-azure", daemon=True)
-        self._thread.start()
 
     # -- set-up -------------------------------------------------------------------------------------------
 
     def add_pull(self, number: int, iterations: list[Iteration]) -> AzurePull:
         pull = AzurePull(number, list(iterations))
-        with self._lock:
+        with self.lock:
             self.pulls[number] = pull
         return pull
 
@@ -99,53 +85,19 @@ class FakeAzure:
                    path: str | None = None, line: int | None = None, status: str = "active") -> dict[str, Any]:
         """A thread somebody else started (a person, by default)."""
         who = author or {"id": "p-0001", "displayName": "A Person", "uniqueName": "person@example.com"}
-        thread: dict[str, Any] = {"id": next(self._ids), "status": status, "isDeleted": False,
+        thread: dict[str, Any] = {"id": next(self.ids), "status": status, "isDeleted": False,
                                   "comments": [{"id": 1, "parentCommentId": 0, "author": who, "content": content,
                                                 "commentType": "text"}]}
         if path is not None:
             thread["threadContext"] = {"filePath": path, "rightFileStart": {"line": line, "offset": 1},
                                        "rightFileEnd": {"line": line, "offset": 1}}
-        with self._lock:
+        with self.lock:
             self.pulls[number].threads.append(thread)
         return thread
 
-    def writes(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method != "GET"]
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=1)
-
-    def __enter__(self) -> FakeAzure:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- answering ----------------------------------------------------------------------------------------
-
-    def answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> tuple[int, Any, dict[str, str]]:
-        split = urlsplit(target)
-        query = {k: v[-1] for k, v in parse_qs(split.query).items()}
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = raw.decode("latin-1")
-        rec = Recorded(method, split.path, query, headers, body)
-        with self._lock:
-            self.requests.append(rec)
-            if self.faults:
-                status, payload, extra = self.faults.pop(0)
-            else:
-                status, payload, extra = self._route(rec)
-            rec.status = status
-        return status, payload, extra
-
-    def _route(self, rec: Recorded) -> tuple[int, Any, dict[str, str]]:
-        auth = rec.headers.get("authorization", "")
-        token = auth.split(" ", 1)[1] if auth.lower().startswith("bearer ") else ""
-        if token not in self.tokens:
+    def route(self, rec: Recorded, token: str) -> Answer:
+        bearer = rec.headers.get("authorization", "").lower().startswith("bearer ")
+        if not bearer or token not in self.tokens:
             return _error(401, "TF400813: The user '' is not authorized to access this resource.",
                           "UnauthorizedRequestException", "Microsoft.TeamFoundation.Framework.Server")
         if "api-version" not in rec.query:
@@ -213,7 +165,7 @@ class FakeAzure:
         return {"id": number, "sourceRefCommit": {"commitId": it.source_commit},
                 "targetRefCommit": {"commitId": it.target_commit}, "commonRefCommit": {"commitId": it.target_commit}}
 
-    def _changes(self, pull: AzurePull, number: int, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+    def _changes(self, pull: AzurePull, number: int, query: dict[str, str]) -> Answer:
         if not 1 <= number <= len(pull.iterations):
             return _bad_request(f"TF401172: The pull request iteration {number} does not exist.")
         top = min(int(query.get("$top", 100)), 2000, self.page_size)
@@ -230,7 +182,7 @@ class FakeAzure:
         return 200, {"changeEntries": entries, "nextSkip": skip + top if more else 0,
                      "nextTop": top if more else 0}, {}
 
-    def _item(self, query: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
+    def _item(self, query: dict[str, str]) -> Answer:
         path, commit = query.get("path", ""), query.get("versionDescriptor.version", "")
         if (commit, path) not in self.files:
             return _error(404, f"TF401174: The item '{path}' could not be found in the repository at the version "
@@ -241,7 +193,7 @@ class FakeAzure:
             item["content"] = self.files[(commit, path)]
         return 200, item, {}
 
-    def _create_thread(self, pull: AzurePull, body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _create_thread(self, pull: AzurePull, body: Any) -> Answer:
         if not isinstance(body, dict):
             return _bad_request("The request body is not a pull request thread.")
         comments = body.get("comments")
@@ -257,7 +209,7 @@ class FakeAzure:
             problem = self._context_problem(pull, context, body.get("pullRequestThreadContext"))
             if problem:
                 return _bad_request(problem)
-        thread = {"id": next(self._ids), "status": _status_word(body.get("status", "active")), "isDeleted": False,
+        thread = {"id": next(self.ids), "status": _status_word(body.get("status", "active")), "isDeleted": False,
                   "properties": body.get("properties") or {},
                   "comments": [{"id": n, "parentCommentId": int(c.get("parentCommentId") or 0),
                                 "author": dict(self.identity), "content": c["content"],
@@ -297,7 +249,7 @@ class FakeAzure:
             return "The thread's lines are past the end of the file."
         return None
 
-    def _update_thread(self, thread: dict[str, Any], body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _update_thread(self, thread: dict[str, Any], body: Any) -> Answer:
         if not isinstance(body, dict):
             return _bad_request("The request body is not a pull request thread.")
         if "status" in body:
@@ -307,7 +259,7 @@ class FakeAzure:
             thread["status"] = word
         return 200, thread, {}
 
-    def _update_comment(self, thread: dict[str, Any], cid: int, body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _update_comment(self, thread: dict[str, Any], cid: int, body: Any) -> Answer:
         comment = next((c for c in thread["comments"] if c["id"] == cid), None)
         if comment is None:
             return _error(404, f"TF401182: The comment {cid} was not found.", "GitPullRequestCommentNotFoundException",
@@ -320,7 +272,7 @@ class FakeAzure:
         comment["content"] = body["content"]
         return 200, comment, {}
 
-    def _create_status(self, pull: AzurePull, body: Any) -> tuple[int, Any, dict[str, str]]:
+    def _create_status(self, pull: AzurePull, body: Any) -> Answer:
         if not isinstance(body, dict) or not isinstance(body.get("context"), dict) \
                 or not body["context"].get("name"):
             return _bad_request("The status context name is required.")
@@ -329,7 +281,7 @@ class FakeAzure:
         iteration = body.get("iterationId")
         if iteration is not None and not (isinstance(iteration, int) and 1 <= iteration <= len(pull.iterations)):
             return _bad_request(f"TF401172: The pull request iteration {iteration} does not exist.")
-        status = {**body, "id": next(self._ids), "createdBy": dict(self.identity)}
+        status = {**body, "id": next(self.ids), "createdBy": dict(self.identity)}
         pull.statuses.append(status)
         return 200, status, {}
 
@@ -340,35 +292,11 @@ def _status_word(value: Any) -> str:
     return value if value in THREAD_STATUSES.values() else "unknown"
 
 
-def _error(status: int, message: str, key: str, namespace: str) -> tuple[int, Any, dict[str, str]]:
+def _error(status: int, message: str, key: str, namespace: str) -> Answer:
     return status, {"$id": "1", "innerException": None, "message": message,
                     "typeName": f"{namespace}.{key}, {namespace}", "typeKey": key, "errorCode": 0,
                     "eventId": 3000}, {}
 
 
-def _bad_request(message: str) -> tuple[int, Any, dict[str, str]]:
+def _bad_request(message: str) -> Answer:
     return _error(400, message, "InvalidArgumentValueException", "Microsoft.TeamFoundation.SourceControl.WebApi")
-
-
-class _Server(LoopbackServer):
-    fake: FakeAzure
-
-
-class _Handler(QuietHandler):
-    server: _Server
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        status, payload, extra = self.server.fake.answer(self.command, self.path, headers, raw)
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve

@@ -51,8 +51,7 @@ def server() -> Iterator[FakeAzure]:
 
 @pytest.fixture
 def azure(server: FakeAzure, case: ReportCase) -> FakeAzure:
-    server.requests.clear()
-    server.faults.clear()
+    server.reset()
     server.tokens = {TOKEN: "write"}
     # Two pushes: the second is the reviewed head. Its changes list (pages of 2) holds more files than
     # one page, the rename among them.
@@ -224,19 +223,17 @@ def test_an_unknown_pull_request_and_an_outage_are_one_line(case: ReportCase, az
     line = one_line(publish(case, pr_env(case, azure, SYSTEM_PULLREQUEST_PULLREQUESTID="8")))
     assert "nothing published on Fabrikam pull request !8: HTTP 404: TF401180: The requested pull request was " \
            "not found." in line
-    azure.faults = [(500, {"message": "TF246017: Azure DevOps Server could not connect to the database server."},
-                     {})]
+    azure.fail(".", 500, {"message": "TF246017: Azure DevOps Server could not connect to the database server."})
     assert "HTTP 500: TF246017" in one_line(publish(case, pr_env(case, azure)))
     assert azure.writes() == []
 
 
 def test_a_rate_limit_is_waited_out(case: ReportCase, azure: FakeAzure) -> None:
-    azure.faults = [(429, {"message": "Request was blocked due to exceeding usage of resource."},
-                     {"Retry-After": "0"})]
+    azure.fail(".", 429, {"message": "Request was blocked due to exceeding usage of resource."}, {"Retry-After": "0"})
     line = one_line(publish(case, pr_env(case, azure)))
     assert "5 inline comment(s)" in line and azure.requests[0].status == 429
-    azure.faults = [(429, {"message": "Request was blocked due to exceeding usage of resource."},
-                     {"Retry-After": "3600"})]
+    azure.fail(".", 429, {"message": "Request was blocked due to exceeding usage of resource."},
+               {"Retry-After": "3600"})
     line = one_line(publish(case, pr_env(case, azure)))
     assert "HTTP 429: Request was blocked due to exceeding usage of resource. (rate limited;" in line
 
@@ -255,7 +252,7 @@ def test_not_a_pull_request_build_or_no_token_sends_nothing(case: ReportCase, az
 def test_the_token_goes_to_the_collection_only(case: ReportCase, azure: FakeAzure) -> None:
     with FakeAzure() as elsewhere:
         elsewhere.tokens = {TOKEN: "write"}
-        azure.faults = [(302, {}, {"Location": f"{elsewhere.collection_uri}_apis/connectionData?api-version=7.1"})]
+        azure.fail(".", 302, {}, {"Location": f"{elsewhere.collection_uri}_apis/connectionData?api-version=7.1"})
         line = one_line(publish(case, pr_env(case, azure)))
         assert elsewhere.requests == []
     assert "a redirect; not followed with the token" in line

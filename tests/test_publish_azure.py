@@ -191,6 +191,14 @@ def test_threads_of_fixed_findings_are_set_to_fixed(case: ReportCase, azure: Fak
     assert {t["status"] for fp, t in by_fingerprint(azure).items() if fp != plain["fingerprint"]} == {"active"}
 
 
+def test_a_report_of_another_commit_opens_no_thread_on_a_line(case: ReportCase, azure: FakeAzure) -> None:
+    other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
+    line = one_line(publish(case, pr_env(case, azure), other))
+    assert "0 inline comment(s), 6 finding(s) in the general thread" in line
+    assert f"the report is of commit {'e' * 12}, not of the head {case.head[:12]}: nothing inline" in line
+    assert by_fingerprint(azure) == {} and len(general(azure)) == 1
+
+
 def test_a_passing_review_is_a_succeeded_status(case: ReportCase, azure: FakeAzure) -> None:
     line = one_line(publish(case, pr_env(case, azure), case.clean()))
     assert "0 inline comment(s), 0 finding(s) in the general thread" in line

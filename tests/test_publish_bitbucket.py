@@ -160,6 +160,16 @@ def test_a_rerun_replaces_the_report_and_a_passing_review_leaves_no_annotation(c
     assert [r.body for r in posts(bitbucket)][-1:] != [[]]  # no empty bulk request either
 
 
+def test_a_report_of_another_commit_puts_nothing_on_lines(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
+    line = one_line(publish(case, pipelines_env(case, bitbucket), other))
+    assert "0 annotation(s) on lines, 6 on files" in line
+    assert line.endswith(f"; the report is of commit {'e' * 12}, not {case.head[:12]}: no annotation on a line")
+    assert all("line" not in a for a in annotations(bitbucket, case).values())
+    assert "The review was of commit eeeeeeeeeeee, not this one" in bitbucket.reports[(case.head, "ocr-hook")][
+        "details"]
+
+
 def test_inside_pipelines_the_proxy_signs_and_no_credential_is_sent(case: ReportCase,
                                                                      bitbucket: FakeBitbucket) -> None:
     env = pipelines_env(case, bitbucket, token=None, BITBUCKET_PIPELINES_PROXY=bitbucket.url)

@@ -34,6 +34,7 @@ _TYPE = {Category.SECURITY: "VULNERABILITY", Category.BUG: "BUG", Category.PERFO
 # Why an annotation has no line.
 UNANCHORED = "about the whole file"
 MOVED = "its lines read differently on the commit"
+STALE = "the report is of another commit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +94,9 @@ def annotation(f: Finding, line: int | None, why: str | None) -> dict[str, Any]:
 
 
 def plan_insights(report: Report, head: Mapping[str, Sequence[str]], reviewed: Mapping[str, Sequence[str]],
-                  *, link: str | None = None) -> InsightsPlan:
-    """`head`: the commit's files (as Bitbucket has them) where known; `reviewed`: the checkout's."""
+                  *, link: str | None = None, stale: bool = False) -> InsightsPlan:
+    """`head`: the commit's files (as Bitbucket has them) where known; `reviewed`: the checkout's.
+    `stale`: the report is of another commit, so no annotation goes on a line."""
     live = sorted((f for f in report.findings if f.suppressed is None), key=_importance)
     suppressed = len(report.findings) - len(live)
     chosen, left_out = live[:MAX_ANNOTATIONS], max(0, len(live) - MAX_ANNOTATIONS)
@@ -104,22 +106,27 @@ def plan_insights(report: Report, head: Mapping[str, Sequence[str]], reviewed: M
         start, end = _lines_of(f)
         if not f.anchored or start < 1:
             annotations.append(annotation(f, None, UNANCHORED))
+        elif stale:
+            annotations.append(annotation(f, None, STALE))
         elif not reads_the_same(head.get(f.path), reviewed.get(f.path), start, end):
             annotations.append(annotation(f, None, MOVED))
         else:
             annotations.append(annotation(f, start, None))
             on_lines += 1
-    body = report_body(report, len(live), suppressed, left_out, link=link)
+    body = report_body(report, len(live), suppressed, left_out, link=link, stale=stale)
     return InsightsPlan(body, tuple(annotations), on_lines, len(annotations) - on_lines, left_out, suppressed)
 
 
-def report_body(report: Report, live: int, suppressed: int, left_out: int, *, link: str | None) -> dict[str, Any]:
+def report_body(report: Report, live: int, suppressed: int, left_out: int, *, link: str | None,
+                stale: bool = False) -> dict[str, Any]:
     parts = [visible(report.verdict) or ("PASSED" if report.exit_code == 0 else "FAILED")]
     parts.append(f"{live} finding{'s' if live != 1 else ''}" + (f", {suppressed} suppressed" if suppressed else "")
                  + ".")
     if left_out:
         parts.append(f"Only the {MAX_ANNOTATIONS} most severe are annotated (Bitbucket's limit for a report); "
                      f"{left_out} more are in the job's report files.")
+    if stale:
+        parts.append(f"The review was of commit {report.commit}, not this one: no annotation is on a line.")
     if report.status != "complete":
         parts.append(f"The review is incomplete: {report.skipped} file(s) not reviewed, {report.failed} failed; "
                      "this is not a clean pass.")

@@ -85,11 +85,12 @@ class BitbucketAdapter:
         self.api, self.commit = api, commit
         self.target, self.head_sha = str(commit), commit.sha
 
-    def publish_report(self, report: Report, reviewed: Mapping[str, list[str]]) -> str:
-        """Publish; the line that says what was published. Raises ApiRefusal."""
+    def publish_report(self, report: Report, reviewed: Mapping[str, list[str]], stale: bool = False) -> str:
+        """Publish; the line that says what was published. Raises ApiRefusal. `stale`: the report is of
+        another commit than this one (its line numbers may be other code here: no annotation on a line)."""
         reports = f"{self.commit.prefix}/commit/{self.commit.sha}/reports/{REPORT_ID}"
-        head = self._head_files(report)
-        plan = plan_insights(report, head, reviewed)
+        head = {} if stale else self._head_files(report)
+        plan = plan_insights(report, head, reviewed, stale=stale)
         try:
             self.api.delete(reports)  # its annotations go with it: nothing stale stays
         except ApiRefusal as exc:
@@ -104,7 +105,9 @@ class BitbucketAdapter:
                 raise ApiRefusal(exc.status, f"{exc.message} (the report is there with {posted} of "
                                              f"{len(plan.annotations)} annotations)") from None
             posted += len(batch)
-        return _published(self.commit, plan)
+        line = _published(self.commit, plan)
+        return line + (f"; the report is of commit {report.commit}, not {self.commit.sha[:12]}: no annotation on a "
+                       "line" if stale else "")
 
     def _head_files(self, report: Report) -> dict[str, list[str]]:
         files: dict[str, list[str]] = {}

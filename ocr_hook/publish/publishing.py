@@ -21,8 +21,8 @@ from ocr_hook.publish.report_input import Report
 def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     own = getattr(adapter, "publish_report", None)
     if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
-        return str(own(report, reviewed_lines(checkout, {f.path for f in report.findings if f.anchored})
-                       if checkout else {}))
+        reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
+        return str(own(report, reviewed, is_stale(report, adapter.head_sha, checkout)))
     me = adapter.identity()
     lines = adapter.diff()
     before = earlier(adapter.existing(), me)

@@ -191,6 +191,15 @@ def test_threads_of_fixed_findings_are_set_to_fixed(case: ReportCase, azure: Fak
     assert {t["status"] for fp, t in by_fingerprint(azure).items() if fp != plain["fingerprint"]} == {"active"}
 
 
+def test_lines_that_read_differently_on_the_head_go_in_the_general_thread(case: ReportCase,
+                                                                         azure: FakeAzure) -> None:
+    azure.files[(case.head, "/" + PATH)] = "# one\n# two\n" + AFTER  # the head has two more lines on top
+    line = one_line(publish(case, pr_env(case, azure)))
+    assert "1 inline comment(s), 5 finding(s) in the general thread" in line
+    [summary] = general(azure)
+    assert summary["comments"][0]["content"].count("these lines read differently on the pull request's head") == 4
+
+
 def test_a_report_of_another_commit_opens_no_thread_on_a_line(case: ReportCase, azure: FakeAzure) -> None:
     other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
     line = one_line(publish(case, pr_env(case, azure), other))

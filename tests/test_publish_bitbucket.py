@@ -160,6 +160,17 @@ def test_a_rerun_replaces_the_report_and_a_passing_review_leaves_no_annotation(c
     assert [r.body for r in posts(bitbucket)][-1:] != [[]]  # no empty bulk request either
 
 
+def test_lines_that_read_differently_on_the_commit_are_not_annotated_there(case: ReportCase,
+                                                                          bitbucket: FakeBitbucket) -> None:
+    # What a review of Pipelines' merge of the destination meets when that branch added lines at the top of
+    # the file: on the built commit the same line numbers are other code.
+    bitbucket.files[(case.head, PATH)] = "# one\n# two\n" + bitbucket.files[(case.head, PATH)]
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert "1 annotation(s) on lines, 5 on files" in line  # only the renamed file's finding is on its line
+    moved = [a for a in annotations(bitbucket, case).values() if a["path"] == PATH and "line" not in a]
+    assert len(moved) == 5 and sum("(its lines read differently on the commit)" in a["details"] for a in moved) == 4
+
+
 def test_a_report_of_another_commit_puts_nothing_on_lines(case: ReportCase, bitbucket: FakeBitbucket) -> None:
     other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
     line = one_line(publish(case, pipelines_env(case, bitbucket), other))

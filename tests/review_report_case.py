@@ -9,9 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
+import forked_cli
+import yaml
 from agent_support import main_opening
 from conftest import TEST_API_KEY
 from fake_api import FakeMessagesAPI, Reply, tool_use
@@ -34,7 +39,7 @@ from publish_support import (
 )
 
 __all__ = ["AFTER", "CONTEXT", "FIXED", "LIB_AFTER", "LONG_MESSAGE", "NEW_NAME", "OLD_NAME", "OUTSIDE", "PATH",
-           "PLAIN", "RENAMED", "UNANCHORED", "ReportCase", "script_review"]
+           "PLAIN", "RENAMED", "UNANCHORED", "ReportCase", "readme_block", "run_step", "script_review", "shared_case"]
 
 LONG_MESSAGE = ("This message is long on purpose. " * 20).strip()  # 659 characters: over Bitbucket's 450
 
@@ -85,3 +90,49 @@ class ReportCase(Reviewed):
         args = ["--single-branch"] if single_branch else []
         git(root, "clone", "-q", *args, "--branch", "feature", str(origin), str(clone))
         return clone
+
+
+_SHARED: list[ReportCase] = []
+
+
+def shared_case(factory: Any) -> ReportCase:
+    """One reviewed change per test process for the Bitbucket and Azure modules (the review is the costly
+    part; the tests only read it and write report variants of their own names next to it)."""
+    if not _SHARED:
+        _SHARED.append(ReportCase(factory.mktemp("publish-report")))
+    return _SHARED[0]
+
+
+# --- the README's recipes, run as written ------------------------------------------------------------------
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_block(heading: str, language: str = "yaml") -> Any:
+    text = README.read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1]
+    section = section.split("\n### ", 1)[0]
+    block = re.search(rf"```{language}\n(.*?)\n```", section, re.S)
+    assert block, f"no {language} block under {heading}"
+    return yaml.safe_load(block.group(1))
+
+
+def expand(command: str, env: dict[str, str]) -> str:
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), ""), command)
+
+
+def run_step(commands: list[str], cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """Each command as a shell would run it: `ocr-hook …` through the forked CLI, the rest through bash;
+    the `pip install` of ocr-hook itself is what this checkout already is."""
+    done = []
+    for command in commands:
+        if command.startswith("pip install"):
+            assert "ocr-hook" in command
+            continue
+        if command.startswith("ocr-hook "):
+            args = shlex.split(expand(command, env))[1:]
+            done.append(forked_cli.run(args, cwd=cwd, env=env, timeout=120, errors="replace"))
+        else:
+            done.append(subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
+                                       timeout=60))
+    return done

@@ -30,9 +30,11 @@ from review_report_case import (
     RENAMED,
     UNANCHORED,
     ReportCase,
+    readme_block,
+    run_step,
     script_review,
+    shared_case,
 )
-from test_publish_bitbucket import readme_block, run_step
 
 TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.fakeAzureSystemAccessToken.0123456789"
 EARLIER_HEAD = "e" * 40
@@ -40,7 +42,7 @@ EARLIER_HEAD = "e" * 40
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> ReportCase:
-    return ReportCase(tmp_path_factory.mktemp("azure-publish"))
+    return shared_case(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ the loopback fake of the Code Insights API (tests/fake_bitbucket.py), from a rea
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +13,6 @@ from typing import Any
 
 import forked_cli
 import pytest
-import yaml
 from ci_repos import ci_free_env
 from fake_bitbucket import API_HOST, VIA_PROXY, FakeBitbucket
 from review_report_case import (
@@ -29,6 +26,9 @@ from review_report_case import (
     RENAMED,
     UNANCHORED,
     ReportCase,
+    readme_block,
+    run_step,
+    shared_case,
 )
 
 TOKEN = "ATCTT3xFfGN0bitbucketFakeToken0123456789abcdef"
@@ -36,7 +36,7 @@ TOKEN = "ATCTT3xFfGN0bitbucketFakeToken0123456789abcdef"
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory: pytest.TempPathFactory) -> ReportCase:
-    return ReportCase(tmp_path_factory.mktemp("bitbucket-publish"))
+    return shared_case(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -260,38 +260,6 @@ def test_a_redirect_is_not_followed_with_the_token(case: ReportCase, bitbucket: 
 
 
 # --- the README's recipe, run as written ----------------------------------------------------------------------
-
-README = Path(__file__).resolve().parent.parent / "README.md"
-
-
-def readme_block(heading: str, language: str = "yaml") -> Any:
-    text = README.read_text(encoding="utf-8")
-    section = text.split(f"\n{heading}\n", 1)[1]
-    section = section.split("\n### ", 1)[0]
-    block = re.search(rf"```{language}\n(.*?)\n```", section, re.S)
-    assert block, f"no {language} block under {heading}"
-    return yaml.safe_load(block.group(1))
-
-
-def expand(command: str, env: dict[str, str]) -> str:
-    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), ""), command)
-
-
-def run_step(commands: list[str], cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
-    """Each command as a shell would run it: `ocr-hook …` through the forked CLI, the rest through bash;
-    the `pip install` of ocr-hook itself is what this checkout already is."""
-    done = []
-    for command in commands:
-        if command.startswith("pip install"):
-            assert "ocr-hook" in command
-            continue
-        if command.startswith("ocr-hook "):
-            args = shlex.split(expand(command, env))[1:]
-            done.append(forked_cli.run(args, cwd=cwd, env=env, timeout=120, errors="replace"))
-        else:
-            done.append(subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
-                                       timeout=60))
-    return done
 
 
 def test_the_readme_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbucket, tmp_path: Path) -> None:

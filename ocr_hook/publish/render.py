@@ -24,24 +24,16 @@ from __future__ import annotations
 
 import re
 
-# C0 controls but tab and line feed, DEL, C1 controls, the Arabic letter mark, zero-width and
-# direction marks, line/paragraph separators, bidi embeddings/overrides/isolates, word joiner and
-# invisible operators, the byte-order mark.
-_HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_HIDDEN_IN_NAMES = re.compile(_HIDDEN.pattern[:-1] + r"\t\n]")
+from ocr_hook.reports.base import HIDDEN, escape_hidden
+
 ZWSP = "\u200b"  # what makes a character pair inert without changing how it reads
-
-
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+_HIDDEN = HIDDEN
 
 
 def visible(text: str, *, newlines: bool = True) -> str:
-    """Every hidden character as a visible escape; CRLF and CR become LF first. `newlines=False`
-    escapes line feeds and tabs too (file names, one-line texts)."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n") if newlines else text
-    return (_HIDDEN if newlines else _HIDDEN_IN_NAMES).sub(_escape, text)
+    """Every hidden character as a visible escape (reports.base.escape_hidden: the GitHub annotations
+    use the same); `newlines=False` escapes line feeds and tabs too (file names, one-line texts)."""
+    return escape_hidden(text, newlines=newlines)
 
 
 # A line's first non-blank character that could start a block construct (or a quick action), and

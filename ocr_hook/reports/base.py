@@ -57,6 +57,26 @@ def sanitize_text(text: str) -> str:
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
+# What `escape_hidden` shows as an escape: C0 controls but tab and line feed, DEL, C1 controls, the
+# Arabic letter mark, zero-width and direction marks, line/paragraph separators, bidi embeddings,
+# overrides and isolates, word joiner and invisible operators, the byte-order mark.
+HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_HIDDEN_IN_NAMES = re.compile(HIDDEN.pattern[:-1] + r"\t\n]")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_hidden(text: str, *, newlines: bool = True) -> str:
+    """Every control, bidi and invisible character as a visible escape (`\\x1b`, `\\u202e`, `\\x00`), so
+    nothing is reordered or silently dropped: a path with U+202E still names that path, readably. CRLF
+    and CR become LF first; `newlines=False` escapes line feeds and tabs too (file names)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n") if newlines else text
+    return (HIDDEN if newlines else _HIDDEN_IN_NAMES).sub(_escape_char, text)
+
+
 def neutralize_commands(text: str) -> str:
     """Stop any line from being read as a GitHub Actions workflow command.
 

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 from ocr_hook import gate
 from ocr_hook.findings import Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
-from ocr_hook.reports.base import coverage_groups, line_range, safe_for_log, sanitize_text, severity_order
+from ocr_hook.reports.base import (
+    coverage_groups,
+    escape_hidden,
+    line_range,
+    safe_for_log,
+    sanitize_text,
+    severity_order,
+)
 from ocr_hook.reports.text import summary_line
 from ocr_hook.store.atomic import ReportWriteError
 
@@ -61,14 +68,16 @@ def _clip(text: str, limit: int) -> str:
 
 
 def finding_annotation(f: Finding) -> str:
-    message = sanitize_text(f.message.strip() or "(no message)")
+    # Hidden characters are shown escaped, never dropped (issue 33): a message keeps what it said, and a
+    # path with U+202E names the file it names, readably, instead of one that does not exist.
+    message = escape_hidden(f.message.strip() or "(no message)")
     suggestion = shown_suggestion(f)
     if suggestion:
-        message += "\n\nSuggested code:\n" + sanitize_text(suggestion)
+        message += "\n\nSuggested code:\n" + escape_hidden(suggestion)
     title = f"ocr-hook: {f.severity.value} {f.category.value}"
     if f.status != "new":  # review memory: carried from the last review, or raised late on unchanged lines
         title += f" ({f.status})"
-    path = sanitize_text(f.path)
+    path = escape_hidden(f.path, newlines=False)
     if not f.anchored:
         return annotation(LEVEL[f.severity], _clip(message + "\n\n(about the whole file)", MAX_MESSAGE),
                           file=path, title=title)

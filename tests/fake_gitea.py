@@ -1,0 +1,130 @@
+"""A fake of the Gitea (and Forgejo) API v1 parts `ocr-hook publish --to gitea` uses, on 127.0.0.1.
+
+From Gitea's swagger (`/api/swagger`: repoGetPullRequest, repoDownloadPullDiffOrPatch, repoListPullReviews,
+repoGetPullReviewComments, repoCreatePullReview, userGetCurrent) and its error shape {"message", "url"}:
+* `Authorization: token T`; an unknown token is 401 {"message": "user does not exist …"}.
+* GET /user → {id, login}. The Actions job token may not read it (403, the scope error Gitea sends).
+* GET /repos/{o}/{r}/pulls/{n}.diff → the pull request's diff as text (`git diff` of base...head).
+* GET …/pulls/{n}/reviews → [PullReview {id, user, body, state, commit_id, comments_count}], pages by
+  `page`/`limit` with a Link header; GET …/reviews/{id}/comments → [PullReviewComment].
+* POST …/pulls/{n}/reviews {body, commit_id, event, comments: [{path, body, new_position,
+  old_position}]} → 200 PullReview. A comment Gitea cannot place (a path not in the diff, a
+  new_position outside every hunk) fails the whole review with 500 and an empty message, as Gitea's
+  CreateCodeComment does; COMMENT with no body and no comments is 422.
+* A read-only token: 403 on every write.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_forge import Answer, FakeForge, Recorded
+from unidiff import PatchSet
+
+ACTIONS_SCOPE = "token does not have at least one of required scope(s): [read:user]"
+WRITE_SCOPE = "token does not have at least one of required scope(s): [write:repository]"
+
+
+@dataclass
+class GiteaPull:
+    number: int
+    head_sha: str
+    diff: str
+    reviews: list[dict[str, Any]] = field(default_factory=list)
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # review id → its comments
+
+
+class FakeGitea(FakeForge):
+    name = "gitea"
+
+    def __init__(self, repository: str = "octo/app", **kw: Any) -> None:
+        super().__init__(**kw)
+        self.repository = repository
+        self.logins: dict[str, str] = {}  # token → login; "actions" tokens write as gitea-actions
+        self.pulls: dict[int, GiteaPull] = {}
+
+    @property
+    def api(self) -> str:
+        return self.url + "/api/v1"
+
+    def add_pull(self, number: int, head: str, diff: str) -> GiteaPull:
+        pull = GiteaPull(number, head, diff)
+        with self.lock:
+            self.pulls[number] = pull
+        return pull
+
+    def add_review(self, number: int, body: str, login: str = "someone",
+                   comments: list[dict[str, Any]] | None = None) -> None:
+        with self.lock:
+            self._review(self.pulls[number], body, {"id": 9, "login": login}, comments or [])
+
+    def _error(self, status: int, message: str) -> Answer:
+        return status, {"message": message, "url": f"{self.url}/api/swagger"}, {}
+
+    def route(self, rec: Recorded, token: str) -> Answer:
+        if token not in self.tokens:
+            return self._error(401, "user does not exist [uid: 0, name: ]")
+        path = rec.path.removeprefix("/api/v1")
+        kind = self.tokens[token]
+        user = ({"id": -2, "login": "gitea-actions"} if kind == "actions"
+                else {"id": 5, "login": self.logins.get(token, "ocr-bot")})
+        if path == "/user" and rec.method == "GET":
+            return self._error(403, ACTIONS_SCOPE) if kind == "actions" else (200, user, {})
+        m = re.fullmatch(rf"/repos/{re.escape(self.repository)}/pulls/(\d+)(\.diff|/.*)?", path)
+        if not m:
+            return self._error(404, "The target couldn't be found.")
+        pull = self.pulls.get(int(m.group(1)))
+        if pull is None:
+            return self._error(404, "The target couldn't be found.")
+        rest = m.group(2) or ""
+        if rec.method == "GET":
+            if rest == ".diff":
+                return 200, pull.diff, {}
+            if rest == "/reviews":
+                return self.page(rec, pull.reviews, size_param="limit")
+            if c := re.fullmatch(r"/reviews/(\d+)/comments", rest):
+                return self.page(rec, pull.comments.get(int(c.group(1)), []), size_param="limit")
+            if rest == "":
+                return 200, {"number": pull.number, "head": {"sha": pull.head_sha}, "state": "open"}, {}
+        if rec.method == "POST" and rest == "/reviews":
+            if kind == "read":
+                return self._error(403, WRITE_SCOPE)
+            return self._create(pull, rec.body, user)
+        return self._error(404, "The target couldn't be found.")
+
+    def _review(self, pull: GiteaPull, body: str, user: dict[str, Any], comments: list[dict[str, Any]]
+                ) -> dict[str, Any]:
+        review = {"id": next(self.ids), "user": user, "body": body, "state": "COMMENT", "commit_id": pull.head_sha,
+                  "stale": False, "official": False, "comments_count": len(comments)}
+        pull.reviews.append(review)
+        pull.comments[review["id"]] = [{"id": next(self.ids), "user": user, "pull_request_review_id": review["id"],
+                                        "body": c["body"], "path": c["path"], "position": c.get("new_position", 0),
+                                        "original_position": c.get("old_position", 0),
+                                        "commit_id": pull.head_sha} for c in comments]
+        return review
+
+    def _create(self, pull: GiteaPull, body: Any, user: dict[str, Any]) -> Answer:
+        if not isinstance(body, dict):
+            return self._error(422, "[]: json: cannot unmarshal")
+        event = body.get("event", "")
+        if event not in ("APPROVED", "REQUEST_CHANGES", "COMMENT", "PENDING", ""):
+            return self._error(422, f"unknown review event: {event}")
+        comments = body.get("comments") or []
+        if event == "COMMENT" and not (body.get("body") or "").strip() and not comments:
+            return self._error(422, "review event COMMENT requires a body or a comment")
+        hunks = _new_hunks(pull.diff)
+        for c in comments:
+            line = c.get("new_position") if isinstance(c, dict) else None
+            if not isinstance(line, int) or not any(line in h for h in hunks.get(c.get("path"), [])):
+                return self._error(500, "")  # CreateCodeComment failed; Gitea hides why
+        return 200, self._review(pull, str(body.get("body") or ""), user, comments), {}
+
+
+def _new_hunks(diff: str) -> dict[str, list[range]]:
+    found: dict[str, list[range]] = {}
+    for patched in PatchSet(diff):
+        name = patched.target_file[2:] if patched.target_file.startswith("b/") else patched.target_file
+        found[name] = [range(h.target_start, h.target_start + h.target_length) for h in patched]
+    return found

@@ -1,0 +1,149 @@
+"""`ocr-hook publish` on a Gitea/Forgejo pull request (issue 29) against the fake Gitea API (tests/fake_gitea.py).
+
+The report is a real review of a real repository (tests/publish_support.py); the fake's `.diff` is that
+branch's `git diff main...feature`, as Gitea serves it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_gitea import FakeGitea, GiteaPull
+from publish_support import CONTEXT, FIXED, NEW_NAME, OUTSIDE, PATH, PLAIN, RENAMED, UNANCHORED, Reviewed, publish_cli
+
+TOKEN = "gitea_fakeTokenValue0123456789abcdef0123"
+ACTIONS_TOKEN = "gta_actionsJobTokenValue0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> Reviewed:
+    return Reviewed(tmp_path_factory.mktemp("publish-gitea"))
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeGitea]:
+    with FakeGitea() as fake:
+        yield fake
+
+
+@pytest.fixture
+def gitea(server: FakeGitea) -> FakeGitea:
+    server.reset()
+    server.tokens.clear()
+    server.tokens.update({TOKEN: "write", ACTIONS_TOKEN: "actions"})
+    server.pulls.clear()
+    return server
+
+
+@pytest.fixture
+def pull(case: Reviewed, gitea: FakeGitea) -> GiteaPull:
+    pull = gitea.add_pull(7, case.head, case.unified)
+    gitea.add_review(7, "LGTM mostly.")  # two reviews by people: ocr-hook's own land on a second page
+    gitea.add_review(7, "One question inline.")
+    return pull
+
+
+def ci(tmp: Path, gitea: FakeGitea, head: str, **over: str) -> dict[str, str]:
+    event = tmp / "event.json"
+    event.write_text(json.dumps({"action": "synchronized", "number": 7, "pull_request": {
+        "number": 7, "head": {"sha": head, "ref": "feature"}, "base": {"ref": "main"}}}), encoding="utf-8")
+    env = {"GITEA_ACTIONS": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "octo/app",
+           "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": gitea.api,
+           "GITHUB_SERVER_URL": gitea.url, "GITEA_TOKEN": TOKEN, "GITHUB_TOKEN": ACTIONS_TOKEN}
+    env.update(over)
+    return {k: v for k, v in env.items() if v != ""}
+
+
+def run(case: Reviewed, gitea: FakeGitea, tmp: Path, *, report: Path | None = None, **env: str) -> str:
+    proc = publish_cli(case.repo, ci(tmp, gitea, case.head, **env), "--from", str(report or case.report_path))
+    assert proc.returncode == 0 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr
+    assert TOKEN not in proc.stderr and ACTIONS_TOKEN not in proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ocr-hook: publish: "), proc.stderr
+    return lines[0]
+
+
+def reviews_posted(gitea: FakeGitea) -> list[Any]:
+    return [r for r in gitea.requests if r.method == "POST" and r.path.endswith("/reviews")]
+
+
+def test_one_review_with_comments_at_their_lines(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                                 tmp_path: Path) -> None:
+    line = run(case, gitea, tmp_path)
+    assert "published a review on octo/app#7: 4 inline comment(s), 2 finding(s) in the body" in line
+    [post] = reviews_posted(gitea)
+    assert post.status == 200 and post.body["event"] == "COMMENT" and post.body["commit_id"] == case.head
+    by = {(c["path"], c["new_position"]): c for c in post.body["comments"]}
+    assert set(by) == {(PATH, 3), (PATH, 5), (PATH, 6), (NEW_NAME, 6)}
+    assert all(c["old_position"] == 0 for c in by.values())
+    fixed = by[(PATH, 3)]["body"]
+    # No suggestions on Gitea: the fix is a diff of the head's lines 3-4 against the replacement.
+    assert "```diff\n-def f2(x):\n-    return x - 2\n+def f2(x):\n+    return x + 2\n```" in fixed
+    assert "suggestion" not in json.dumps(post.body)
+    assert FIXED in fixed and CONTEXT in by[(PATH, 5)]["body"] and RENAMED in by[(NEW_NAME, 6)]["body"]
+    assert PLAIN[:20] in by[(PATH, 6)]["body"]
+    assert OUTSIDE in post.body["body"] and UNANCHORED in post.body["body"]
+    # GITEA_TOKEN, in Gitea's header form, to the API root only; the Actions token was not used.
+    assert {r.headers["authorization"] for r in gitea.requests} == {f"token {TOKEN}"}
+    assert {r.path.split("/api/v1")[0] for r in gitea.requests} == {""}
+
+
+def test_a_rerun_posts_only_what_is_new(case: Reviewed, gitea: FakeGitea, pull: GiteaPull, tmp_path: Path) -> None:
+    run(case, gitea, tmp_path)
+    assert "nothing new to publish on octo/app#7: 6 finding(s) already posted" in run(case, gitea, tmp_path)
+    extra = {**case.finding(PLAIN), "message": "And f3 again.", "fingerprint": "ef" * 16}
+    line = run(case, gitea, tmp_path, report=case.variant(tmp_path, "later.json",
+                                                          lambda d: d["findings"].append(extra)))
+    assert "1 inline comment(s), 0 finding(s) in the body, 6 already posted earlier" in line
+    assert len(reviews_posted(gitea)) == 2 and len(pull.reviews) == 4
+
+
+def test_the_actions_token_publishes_as_gitea_actions(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                                      tmp_path: Path) -> None:
+    fps = ",".join(f["fingerprint"] for f in case.report["findings"])
+    gitea.add_review(7, f"<!-- ocr-hook review exit=1 status=complete fingerprints={fps} -->", "mallory")
+    line = run(case, gitea, tmp_path, GITEA_TOKEN="")
+    assert "4 inline comment(s), 2 finding(s) in the body" in line  # mallory's marker silences nothing
+    assert pull.reviews[-1]["user"]["login"] == "gitea-actions"
+    assert "nothing new to publish" in run(case, gitea, tmp_path, GITEA_TOKEN="")  # its own markers count
+
+
+def test_a_500_for_one_bad_comment_posts_everything_in_the_body(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                                                 tmp_path: Path) -> None:
+    gitea.fail(r"POST .*/reviews$", 500, {"message": "", "url": f"{gitea.url}/api/swagger"})
+    line = run(case, gitea, tmp_path)
+    assert "published a review on octo/app#7: 0 inline comment(s), 6 finding(s) in the body" in line
+    assert "Gitea refused the inline comments: HTTP 500" in line
+    first, second = reviews_posted(gitea)
+    assert (first.status, len(first.body["comments"])) == (500, 4)
+    assert (second.status, second.body["comments"]) == (200, [])
+    assert all(m[:20] in second.body["body"] for m in (FIXED, PLAIN, CONTEXT, RENAMED, OUTSIDE, UNANCHORED))
+
+
+@pytest.mark.parametrize(("setup", "expected"), [
+    ("read", "HTTP 403: token does not have at least one of required scope(s): [write:repository]"),
+    ("unknown", "HTTP 401: user does not exist"),
+    ("429", "HTTP 429"),
+])
+def test_refusals_are_one_line(case: Reviewed, gitea: FakeGitea, pull: GiteaPull, tmp_path: Path, setup: str,
+                               expected: str) -> None:
+    if setup == "read":
+        gitea.tokens[TOKEN] = "read"
+    elif setup == "unknown":
+        del gitea.tokens[TOKEN]
+    else:
+        gitea.fail(r"GET .*\.diff$", 429, {"message": "rate limit exceeded"}, {"Retry-After": "7200"})
+    assert expected in run(case, gitea, tmp_path)
+    assert len(pull.reviews) == 2
+
+
+def test_not_a_pull_request_run(case: Reviewed, gitea: FakeGitea, tmp_path: Path) -> None:
+    push = tmp_path / "push.json"
+    push.write_text(json.dumps({"ref": "refs/heads/feature", "before": "0" * 40}))
+    line = run(case, gitea, tmp_path, GITHUB_EVENT_PATH=str(push), GITHUB_EVENT_NAME="push")
+    assert line == "ocr-hook: publish: nothing published: not a pull request (event push)"
+    assert gitea.requests == []

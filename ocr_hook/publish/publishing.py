@@ -21,6 +21,10 @@ MAX_READ = 8 * 1024 * 1024
 
 
 def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
+    own = getattr(adapter, "publish_report", None)
+    if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
+        reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
+        return str(own(report, reviewed, is_stale(report, adapter.head_sha, checkout)))
     me = adapter.identity()
     lines = adapter.diff()
     before = earlier(adapter.existing(), me)
@@ -30,6 +34,9 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
                    stale=stale)
     plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
     if not plan.post:
+        # The status still goes on every run: a push makes a new iteration (Azure), whose status policy
+        # may have reset the last one, even when the findings are the same.
+        adapter.report_verdict(report, report.exit_code == 0)
         return (f"nothing new to publish on {adapter.target}: {plan.already} finding(s) already posted, "
                 "same verdict")
     refusal = ""
@@ -46,6 +53,7 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
     if not posted_inline and not plan.resolve and not refusal and before.summary is not None \
             and before.summary.body == body:
+        adapter.report_verdict(report, report.exit_code == 0)
         return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this"
     try:
         _put_summary(adapter, before.summary, body)

@@ -1,0 +1,254 @@
+"""Azure DevOps pull requests (Azure Repos): a thread per inline finding, one general thread, a PR status.
+
+Where: SYSTEM_COLLECTIONURI (https://dev.azure.com/ORG/), SYSTEM_TEAMPROJECT, BUILD_REPOSITORY_ID and
+SYSTEM_PULLREQUEST_PULLREQUESTID, which a pull request validation build sets; token SYSTEM_ACCESSTOKEN
+(the job's OAuth token, which a step only sees when it maps it: `env: SYSTEM_ACCESSTOKEN:
+$(System.AccessToken)`), whose identity, "PROJECT Build Service (ORG)", needs "Contribute to pull
+requests" on the repository. Every request carries api-version 7.1 (Azure refuses one without).
+
+Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{repository}/pullRequests/{id}):
+* GET {collection}_apis/connectionData: the token's identity (markers count only in its comments);
+* GET iterations (the latest one's source commit is the head) and its changes ($top/$skip pages):
+  the changed files and their changeTrackingIds. Azure takes a thread on any line of a changed file, so
+  each file's commentable lines are all of them, and their text is read (GET items at the head commit)
+  only for a file a finding is on, when the same-text check asks for it;
+* GET threads; POST threads, one per inline finding: `threadContext` (filePath with a leading slash,
+  rightFileStart/rightFileEnd) and `pullRequestThreadContext` (changeTrackingId, iterationContext 1..latest)
+  so that Azure keeps the thread on its lines when later pushes move them; its fix a ```suggestion```
+  block, which Azure Repos offers to apply. A 400 for one thread moves that finding to the general thread;
+* the general thread (no file): POST once, then PATCH its first comment on later runs;
+* PATCH a thread's status to `fixed` when review memory found its finding fixed;
+* POST statuses: `ocr-hook` in genre `code-review`, succeeded/failed from the gate, on the latest
+  iteration; a branch policy can require "code-review/ocr-hook". A new status with the same context is
+  how Azure updates one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+from urllib.parse import quote
+
+from ocr_hook.publish.api_client import ApiClient, ApiRefusal, api_root, check_token
+from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
+from ocr_hook.publish.plan import Posted
+from ocr_hook.publish.pr_diff import CommentableLines, FileLines
+from ocr_hook.publish.render import plain
+from ocr_hook.publish.report_input import Report
+
+API_VERSION = "7.1"
+STATUS_NAME, STATUS_GENRE = "ocr-hook", "code-review"
+CHANGES_PAGE = 100  # Azure's default $top for iteration changes (2,000 at most)
+MAX_CHANGE_PAGES = 100
+ANY_LINE = range(1, 10_000_000)  # Azure accepts a thread on any line of a changed file
+CLOSED = ("fixed", "closed", "wontFix", "byDesign")
+_V = f"api-version={API_VERSION}"  # in the path of writes (the client's post/patch take no parameters)
+_PARAMS = {"api-version": API_VERSION}  # reads: parameters given replace a query in the path
+
+
+class _FileText(Mapping[int, str]):
+    """A changed file's lines at the head commit, read from Azure the first time they are asked for."""
+
+    def __init__(self, fetch: Callable[[], list[str]]) -> None:
+        self._fetch, self._lines = fetch, None  # type: list[str] | None
+
+    def _all(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self._fetch()
+        return self._lines
+
+    def __getitem__(self, line: int) -> str:
+        lines = self._all()
+        if not 1 <= line <= len(lines):
+            raise KeyError(line)
+        return lines[line - 1]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(1, len(self._all()) + 1))
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+class AzureAdapter:
+    forge = "Azure DevOps"
+    kind = "pull request"
+    fix_style = "suggestion"
+    summary_style = "replace"
+    max_body = 60_000
+    published_as = "threads"
+    summary_name = "the general thread"
+    hints = MappingProxyType({
+        401: "SYSTEM_ACCESSTOKEN is not valid: map it in the step (env: SYSTEM_ACCESSTOKEN: $(System.AccessToken))",
+        403: "the build identity may not comment: allow \"PROJECT Build Service (ORG)\" to \"Contribute to pull "
+             "requests\" on the repository",
+        404: "no such pull request, or the token cannot see the repository",
+    })
+
+    def __init__(self, api: ApiClient, project: str, repository: str, number: int, head_sha: str) -> None:
+        self.api, self.number, self.head_sha = api, number, head_sha
+        self.target = f"{project} pull request !{number}"
+        self._repo = f"{quote(project, safe='')}/_apis/git/repositories/{quote(repository, safe='')}"
+        self._pr = f"{self._repo}/pullRequests/{number}"
+        self._iteration = 0
+        self._tracking: dict[str, int] = {}
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        data = self.api.get("_apis/connectionData", _PARAMS)
+        me = (data.get("authenticatedUser") or {}).get("id") if isinstance(data, dict) else None
+        if not isinstance(me, str) or not me:
+            raise ApiRefusal(200, "GET connectionData: the answer names no authenticated user")
+        return me
+
+    def diff(self) -> CommentableLines:
+        iterations = self.api.get(f"{self._pr}/iterations", _PARAMS)
+        values = iterations.get("value") if isinstance(iterations, dict) else None
+        if not isinstance(values, list) or not values or not all(isinstance(v, dict) for v in values):
+            raise ApiRefusal(200, "GET iterations: the pull request has no iterations")
+        latest = max(values, key=lambda v: int(v.get("id") or 0))
+        self._iteration = int(latest["id"])
+        head = (latest.get("sourceRefCommit") or {}).get("commitId")
+        if isinstance(head, str) and head:
+            self.head_sha = head
+        lines: dict[str, FileLines] = {}
+        for change in self._changes():
+            item = change.get("item") or {}
+            path, kind = str(item.get("path") or ""), str(change.get("changeType") or "")
+            if not path.startswith("/") or "delete" in kind or item.get("isFolder"):
+                continue
+            name = path[1:]
+            self._tracking[name] = int(change.get("changeTrackingId") or 0)
+            original = change.get("originalPath") or change.get("sourceServerItem")
+            old = str(original)[1:] if "rename" in kind and isinstance(original, str) else None
+            lines[name] = FileLines((ANY_LINE,), _FileText(self._reader(path)), old_path=old)
+        return lines
+
+    def _changes(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        skip, top = 0, CHANGES_PAGE
+        for _ in range(MAX_CHANGE_PAGES):
+            page = self.api.get(f"{self._pr}/iterations/{self._iteration}/changes",
+                                {"$top": str(top), "$skip": str(skip), "api-version": API_VERSION})
+            entries = page.get("changeEntries") if isinstance(page, dict) else None
+            if not isinstance(entries, list):
+                raise ApiRefusal(200, "GET iteration changes: no changeEntries in the answer")
+            found += [e for e in entries if isinstance(e, dict)]
+            nxt, nxt_top = int(page.get("nextSkip") or 0), int(page.get("nextTop") or 0)
+            if nxt <= skip or nxt_top <= 0:
+                return found
+            skip, top = nxt, nxt_top
+        raise ApiRefusal(None, f"GET iteration changes: more than {MAX_CHANGE_PAGES} pages")
+
+    def _reader(self, path: str) -> Callable[[], list[str]]:
+        def read() -> list[str]:
+            try:
+                item = self.api.get(f"{self._repo}/items", {
+                    "path": path, "versionDescriptor.version": self.head_sha,
+                    "versionDescriptor.versionType": "commit", "includeContent": "true", "api-version": API_VERSION})
+            except ApiRefusal as exc:
+                if exc.status == 404:
+                    return []
+                raise
+            content = item.get("content") if isinstance(item, dict) else None
+            return content.split("\n") if isinstance(content, str) else []
+        return read
+
+    def existing(self) -> list[Posted]:
+        data = self.api.get(f"{self._pr}/threads", _PARAMS)
+        threads = data.get("value") if isinstance(data, dict) else None
+        found: list[Posted] = []
+        for t in threads if isinstance(threads, list) else []:
+            comments = t.get("comments") if isinstance(t, dict) else None
+            if t.get("isDeleted") or not isinstance(comments, list) or not comments \
+                    or not isinstance(comments[0], dict):
+                continue
+            first = comments[0]
+            author = first.get("author") if isinstance(first.get("author"), dict) else {}
+            found.append(Posted(author=str(author.get("id") or ""), body=str(first.get("content") or ""),
+                                id=f"{t.get('id')}/{first.get('id')}", thread=str(t.get("id") or ""),
+                                resolved=str(t.get("status") or "active") in CLOSED))
+        return found
+
+    # -- writing -------------------------------------------------------------------------------------------
+
+    def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]:
+        refused: set[str] = set()
+        for item in items:
+            try:
+                self.api.post(f"{self._pr}/threads?{_V}", self.thread(item))
+            except ApiRefusal as exc:
+                if exc.status != 400:
+                    raise
+                refused.add(item.inline.finding.fingerprint)  # Azure refused its lines: the finding is listed
+        return frozenset(refused)
+
+    def thread(self, item: InlineText) -> dict[str, Any]:
+        path, start, end = item.inline.finding.path, item.inline.start, item.inline.end
+        return {
+            "comments": [{"parentCommentId": 0, "content": item.body, "commentType": 1}],
+            "status": "active",
+            "threadContext": {"filePath": "/" + path, "rightFileStart": {"line": start, "offset": 1},
+                              "rightFileEnd": {"line": end, "offset": 1}},
+            "pullRequestThreadContext": {
+                "changeTrackingId": self._tracking.get(path, 0),
+                "iterationContext": {"firstComparingIteration": 1, "secondComparingIteration": self._iteration}},
+        }
+
+    def put_summary(self, body: str, previous: Posted | None) -> None:
+        if previous is not None and "/" in previous.id:
+            thread, comment = previous.id.split("/", 1)
+            self.api.patch(f"{self._pr}/threads/{thread}/comments/{comment}?{_V}", {"content": body})
+            return
+        self.api.post(f"{self._pr}/threads?{_V}",
+                      {"comments": [{"parentCommentId": 0, "content": body, "commentType": 1}], "status": "active"})
+
+    def resolve(self, posted: Sequence[Posted]) -> int:
+        for p in posted:
+            self.api.patch(f"{self._pr}/threads/{p.thread}?{_V}", {"status": "fixed"})
+        return len(posted)
+
+    def report_verdict(self, report: Report, passed: bool) -> None:
+        self.api.post(f"{self._pr}/statuses?{_V}", status_body(report, passed, self._iteration))
+
+    def close(self) -> None:
+        self.api.__exit__(None, None, None)
+
+
+def status_body(report: Report, passed: bool, iteration: int) -> dict[str, Any]:
+    state = "succeeded" if passed else "failed"
+    body: dict[str, Any] = {"state": state, "description": plain(report.verdict or state, 400),
+                            "context": {"name": STATUS_NAME, "genre": STATUS_GENRE}}
+    if iteration:
+        body["iterationId"] = iteration
+    return body
+
+
+def open_adapter(setup: Setup) -> AzureAdapter:
+    env = setup.environ
+    provider = env.get("BUILD_REPOSITORY_PROVIDER", "").strip()
+    if provider and provider != "TfsGit":
+        raise NotApplicable(f"the repository is on {provider}, not Azure Repos (publish with that forge's --to)")
+    number = env.get("SYSTEM_PULLREQUEST_PULLREQUESTID", "").strip()
+    if not number:
+        raise NotApplicable("not a pull request build (no SYSTEM_PULLREQUEST_PULLREQUESTID)")
+    if not number.isdigit() or int(number) < 1:
+        raise NotApplicable(f"SYSTEM_PULLREQUEST_PULLREQUESTID is not a number: {plain(number, 40)!r}")
+    names = ("SYSTEM_COLLECTIONURI", "SYSTEM_TEAMPROJECT", "BUILD_REPOSITORY_ID")
+    missing = [n for n in names if not env.get(n, "").strip()]
+    if missing:
+        raise NotApplicable(f"not an Azure Pipelines run: {', '.join(missing)} not set")
+    project, repository = env["SYSTEM_TEAMPROJECT"].strip(), env["BUILD_REPOSITORY_ID"].strip()
+    target = f"{project} pull request !{number}"
+    token = env.get("SYSTEM_ACCESSTOKEN", "").strip()
+    if not token:
+        raise NotApplicable("no SYSTEM_ACCESSTOKEN: map it in the step (env: SYSTEM_ACCESSTOKEN: "
+                            "$(System.AccessToken))", target)
+    check_token(token)
+    root = api_root(env["SYSTEM_COLLECTIONURI"], "", "SYSTEM_COLLECTIONURI")
+    api = ApiClient(root, headers={"Authorization": f"Bearer {token}"}, secrets=(token,),
+                    variable="SYSTEM_COLLECTIONURI", deadline=setup.deadline)
+    return AzureAdapter(api, project, repository, int(number),
+                        env.get("SYSTEM_PULLREQUEST_SOURCECOMMITID", "").strip())

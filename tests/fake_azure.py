@@ -1,0 +1,302 @@
+"""A fake of the Azure DevOps Git REST API parts ocr-hook publishes to, over real HTTP on 127.0.0.1.
+
+Built from the Azure DevOps Services REST reference (learn.microsoft.com/rest/api/azure/devops/git, 7.1),
+under {collection}/{project}/_apis/git/repositories/{repositoryId}:
+  GET   pullRequests/{id}                                     the pull request
+  GET   pullRequests/{id}/iterations                          {"value": [...], "count": n}
+  GET   pullRequests/{id}/iterations/{it}/changes             $top/$skip pages; nextSkip/nextTop (0: no more)
+  GET   items?path=&versionDescriptor.version=SHA&…&includeContent=true   a file at a commit
+  GET   pullRequests/{id}/threads                              {"value": [...], "count": n}
+  POST  pullRequests/{id}/threads                              threadContext + pullRequestThreadContext
+  PATCH pullRequests/{id}/threads/{tid}                       status (active, fixed, closed, …)
+  PATCH pullRequests/{id}/threads/{tid}/comments/{cid}        a comment's content (its author only)
+  POST  pullRequests/{id}/statuses                            context {name, genre}, state, iterationId
+  GET   pullRequests/{id}/statuses
+and {collection}/_apis/connectionData (the authenticated identity). Every request needs `api-version`
+(else Azure's 400 VssVersionNotSpecifiedException). Errors have Azure's body shape
+`{"$id", "innerException", "message", "typeName", "typeKey", "errorCode", "eventId"}` with the TF codes
+Azure uses: TF400813 for an unknown token (401), TF401027 for a token without "Contribute to pull
+requests" (403), TF401180 for an unknown pull request (404), TF401174 for a missing item.
+What Azure does not document and the fake checks all the same (messages ours): a thread's
+iteration context must name existing iterations, its changeTrackingId one of those iterations' changes
+for that path, its lines must exist in that file at the iteration's source commit.
+`fail()` (tests/fake_forge.py) queues answers (429 with Retry-After, 500) for the next matching requests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from fake_forge import Answer, FakeForge, Recorded
+
+THREAD_STATUSES = {1: "active", 2: "fixed", 3: "wontFix", 4: "closed", 5: "byDesign", 6: "pending"}
+STATUS_STATES = ("notSet", "pending", "succeeded", "failed", "error", "notApplicable")
+MAX_COMMENT = 150_000
+
+
+@dataclass
+class Change:
+    path: str  # "/app.py"
+    change_type: str = "edit"  # add, edit, delete, rename, "edit, rename"
+    original_path: str | None = None  # for a rename
+
+
+@dataclass
+class Iteration:
+    source_commit: str
+    target_commit: str
+    changes: list[Change]
+
+
+@dataclass
+class AzurePull:
+    number: int
+    iterations: list[Iteration]
+    status: str = "active"
+    threads: list[dict[str, Any]] = field(default_factory=list)
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+
+
+class FakeAzure(FakeForge):
+    name = "azure"
+
+    def __init__(self, organization: str = "contoso", project: str = "Fabrikam", repository_id: str =
+                 "3411ebc1-d5aa-464f-9615-0b527bc66719", *, page_size: int = 2) -> None:
+        self.organization, self.project, self.repository_id = organization, project, repository_id
+        self.identity = {"id": "a1b2c3d4-0000-4000-8000-000000000001",
+                         "displayName": f"{project} Build Service ({organization})",
+                         "uniqueName": "Build\\a1b2c3d4-0000-4000-8000-000000000001"}
+        self.pulls: dict[int, AzurePull] = {}
+        self.files: dict[tuple[str, str], str] = {}  # (commit, "/path") → content
+        super().__init__(page_size=page_size)  # Azure's changes default to $top=100 (at most 2,000)
+        self.collection_uri = f"{self.url}/{organization}/"  # what SYSTEM_COLLECTIONURI holds
+
+    # -- set-up -------------------------------------------------------------------------------------------
+
+    def add_pull(self, number: int, iterations: list[Iteration]) -> AzurePull:
+        pull = AzurePull(number, list(iterations))
+        with self.lock:
+            self.pulls[number] = pull
+        return pull
+
+    def add_thread(self, number: int, content: str, *, author: dict[str, str] | None = None,
+                   path: str | None = None, line: int | None = None, status: str = "active") -> dict[str, Any]:
+        """A thread somebody else started (a person, by default)."""
+        who = author or {"id": "p-0001", "displayName": "A Person", "uniqueName": "person@example.com"}
+        thread: dict[str, Any] = {"id": next(self.ids), "status": status, "isDeleted": False,
+                                  "comments": [{"id": 1, "parentCommentId": 0, "author": who, "content": content,
+                                                "commentType": "text"}]}
+        if path is not None:
+            thread["threadContext"] = {"filePath": path, "rightFileStart": {"line": line, "offset": 1},
+                                       "rightFileEnd": {"line": line, "offset": 1}}
+        with self.lock:
+            self.pulls[number].threads.append(thread)
+        return thread
+
+    def route(self, rec: Recorded, token: str) -> Answer:
+        bearer = rec.headers.get("authorization", "").lower().startswith("bearer ")
+        if not bearer or token not in self.tokens:
+            return _error(401, "TF400813: The user '' is not authorized to access this resource.",
+                          "UnauthorizedRequestException", "Microsoft.TeamFoundation.Framework.Server")
+        if "api-version" not in rec.query:
+            return _error(400, f'No api-version was supplied for the "{rec.method}" request. The version must be '
+                               'supplied either as part of the Accept header (e.g. "application/json; '
+                               'api-version=1.0") or as a query parameter (e.g. "?api-version=1.0").',
+                          "VssVersionNotSpecifiedException", "Microsoft.VisualStudio.Services.WebApi")
+        if rec.path == f"/{self.organization}/_apis/connectionData":
+            return 200, {"authenticatedUser": {**self.identity, "isActive": True},
+                         "authorizedUser": {**self.identity, "isActive": True}}, {}
+        prefix = f"/{self.organization}/{self.project}/_apis/git/repositories/{self.repository_id}"
+        if not rec.path.startswith(prefix + "/"):
+            return _error(404, "TF200016: The following project does not exist: " + rec.path.split("/")[2],
+                          "ProjectDoesNotExistException", "Microsoft.TeamFoundation.Core.WebApi")
+        rest = rec.path[len(prefix):]
+        if rest == "/items" and rec.method == "GET":
+            return self._item(rec.query)
+        m = re.fullmatch(r"/pullRequests/(\d+)(/.*)?", rest, re.I)
+        if not m:
+            return _error(404, "The requested resource was not found.", "NotFoundException",
+                          "Microsoft.VisualStudio.Services.WebApi")
+        pull = self.pulls.get(int(m.group(1)))
+        if pull is None:
+            return _error(404, "TF401180: The requested pull request was not found.",
+                          "GitPullRequestNotFoundException", "Microsoft.TeamFoundation.Git.Server")
+        sub = m.group(2) or ""
+        if rec.method != "GET" and self.tokens[token] != "write":
+            return _error(403, "TF401027: You need the Git 'PullRequestContribute' permission to perform this "
+                               f"action. Details: identity '{self.identity['uniqueName']}', scope 'repository'.",
+                          "GitNeedsPermissionException", "Microsoft.TeamFoundation.Git.Server")
+        if sub == "" and rec.method == "GET":
+            last = pull.iterations[-1]
+            return 200, {"pullRequestId": pull.number, "status": pull.status,
+                         "lastMergeSourceCommit": {"commitId": last.source_commit},
+                         "lastMergeTargetCommit": {"commitId": last.target_commit}}, {}
+        if sub == "/iterations" and rec.method == "GET":
+            values = [self._iteration(i + 1, it) for i, it in enumerate(pull.iterations)]
+            return 200, {"value": values, "count": len(values)}, {}
+        if c := re.fullmatch(r"/iterations/(\d+)/changes", sub):
+            return self._changes(pull, int(c.group(1)), rec.query)
+        if sub == "/threads":
+            if rec.method == "GET":
+                return 200, {"value": pull.threads, "count": len(pull.threads)}, {}
+            if rec.method == "POST":
+                return self._create_thread(pull, rec.body)
+        if t := re.fullmatch(r"/threads/(\d+)(?:/comments/(\d+))?", sub):
+            thread = next((x for x in pull.threads if x["id"] == int(t.group(1))), None)
+            if thread is None:
+                return _error(404, f"TF401181: The pull request thread {t.group(1)} was not found.",
+                              "GitPullRequestCommentThreadNotFoundException", "Microsoft.TeamFoundation.Git.Server")
+            if rec.method == "PATCH" and t.group(2) is None:
+                return self._update_thread(thread, rec.body)
+            if rec.method == "PATCH":
+                return self._update_comment(thread, int(t.group(2)), rec.body)
+        if sub == "/statuses":
+            if rec.method == "GET":
+                return 200, {"value": pull.statuses, "count": len(pull.statuses)}, {}
+            if rec.method == "POST":
+                return self._create_status(pull, rec.body)
+        return _error(405, f"The requested resource does not support http method '{rec.method}'.",
+                      "NotSupportedException", "System")
+
+    @staticmethod
+    def _iteration(number: int, it: Iteration) -> dict[str, Any]:
+        return {"id": number, "sourceRefCommit": {"commitId": it.source_commit},
+                "targetRefCommit": {"commitId": it.target_commit}, "commonRefCommit": {"commitId": it.target_commit}}
+
+    def _changes(self, pull: AzurePull, number: int, query: dict[str, str]) -> Answer:
+        if not 1 <= number <= len(pull.iterations):
+            return _bad_request(f"TF401172: The pull request iteration {number} does not exist.")
+        top = min(int(query.get("$top", 100)), 2000, self.page_size)
+        skip = int(query.get("$skip", 0))
+        changes = pull.iterations[number - 1].changes
+        entries = []
+        for n, ch in enumerate(changes[skip: skip + top], start=skip + 1):
+            entry: dict[str, Any] = {"changeTrackingId": n, "changeId": n, "changeType": ch.change_type,
+                                     "item": {"objectId": f"{n:040x}", "path": ch.path}}
+            if ch.original_path:
+                entry["originalPath"] = ch.original_path
+            entries.append(entry)
+        more = skip + top < len(changes)
+        return 200, {"changeEntries": entries, "nextSkip": skip + top if more else 0,
+                     "nextTop": top if more else 0}, {}
+
+    def _item(self, query: dict[str, str]) -> Answer:
+        path, commit = query.get("path", ""), query.get("versionDescriptor.version", "")
+        if (commit, path) not in self.files:
+            return _error(404, f"TF401174: The item '{path}' could not be found in the repository at the version "
+                               f"specified by '<Commit: {commit}>'.", "GitItemNotFoundException",
+                          "Microsoft.TeamFoundation.Git.Server")
+        item = {"objectId": "0" * 40, "gitObjectType": "blob", "commitId": commit, "path": path}
+        if query.get("includeContent", "").lower() == "true":
+            item["content"] = self.files[(commit, path)]
+        return 200, item, {}
+
+    def _create_thread(self, pull: AzurePull, body: Any) -> Answer:
+        if not isinstance(body, dict):
+            return _bad_request("The request body is not a pull request thread.")
+        comments = body.get("comments")
+        if not isinstance(comments, list) or not comments:
+            return _bad_request("A thread must have at least one comment.")
+        for c in comments:
+            if not isinstance(c, dict) or not isinstance(c.get("content"), str) or not c["content"]:
+                return _bad_request("The comment content is required.")
+            if len(c["content"]) > MAX_COMMENT:
+                return _bad_request(f"The comment is too long (at most {MAX_COMMENT} characters).")
+        context = body.get("threadContext")
+        if context is not None:
+            problem = self._context_problem(pull, context, body.get("pullRequestThreadContext"))
+            if problem:
+                return _bad_request(problem)
+        thread = {"id": next(self.ids), "status": _status_word(body.get("status", "active")), "isDeleted": False,
+                  "properties": body.get("properties") or {},
+                  "comments": [{"id": n, "parentCommentId": int(c.get("parentCommentId") or 0),
+                                "author": dict(self.identity), "content": c["content"],
+                                "commentType": c.get("commentType", "text")} for n, c in enumerate(comments, 1)]}
+        if context is not None:
+            thread["threadContext"] = context
+            thread["pullRequestThreadContext"] = body.get("pullRequestThreadContext")
+        pull.threads.append(thread)
+        return 200, thread, {}
+
+    def _context_problem(self, pull: AzurePull, context: Any, pr_context: Any) -> str | None:
+        if not isinstance(context, dict) or not str(context.get("filePath", "")).startswith("/"):
+            return "The thread's filePath must be a path starting with '/'."
+        start, end = context.get("rightFileStart"), context.get("rightFileEnd")
+        if not (isinstance(start, dict) and isinstance(end, dict)):
+            return "A thread on the right side needs rightFileStart and rightFileEnd."
+        for pos in (start, end):
+            if not (isinstance(pos.get("line"), int) and pos["line"] >= 1 and isinstance(pos.get("offset"), int)
+                    and pos["offset"] >= 1):
+                return "Thread positions need a line and an offset of at least 1."
+        if (end["line"], end["offset"]) < (start["line"], start["offset"]):
+            return "rightFileEnd precedes rightFileStart."
+        if not isinstance(pr_context, dict):
+            return None
+        iteration = (pr_context.get("iterationContext") or {})
+        second = iteration.get("secondComparingIteration")
+        first = iteration.get("firstComparingIteration")
+        if not (isinstance(second, int) and isinstance(first, int) and 1 <= first <= second <= len(pull.iterations)):
+            return "The thread's iteration context names an iteration that does not exist."
+        changes = pull.iterations[second - 1].changes
+        tracking = pr_context.get("changeTrackingId")
+        if tracking is not None and not (isinstance(tracking, int) and 1 <= tracking <= len(changes)
+                                         and changes[tracking - 1].path == context["filePath"]):
+            return "The thread's changeTrackingId is not a change of that file in that iteration."
+        text = self.files.get((pull.iterations[second - 1].source_commit, context["filePath"]))
+        if text is not None and end["line"] > len(text.splitlines()):
+            return "The thread's lines are past the end of the file."
+        return None
+
+    def _update_thread(self, thread: dict[str, Any], body: Any) -> Answer:
+        if not isinstance(body, dict):
+            return _bad_request("The request body is not a pull request thread.")
+        if "status" in body:
+            word = _status_word(body["status"])
+            if word == "unknown":
+                return _bad_request(f"Unknown thread status {body['status']!r}.")
+            thread["status"] = word
+        return 200, thread, {}
+
+    def _update_comment(self, thread: dict[str, Any], cid: int, body: Any) -> Answer:
+        comment = next((c for c in thread["comments"] if c["id"] == cid), None)
+        if comment is None:
+            return _error(404, f"TF401182: The comment {cid} was not found.", "GitPullRequestCommentNotFoundException",
+                          "Microsoft.TeamFoundation.Git.Server")
+        if comment["author"]["id"] != self.identity["id"]:
+            return _error(403, "TF401186: Only the author of a comment can edit it.",
+                          "GitPullRequestCommentEditNotAllowedException", "Microsoft.TeamFoundation.Git.Server")
+        if not isinstance(body, dict) or not isinstance(body.get("content"), str) or not body["content"]:
+            return _bad_request("The comment content is required.")
+        comment["content"] = body["content"]
+        return 200, comment, {}
+
+    def _create_status(self, pull: AzurePull, body: Any) -> Answer:
+        if not isinstance(body, dict) or not isinstance(body.get("context"), dict) \
+                or not body["context"].get("name"):
+            return _bad_request("The status context name is required.")
+        if body.get("state", "notSet") not in STATUS_STATES:
+            return _bad_request(f"Unknown status state {body.get('state')!r}.")
+        iteration = body.get("iterationId")
+        if iteration is not None and not (isinstance(iteration, int) and 1 <= iteration <= len(pull.iterations)):
+            return _bad_request(f"TF401172: The pull request iteration {iteration} does not exist.")
+        status = {**body, "id": next(self.ids), "createdBy": dict(self.identity)}
+        pull.statuses.append(status)
+        return 200, status, {}
+
+
+def _status_word(value: Any) -> str:
+    if isinstance(value, int):
+        return THREAD_STATUSES.get(value, "unknown")
+    return value if value in THREAD_STATUSES.values() else "unknown"
+
+
+def _error(status: int, message: str, key: str, namespace: str) -> Answer:
+    return status, {"$id": "1", "innerException": None, "message": message,
+                    "typeName": f"{namespace}.{key}, {namespace}", "typeKey": key, "errorCode": 0,
+                    "eventId": 3000}, {}
+
+
+def _bad_request(message: str) -> Answer:
+    return _error(400, message, "InvalidArgumentValueException", "Microsoft.TeamFoundation.SourceControl.WebApi")

@@ -1,0 +1,284 @@
+"""`ocr-hook publish` on Bitbucket Cloud (issue 29): a Code Insights report with its annotations, against
+the loopback fake of the Code Insights API (tests/fake_bitbucket.py), from a real review's report
+(tests/review_report_case.py), through the real CLI (forked) with the variables Pipelines sets.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import forked_cli
+import pytest
+from ci_repos import ci_free_env
+from fake_bitbucket import API_HOST, VIA_PROXY, FakeBitbucket
+from review_report_case import (
+    CONTEXT,
+    FIXED,
+    LONG_MESSAGE,
+    NEW_NAME,
+    OUTSIDE,
+    PATH,
+    PLAIN,
+    RENAMED,
+    UNANCHORED,
+    ReportCase,
+    readme_block,
+    run_step,
+    shared_case,
+)
+
+TOKEN = "ATCTT3xFfGN0bitbucketFakeToken0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> ReportCase:
+    return shared_case(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeBitbucket]:
+    with FakeBitbucket() as fake:
+        yield fake
+
+
+@pytest.fixture
+def bitbucket(server: FakeBitbucket, case: ReportCase) -> FakeBitbucket:
+    server.reset()
+    server.tokens[TOKEN] = "write"
+    server.commits = {case.head}
+    server.files = {(case.head, PATH): (case.repo / PATH).read_text(), (case.head, NEW_NAME):
+                    (case.repo / NEW_NAME).read_text()}
+    return server
+
+
+def pipelines_env(case: ReportCase, fake: FakeBitbucket, *, token: str | None = TOKEN, **extra: str) -> dict[str, str]:
+    env = ci_free_env(BITBUCKET_BUILD_NUMBER="42", BITBUCKET_WORKSPACE="team", BITBUCKET_REPO_SLUG="app",
+                      BITBUCKET_COMMIT=case.head, BITBUCKET_BRANCH="feature", BITBUCKET_PR_ID="7",
+                      BITBUCKET_PR_DESTINATION_BRANCH="main", BITBUCKET_API_URL=fake.api_url,
+                      NO_PROXY="127.0.0.1,localhost")
+    if token is not None:
+        env["BITBUCKET_ACCESS_TOKEN"] = token
+    env.update(extra)
+    return env
+
+
+def publish(case: ReportCase, env: dict[str, str], report: Path | None = None,
+            *args: str) -> subprocess.CompletedProcess[str]:
+    proc = forked_cli.run(["publish", "--from", str(report or case.report_path), *args], cwd=case.repo, env=env,
+                          timeout=60, errors="replace")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert TOKEN not in proc.stdout + proc.stderr
+    return proc
+
+
+def one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("ocr-hook: publish: ")
+    return lines[0]
+
+
+def annotations(fake: FakeBitbucket, case: ReportCase) -> dict[str, dict[str, Any]]:
+    return fake.annotations.get((case.head, "ocr-hook"), {})
+
+
+def posts(fake: FakeBitbucket) -> list[Any]:
+    return [r for r in fake.requests if r.method == "POST"]
+
+
+def test_a_report_on_the_head_commit_with_annotations_at_their_lines(case: ReportCase,
+                                                                       bitbucket: FakeBitbucket) -> None:
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert line == (f"ocr-hook: publish: published a Code Insights report (FAILED) on team/app@{case.head[:12]} "
+                    "(pull request #7): 5 annotation(s) on lines, 1 on files")
+    report = bitbucket.reports[(case.head, "ocr-hook")]
+    assert (report["result"], report["report_type"], report["reporter"]) == ("FAILED", "BUG", "ocr-hook")
+    assert case.report["verdict"] in report["details"]
+    by_id = annotations(bitbucket, case)
+    fp = {m: case.finding(m)["fingerprint"] for m in (FIXED, PLAIN, CONTEXT, UNANCHORED, OUTSIDE, RENAMED)}
+    assert set(by_id) == set(fp.values())  # external_id is the fingerprint
+    assert (by_id[fp[FIXED]]["path"], by_id[fp[FIXED]]["line"]) == (PATH, 3)
+    assert by_id[fp[FIXED]]["severity"] == "HIGH" and by_id[fp[FIXED]]["annotation_type"] == "BUG"
+    assert "Suggested change:\ndef f2(x):\n    return x + 2" in by_id[fp[FIXED]]["details"]
+    assert (by_id[fp[PLAIN]]["line"], by_id[fp[CONTEXT]]["line"], by_id[fp[OUTSIDE]]["line"]) == (6, 5, 36)
+    # The renamed file's annotation names its new path, at the line the review found.
+    assert (by_id[fp[RENAMED]]["path"], by_id[fp[RENAMED]]["line"]) == (NEW_NAME, 6)
+    assert "line" not in by_id[fp[UNANCHORED]] and by_id[fp[UNANCHORED]]["path"] == PATH
+    assert "(about the whole file)" in by_id[fp[UNANCHORED]]["details"]
+    # The head's files were read, the old report deleted, the new one put, the annotations posted in one go.
+    src = f"/2.0/repositories/team/app/src/{case.head}/"
+    steps = [(r.method, r.path.removeprefix(src) if r.path.startswith(src) else r.path.rsplit("/", 1)[-1])
+             for r in bitbucket.requests]
+    assert steps == [("GET", PATH), ("GET", NEW_NAME), ("DELETE", "ocr-hook"), ("PUT", "ocr-hook"),
+                     ("POST", "annotations")]
+    assert {r.headers["authorization"] for r in bitbucket.requests} == {f"Bearer {TOKEN}"}
+
+
+def test_a_summary_over_450_characters_is_cut_with_an_ellipsis(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    long = {**case.finding(PLAIN), "message": LONG_MESSAGE}
+    one_line(publish(case, pipelines_env(case, bitbucket), case.with_findings("long", findings=[long])))
+    [annotation] = annotations(bitbucket, case).values()
+    assert len(annotation["summary"]) == 450 and annotation["summary"].endswith("…")
+    assert annotation["summary"].startswith("medium · bug: This message is long on purpose.")
+    assert annotation["details"] == LONG_MESSAGE  # the whole message is in the details
+    assert [r.status for r in posts(bitbucket)] == [200]
+
+
+def test_over_100_annotations_go_in_requests_of_100(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    line = one_line(publish(case, pipelines_env(case, bitbucket), case.with_findings("many", findings=case.many(150))))
+    assert "150 annotation(s) on lines, 0 on files" in line
+    assert [(len(r.body), r.status) for r in posts(bitbucket)] == [(100, 200), (50, 200)]
+    assert len(annotations(bitbucket, case)) == 150
+
+
+def test_over_1000_findings_are_capped_and_said(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    line = one_line(publish(case, pipelines_env(case, bitbucket), case.with_findings("most", findings=case.many(1005))))
+    assert "1000 annotation(s) on lines, 0 on files, 5 beyond Bitbucket's 1,000 a report, not annotated" in line
+    assert [len(r.body) for r in posts(bitbucket)] == [100] * 10 and {r.status for r in posts(bitbucket)} == {200}
+    assert len(annotations(bitbucket, case)) == 1000
+    assert "Only the 1000 most severe are annotated" in bitbucket.reports[(case.head, "ocr-hook")]["details"]
+
+
+def test_a_rerun_replaces_the_report_and_a_passing_review_leaves_no_annotation(case: ReportCase,
+                                                                               bitbucket: FakeBitbucket) -> None:
+    env = pipelines_env(case, bitbucket)
+    one_line(publish(case, env))
+    first = dict(annotations(bitbucket, case))
+    one_line(publish(case, env))
+    assert len(bitbucket.reports) == 1 and annotations(bitbucket, case).keys() == first.keys()
+    # The next push fixed everything: the same report says PASSED, and no stale annotation stays.
+    line = one_line(publish(case, env, case.clean()))
+    assert "published a Code Insights report (PASSED)" in line and "0 annotation(s) on lines, 0 on files" in line
+    assert bitbucket.reports[(case.head, "ocr-hook")]["result"] == "PASSED"
+    assert annotations(bitbucket, case) == {}
+    assert [r.body for r in posts(bitbucket)][-1:] != [[]]  # no empty bulk request either
+
+
+def test_lines_that_read_differently_on_the_commit_are_not_annotated_there(case: ReportCase,
+                                                                          bitbucket: FakeBitbucket) -> None:
+    # What a review of Pipelines' merge of the destination meets when that branch added lines at the top of
+    # the file: on the built commit the same line numbers are other code.
+    bitbucket.files[(case.head, PATH)] = "# one\n# two\n" + bitbucket.files[(case.head, PATH)]
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert "1 annotation(s) on lines, 5 on files" in line  # only the renamed file's finding is on its line
+    moved = [a for a in annotations(bitbucket, case).values() if a["path"] == PATH and "line" not in a]
+    assert len(moved) == 5 and sum("(its lines read differently on the commit)" in a["details"] for a in moved) == 4
+
+
+def test_a_report_of_another_commit_puts_nothing_on_lines(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
+    line = one_line(publish(case, pipelines_env(case, bitbucket), other))
+    assert "0 annotation(s) on lines, 6 on files" in line
+    assert line.endswith(f"; the report is of commit {'e' * 12}, not {case.head[:12]}: no annotation on a line")
+    assert all("line" not in a for a in annotations(bitbucket, case).values())
+    assert "The review was of commit eeeeeeeeeeee, not this one" in bitbucket.reports[(case.head, "ocr-hook")][
+        "details"]
+
+
+def test_inside_pipelines_the_proxy_signs_and_no_credential_is_sent(case: ReportCase,
+                                                                     bitbucket: FakeBitbucket) -> None:
+    env = pipelines_env(case, bitbucket, token=None, BITBUCKET_PIPELINES_PROXY=bitbucket.url)
+    del env["BITBUCKET_API_URL"]
+    line = one_line(publish(case, env))
+    assert "published a Code Insights report (FAILED)" in line
+    assert bitbucket.requests and all(r.headers.get(VIA_PROXY) == API_HOST for r in bitbucket.requests)
+    assert all("authorization" not in r.headers for r in bitbucket.requests)
+    assert len(annotations(bitbucket, case)) == 6
+
+
+def test_outside_pipelines_without_a_token_nothing_is_sent(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    env = pipelines_env(case, bitbucket, token=None)
+    del env["BITBUCKET_BUILD_NUMBER"]
+    line = one_line(publish(case, env, None, "--to", "bitbucket"))
+    assert "no BITBUCKET_ACCESS_TOKEN, and not inside Bitbucket Pipelines" in line
+    env = pipelines_env(case, bitbucket)
+    del env["BITBUCKET_COMMIT"]
+    assert "not a Bitbucket Pipelines build: BITBUCKET_COMMIT not set" in one_line(publish(case, env))
+    assert bitbucket.requests == []
+
+
+@pytest.mark.parametrize(("access", "expected"), [
+    ("read", "HTTP 403: Your credentials lack one or more required privilege scopes.: granted repository: "
+             "required repository:write (the token may not write Code Insights reports: it needs the "
+             "repository:write scope)"),
+    ("none", "HTTP 401: Token is invalid, expired, or not supported for this endpoint. (the token is not valid"),
+])
+def test_a_refused_token_is_one_line(case: ReportCase, bitbucket: FakeBitbucket, access: str, expected: str) -> None:
+    if access == "none":
+        del bitbucket.tokens[TOKEN]
+    else:
+        bitbucket.tokens[TOKEN] = access
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert line.startswith(f"ocr-hook: publish: nothing published on team/app@{case.head[:12]} (pull request #7): ")
+    assert expected in line
+    assert bitbucket.reports == {}
+
+
+def test_an_unknown_commit_is_one_line(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    bitbucket.commits = set()
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert f"HTTP 404: Commit not found: {case.head}" in line and "no such repository or commit" in line
+
+
+def test_rate_limits_are_waited_out_and_a_500_is_one_line(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    limited = {"type": "error", "error": {"message": "Rate limit for this resource has been exceeded"}}
+    bitbucket.fail(".", 429, limited, {"Retry-After": "0"}, times=2)
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert "published a Code Insights report (FAILED)" in line
+    assert [r.status for r in bitbucket.requests[:3]] == [429, 429, 200]
+    # A wait longer than the publishing deadline allows is not waited: one line.
+    bitbucket.fail(".", 429, limited, {"Retry-After": "3600"})
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert "HTTP 429: Rate limit for this resource has been exceeded (rate limited;" in line
+    bitbucket.fail("PUT ", 500, {"type": "error", "error": {"message": "Something went wrong"}})
+    line = one_line(publish(case, pipelines_env(case, bitbucket)))
+    assert "nothing published on team/app@" in line and "HTTP 500: Something went wrong" in line
+
+
+def test_a_refused_batch_says_how_far_it_got(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    bitbucket.refuse_bulk_after = 1  # the second request of annotations gets a 500
+    report = case.with_findings("refused", findings=case.many(150))
+    line = one_line(publish(case, pipelines_env(case, bitbucket), report))
+    assert "HTTP 500: Something went wrong (the report is there with 100 of 150 annotations)" in line
+    assert len(annotations(bitbucket, case)) == 100
+
+
+def test_a_redirect_is_not_followed_with_the_token(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+    with FakeBitbucket() as elsewhere:
+        elsewhere.tokens[TOKEN] = "write"
+        bitbucket.fail(".", 302, {}, {"Location": f"{elsewhere.api_url}/repositories/team/app/src/x/app.py"})
+        line = one_line(publish(case, pipelines_env(case, bitbucket)))
+        assert elsewhere.requests == []
+    assert "a redirect; not followed with the token" in line
+    assert bitbucket.writes() == []
+
+
+# --- the README's recipe, run as written ----------------------------------------------------------------------
+
+
+def test_the_readme_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbucket, tmp_path: Path) -> None:
+    from fake_api import FakeMessagesAPI
+    from review_report_case import script_review
+
+    pipeline = readme_block("### Code Insights on Bitbucket Cloud (`ocr-hook publish`)")
+    [step] = [s["step"] for s in pipeline["pipelines"]["pull-requests"]["**"]]
+    assert step["clone"]["depth"] == "full"
+    clone = case.ci_clone(tmp_path, single_branch=True)
+    with FakeMessagesAPI() as messages:
+        script_review(messages)
+        env = pipelines_env(case, bitbucket, token=None, BITBUCKET_PIPELINES_PROXY=bitbucket.url,
+                            BITBUCKET_CLONE_DIR=str(clone), **case.sdk_env(messages))
+        del env["BITBUCKET_API_URL"]
+        review = run_step(step["script"], clone, env)
+        assert [p.returncode for p in review] == [0, 1], [p.stderr for p in review]  # git fetch; the gate fails
+        [published] = run_step(step["after-script"], clone, env)
+    assert "published a Code Insights report (FAILED)" in one_line(published)
+    reviewed = json.loads((clone / "ocr.json").read_text(encoding="utf-8"))
+    assert {f["fingerprint"] for f in reviewed["findings"]} == set(annotations(bitbucket, case))
+    assert reviewed["findings"] and all(r.headers.get(VIA_PROXY) == API_HOST for r in bitbucket.requests)

@@ -328,8 +328,8 @@ def _js_imports(root: Any) -> dict[str, tuple[str, str]]:
                     member = _text(prop) if prop is not None else None
                 if source is None:
                     continue
-                if name.type == "identifier":
-                    out[_text(name)] = (source, member or "*")
+                if name.type == "identifier":  # the whole module: what `module.exports =` is, or its members
+                    out[_text(name)] = (source, member or "default")
                 elif name.type == "object_pattern":
                     for prop in name.named_children:
                         if prop.type == "shorthand_property_identifier_pattern":

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_hook.context import ContextEntry, ContextPack
 
 if TYPE_CHECKING:
     from ocr_hook.changes.model import FileChange
-    from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
     from ocr_hook.settings import Settings
 
 DEFINITION_LINES = 12  # signature plus docstring and first statements
@@ -126,6 +128,24 @@ class Reader:
         return len(text) > 20_000 and len(text) / lines > MAX_AVERAGE_LINE
 
 
+_READERS: weakref.WeakKeyDictionary[Any, Reader] = weakref.WeakKeyDictionary()
+_READERS_LOCK = threading.Lock()
+
+
+def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
+    """One Reader per snapshot (and settings) for the whole run: the files of a change set share their
+    imports' parses, the listing and its indexes."""
+    with _READERS_LOCK:
+        reader = _READERS.get(snapshot)
+        if reader is None or reader.settings is not settings:
+            reader = Reader(snapshot, settings)
+            try:
+                _READERS[snapshot] = reader
+            except TypeError:  # a snapshot that cannot be weakly referenced: a reader per file
+                pass
+        return reader
+
+
 def language_for(path: str) -> Language:
     ext = posixpath.splitext(path)[1].lower()
     if ext in (".py", ".pyi"):
@@ -153,7 +173,7 @@ def build(change: FileChange, snapshot: Snapshot, settings: Settings) -> Context
     added = added_lines(change)
     if not added:
         return None
-    reader = Reader(snapshot, settings)
+    reader = reader_for(snapshot, settings)
     text = reader.text(change.path)
     if text is None:
         return None
@@ -228,32 +248,41 @@ def is_test_path(path: str) -> bool:
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    """Up to CALLER_SITES call sites in other files per name: one bounded `git grep` for all the names."""
+    names = [n for n in dict.fromkeys(names) if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", n)]
+    if not names:
+        return []
+    alternatives = "|".join(re.escape(n) for n in names)
+    pattern = rf"\b({alternatives})\s*\("
+    specs = tuple(f"*{ext}" for ext in lang.extensions)
+    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=10,
+                                  timeout_s=GREP_TIMEOUT_S)
+    call = re.compile(pattern)
+    definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
+                            rf"({alternatives})\s*\(")
+    by_name: dict[str, list[GrepHit]] = {}
+    for hit in result.hits:
+        if hit.path == own or definition.search(hit.text) or reader.hidden(hit.path):
+            continue
+        for match in call.finditer(hit.text):
+            by_name.setdefault(match.group(1), []).append(hit)
     out: list[tuple[int, ContextEntry]] = []
-    for rank, name in enumerate(dict.fromkeys(names)):
-        pattern = rf"\b{re.escape(name)}\s*\("
-        specs = tuple(f"*{ext}" for ext in lang.extensions)
-        result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=3,
-                                      timeout_s=GREP_TIMEOUT_S)
-        definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private)\b[^(]*\b"
-                                rf"{re.escape(name)}\s*\(")
-        hits = [h for h in result.hits if h.path != own and not definition.search(h.text) and not reader.hidden(h.path)]
-        hits.sort(key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
-        chosen, files = [], set()
+    for rank, name in enumerate(names):
+        hits = sorted(dict.fromkeys(by_name.get(name, ())),
+                      key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
+        chosen: list[GrepHit] = []
+        files: set[str] = set()
         for pass_no in (0, 1):  # distinct files first, then more sites in the same files
             for hit in hits:
                 if len(chosen) >= CALLER_SITES:
                     break
-                if (pass_no == 0 and hit.path in files) or hit in chosen:
-                    continue
-                text = reader.text(hit.path)
-                if text is None:
+                if (pass_no == 0 and hit.path in files) or hit in chosen or reader.text(hit.path) is None:
                     continue
                 chosen.append(hit)
                 files.add(hit.path)
         for hit in chosen:
-            text = reader.text(hit.path) or ""
-            out.append((CALLER_SITES - rank, _entry("caller", name, hit.path, Span(hit.line_no - 1, hit.line_no + 1),
-                                                    text)))
+            span = Span(hit.line_no - 1, hit.line_no + 1)
+            out.append((CALLER_SITES - rank, _entry("caller", name, hit.path, span, reader.text(hit.path) or "")))
     return out
 
 

@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from ocr_hook.settings import Settings
 
 DEFINITION_LINES = 12  # signature plus docstring and first statements
-MAX_WANTS = 60  # names looked up per file (the most used first)
+MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
-MAX_SIGNATURES = 8  # changed functions whose callers are looked for
+MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
 GREP_TIMEOUT_S = 3.0
@@ -85,6 +85,12 @@ class Reader:
         self.settings = settings
         selection = config_files.read_yaml("selection.yaml")
         self._markers = tuple(selection["generated_markers"])
+        # Vendored, built, minified and generated paths by name (selection's default skips, lock files
+        # aside; a user's `!dist/` in exclude re-includes as it does for review).
+        from ocr_hook.changes.globs import GitIgnoreGlobs
+
+        skip = [p for label, patterns in selection["default_skip"].items() if label != "lock file" for p in patterns]
+        self._skip = GitIgnoreGlobs([*skip, *(p for p in settings.exclude if p.lstrip().startswith("!"))])
         self._marker_lines = int(selection["marker_lines"])
         self._paths: tuple[str, ...] | None = None
         self._path_set: frozenset[str] | None = None
@@ -111,7 +117,8 @@ class Reader:
         if path in self._texts:
             return self._texts[path]
         found: str | None = None
-        if self.exists(path) and not self.hidden(path) and not self.snapshot.is_symlink(path):
+        if self.exists(path) and not self.hidden(path) and not self._skip.check_file(path).include \
+                and not self.snapshot.is_symlink(path):
             data = self.snapshot.read_bytes(path)
             if data is not None and len(data) <= MAX_SOURCE_BYTES and b"\0" not in data[:8192]:
                 text = data.decode("utf-8", "surrogateescape")
@@ -262,7 +269,7 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
                             rf"({alternatives})\s*\(")
     by_name: dict[str, list[GrepHit]] = {}
     for hit in result.hits:
-        if hit.path == own or definition.search(hit.text) or reader.hidden(hit.path):
+        if hit.path == own or definition.search(hit.text) or reader.text(hit.path) is None:
             continue
         for match in call.finditer(hit.text):
             by_name.setdefault(match.group(1), []).append(hit)
@@ -280,9 +287,11 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
                     continue
                 chosen.append(hit)
                 files.add(hit.path)
-        for hit in chosen:
+        for site, hit in enumerate(chosen):
             span = Span(hit.line_no - 1, hit.line_no + 1)
-            out.append((CALLER_SITES - rank, _entry("caller", name, hit.path, span, reader.text(hit.path) or "")))
+            out.append((site * len(names) + rank, _entry("caller", name, hit.path, span, reader.text(hit.path) or "")))
+    # Each changed function's first call site before any function's second: the budget cuts the thirds.
+    out.sort(key=lambda item: item[0])
     return out
 
 

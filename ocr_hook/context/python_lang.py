@@ -179,8 +179,8 @@ def _on_lines(tree: ast.Module, added: frozenset[int]) -> list[ast.AST]:
 
 def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
         set[str], dict[str, _Target], list[tuple[tuple[str, ...], str | None]], list[str]]:
-    """Names defined in the file (functions, classes, anything assigned), what each imported name stands
-    for, and the modules of its star imports. A name the file both imports and defines counts as defined
+    """Names defined in the file (functions, classes, module-level assignments), what each imported name
+    stands for, and the modules of its star imports. A name the file both imports and defines counts as defined
     here (it adds nothing)."""
     local: set[str] = set()
     imports: dict[str, _Target] = {}
@@ -189,11 +189,6 @@ def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
     for node in ast.walk(tree):
         if isinstance(node, _Def):
             local.add(node.name)
-            _signature(node, added, signatures)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            local.add(node.id)
-        elif isinstance(node, ast.arg):
-            local.add(node.arg)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = tuple(alias.name.split("."))
@@ -209,6 +204,16 @@ def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
                     stars.append((base, anchor))
                 else:
                     imports[alias.asname or alias.name] = _Target((*base, alias.name), anchor)
+    for stmt in _top_level(tree.body):  # functions and methods others can call (not nested ones)
+        if isinstance(stmt, _Def):
+            _signature(stmt, added, signatures)
+            if isinstance(stmt, ast.ClassDef):
+                for item in _top_level(stmt.body):
+                    if isinstance(item, _Def):
+                        _signature(item, added, signatures)
+    for stmt in _top_level(tree.body):  # module-level assignments (a function's own variables may shadow
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):  # an import there; showing its definition is harmless)
+            local |= _assigned(stmt)
     for name in local:
         imports.pop(name, None)
     return local, imports, stars, signatures
@@ -271,8 +276,17 @@ def _signature(node: _Def, added: frozenset[int], out: list[str]) -> None:
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "__init__" \
                     and _signature_added(item, added):
                 out.append(node.name)
-    elif not node.name.startswith(("__", "test_")) and _signature_added(node, added):
+    elif not node.name.startswith(("__", "test_")) and not _accessor(node) and _signature_added(node, added):
         out.append(node.name)
+
+
+def _accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A property (or its setter): read as an attribute, never called, so a grep for calls finds others'."""
+    for decorator in node.decorator_list:
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if name in ("property", "cached_property", "setter", "getter", "deleter"):
+            return True
+    return False
 
 
 def _signature_added(node: ast.FunctionDef | ast.AsyncFunctionDef, added: frozenset[int]) -> bool:

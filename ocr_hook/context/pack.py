@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
     from ocr_hook.settings import Settings
 
-DEFINITION_LINES = 12  # signature plus docstring and first statements
+DEFINITION_LINES = 8  # signature plus docstring and first statements
 MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
@@ -255,16 +255,18 @@ def is_test_path(path: str) -> bool:
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
-    """Up to CALLER_SITES call sites in other files per name: one bounded `git grep` for all the names."""
-    names = [n for n in dict.fromkeys(names) if re.fullmatch(r"[A-Za-z_$][A-Za-z0-9_$]*", n)]
-    if not names:
+    """Up to CALLER_SITES call sites in other files per name: one bounded `git grep` for all the names.
+    A method comes as `.name`: only `x.name(` calls count for it (a plain `name(` is someone else's)."""
+    wanted = [n for n in dict.fromkeys(names) if re.fullmatch(r"\.?[A-Za-z_$][A-Za-z0-9_$]*", n)]
+    if not wanted:
         return []
-    alternatives = "|".join(re.escape(n) for n in names)
+    bare = sorted({n.lstrip(".") for n in wanted})
+    alternatives = "|".join(re.escape(n) for n in bare)
     pattern = rf"\b({alternatives})\s*\("
     specs = tuple(f"*{ext}" for ext in lang.extensions)
     result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=10,
                                   timeout_s=GREP_TIMEOUT_S)
-    call = re.compile(pattern)
+    call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
     definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
                             rf"({alternatives})\s*\(")
     by_name: dict[str, list[GrepHit]] = {}
@@ -272,7 +274,11 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
         if hit.path == own or definition.search(hit.text) or reader.text(hit.path) is None:
             continue
         for match in call.finditer(hit.text):
-            by_name.setdefault(match.group(1), []).append(hit)
+            name = match.group(2)
+            by_name.setdefault(name, []).append(hit)
+            if match.group(1):
+                by_name.setdefault("." + name, []).append(hit)
+    names = wanted
     out: list[tuple[int, ContextEntry]] = []
     for rank, name in enumerate(names):
         hits = sorted(dict.fromkeys(by_name.get(name, ())),
@@ -289,7 +295,8 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
                 files.add(hit.path)
         for site, hit in enumerate(chosen):
             span = Span(hit.line_no - 1, hit.line_no + 1)
-            out.append((site * len(names) + rank, _entry("caller", name, hit.path, span, reader.text(hit.path) or "")))
+            entry = _entry("caller", name.lstrip("."), hit.path, span, reader.text(hit.path) or "")
+            out.append((site * len(names) + rank, entry))
     # Each changed function's first call site before any function's second: the budget cuts the thirds.
     out.sort(key=lambda item: item[0])
     return out

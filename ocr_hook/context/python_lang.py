@@ -210,7 +210,7 @@ def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
             if isinstance(stmt, ast.ClassDef):
                 for item in _top_level(stmt.body):
                     if isinstance(item, _Def):
-                        _signature(item, added, signatures)
+                        _signature(item, added, signatures, method=True)
     for stmt in _top_level(tree.body):  # module-level assignments (a function's own variables may shadow
         if isinstance(stmt, ast.Assign | ast.AnnAssign):  # an import there; showing its definition is harmless)
             local |= _assigned(stmt)
@@ -268,16 +268,16 @@ def _suffix_index(reader: Reader) -> dict[str, list[str]]:
     return index  # type: ignore[return-value]
 
 
-def _signature(node: _Def, added: frozenset[int], out: list[str]) -> None:
-    """Functions whose signature lines (the `def` line through the colon) include an added line; a
-    changed `__init__` stands for its class (its callers call the class)."""
+def _signature(node: _Def, added: frozenset[int], out: list[str], method: bool = False) -> None:
+    """Functions whose signature lines (the `def` line through the colon) include an added line, a
+    method as `.name` (called as `x.name(...)`); a changed `__init__` stands for its class."""
     if isinstance(node, ast.ClassDef):
         for item in node.body:
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "__init__" \
                     and _signature_added(item, added):
                 out.append(node.name)
     elif not node.name.startswith(("__", "test_")) and not _accessor(node) and _signature_added(node, added):
-        out.append(node.name)
+        out.append("." + node.name if method else node.name)
 
 
 def _accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

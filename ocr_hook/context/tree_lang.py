@@ -138,7 +138,7 @@ class TreeLanguage:
                 is_function = label.startswith("definition.") and label.endswith(("function", "method")) \
                     and not _nested(tagged)
                 if is_function and (node.start_point[0] + 1 in added or tagged.start_point[0] + 1 in added):
-                    signatures.append(name)
+                    signatures.append("." + name if label.endswith("method") else name)
                 elif label.startswith("reference.") and node.start_point[0] + 1 in added:
                     used[name] += 1
                     tagged_names.add(node.id)
@@ -152,7 +152,7 @@ class TreeLanguage:
                     if pair is not None:
                         members[pair] += 1
         wants = self._wants(path, text, root, local, used, members, reader)
-        return Analysis(wants, [s for s in dict.fromkeys(signatures) if not s.startswith("test")])
+        return Analysis(wants, [s for s in dict.fromkeys(signatures) if not s.lstrip(".").startswith("test")])
 
     def _wants(self, path: str, text: str, root: Any, local: set[str], used: Counter[str],
                members: Counter[tuple[str, str]], reader: Reader) -> list[Want]:

@@ -46,7 +46,11 @@ from .generated import gen_value
 def run(s, strict=False):
     def inner(v):
         return v
-    return inner(normalise(h.tidy(core.shout(s)))) + mask_me() + vault_key() + gen_value()
+    return inner(normalise(h.tidy(core.shout(s)))) + mask_me() + vault_key() + gen_value() + mask_me()
+
+
+class Runner(core.Base):
+    pass
 """
 
 
@@ -56,7 +60,8 @@ def py_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(repo, "pkg/__init__.py", "from .core import normalise\n")
     write(repo, "pkg/core.py", "def normalise(text, *, lower=True):\n    \"\"\"Collapse blanks.\"\"\"\n"
                                "    return ' '.join(text.split())\n\n\ndef shout(s):\n    return s.upper()\n\n\n"
-                               f"def mask_me():\n    token = \"{TOKEN}\"\n    return token\n")
+                               f"def mask_me():\n    token = \"{TOKEN}\"\n    return token\n\n\n"
+                               "class Base:\n    pass\n")
     write(repo, "pkg/sub/__init__.py", "")
     write(repo, "pkg/sub/helpers.py", "def tidy(x):\n    return x.strip()\n")
     write(repo, "pkg/secrets.py", "def vault_key():\n    return 'the vault key lives here'\n")
@@ -85,6 +90,7 @@ def test_python_import_forms_reach_their_definitions_in_other_files(py_packs: di
     assert found["core.shout"] == "pkg/core.py"  # from . import core
     assert found["normalise"] == "pkg/core.py"  # from pkg import normalise: re-exported by pkg/__init__.py
     assert found["mask_me"] == "pkg/core.py"  # from .core import x
+    assert pack is not None and pack.entries[0].name == "core.Base"  # a base class first, then the most used
     text = pack.render() if pack else ""
     assert "def tidy(x):" in text and "return x.strip()" in text and "WORK TREE ONLY" not in text  # the index
     assert "1|def normalise(text, *, lower=True):" in text and "(pkg/core.py lines 1-3)" in text

@@ -108,6 +108,8 @@ class Settings:
     notes: tuple[str, ...] = ()  # not a setting: what loading ignored (e.g. the repository's cache_dir), for reports
     warm: str = "auto"  # the warm worker for commit-time reviews: auto | on | off (DESIGN.md 14, ocr_hook.warm)
     warm_idle: float = 900.0  # seconds without a run before the warm worker exits
+    context: bool = True  # the context pack in each file's first request (DESIGN.md 12, ocr_hook.context)
+    context_tokens: int = 2000  # at most this many tokens of context pack per file
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -125,7 +127,7 @@ _FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _NOT
 # the cache lives decides which files a run writes and deletes (only the user's config, env or flags).
 _USER_ONLY = ("cache_dir",)
 _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
-             "max_file_lines", "max_file_bytes", "max_diff_lines", "warm_idle"}
+             "max_file_lines", "max_file_bytes", "max_diff_lines", "warm_idle", "context_tokens"}
 
 
 # Guidance file names, looked for in every directory (ocr_hook.guidance): plain names, no paths.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent.capabilities import Capabilities, CapabilityLookup
     from ocr_hook.agent.request_options import RequestOptions
     from ocr_hook.budget.ledger import Budget
+    from ocr_hook.context import ContextPack
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
 
@@ -68,6 +69,11 @@ class FileTask:
     capabilities: CapabilityLookup | None = None  # None: capabilities unknown (no thinking, no effort)
     # Review memory: the interdiff since the last review and the earlier findings to re-check
     memory: MemoryPlan | None = None
+    # DESIGN.md 12: the file's context pack (ocr_hook.context; entries already masked) and the change's
+    # intent (rendered: capped, masked, fenced and labelled as the author's words). Both go in the first
+    # request of the file's plan and main conversations; the review filter never sees the intent.
+    context: ContextPack | None = None
+    intent: str | None = None
 
 
 @dataclass
@@ -242,7 +248,7 @@ class FileReview:
         conv = self._new_conversation("plan", await self._context_window(self.settings.model_for("plan")))
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds))])
+            self.task.other_paths, rounds, self._context_text(), self.task.intent))])
         model = self.settings.model_for("plan")
         for round_no in range(1, rounds + 1):
             if round_no == rounds:
@@ -271,7 +277,7 @@ class FileReview:
             opening = prompts.main_message(
                 self.path, str(change.status), change.changed_lines, self.mask(change.patch),
                 self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
-                await self._opening_text())
+                await self._opening_text(), self._context_text(), self.task.intent)
         conv.add_user([text_block(opening)])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = answered = 0
@@ -342,16 +348,28 @@ class FileReview:
         memory = self.task.memory
         if memory is None or not memory.interdiff.changed:
             return None
-        from ocr_hook.agent.rereview import rereview_message
+        from ocr_hook.agent.rereview import rereview_message, touched_names
 
         text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
         change = self.task.change
-        # Merge point for the context pack (ocr_hook/context/): pack_text=task.context.render(
-        # names=rereview.touched_names(memory)) when task.context is set; None until then.
-        pack_text = None
+        # The context pack's entries for the names the interdiff touches (DESIGN.md 7 and 12).
+        pack_text = self._context_text(touched_names(memory))
         return self.mask(rereview_message(memory, self.mask(text or ""), status=str(change.status),
                                           changed_lines=change.changed_lines, rounds=rounds,
                                           other_paths=self.task.other_paths, pack_text=pack_text))
+
+    def _context_text(self, names: Collection[str] | None = None) -> str | None:
+        """The context pack's section of the first message (only the entries for `names` when given); its
+        entries were masked when it was built (passing the mask again keeps the text sendable and finds
+        nothing more to count)."""
+        pack = self.task.context
+        if pack is None or not pack.entries:
+            return None
+        text = pack.render(names)
+        if not text.strip():
+            return None
+        return self.mask(prompts.context_section(text, len(pack.entries)))
+
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,

@@ -1,0 +1,398 @@
+"""One file's context pack: what its added lines use from other files, and the call sites of the
+functions whose signatures it changed, ordered and cut to `context_tokens`.
+
+Each language module (python_lang, tree_lang, grep_lang) reads the file and says what it wants (a
+symbol in candidate files) and which functions' signature lines were added; this module finds those,
+turns them into masked entries and keeps the budget. Everything comes from the reviewed snapshot
+through `Reader`, which refuses sensitive, huge and generated files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ocr_hook.context import ContextEntry, ContextPack
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import FileChange
+    from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
+    from ocr_hook.settings import Settings
+
+DEFINITION_LINES = 8  # signature plus docstring and first statements
+MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
+MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
+CALLER_SITES = 3
+MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
+MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
+MAX_AVERAGE_LINE = 300  # characters: minified or generated code
+GREP_TIMEOUT_S = 3.0
+MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
+MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
+GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
+_NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
+_TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
+                        r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Want:
+    """A name used on added lines, to look for as `symbol` in the first of `paths` that defines it."""
+
+    name: str
+    symbol: str
+    paths: tuple[str, ...]
+    uses: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """The file names the symbol without defining it (a re-export): look there instead."""
+
+    symbol: str
+    paths: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Analysis:
+    wants: list[Want] = field(default_factory=list)
+    signatures: list[str] = field(default_factory=list)  # functions whose signature line was added
+
+
+class Language(Protocol):
+    name: str
+    extensions: tuple[str, ...]  # the files its callers and definitions live in (for grep pathspecs)
+
+    def analyse(self, path: str, text: str, added: frozenset[int], reader: Reader) -> Analysis | None: ...
+
+    def find(self, path: str, text: str, symbol: str, reader: Reader) -> Span | Follow | None: ...
+
+
+class Reader:
+    """The reviewed snapshot as the pack may see it: sensitive files never, huge or generated ones not."""
+
+    def __init__(self, snapshot: Snapshot, settings: Settings) -> None:
+        from ocr_hook import config_files
+
+        self.snapshot = snapshot
+        self.settings = settings
+        selection = config_files.read_yaml("selection.yaml")
+        self._markers = tuple(selection["generated_markers"])
+        # Vendored, built, minified and generated paths by name (selection's default skips, lock files
+        # aside; a user's `!dist/` in exclude re-includes as it does for review).
+        from ocr_hook.changes.globs import GitIgnoreGlobs
+
+        skip = [p for label, patterns in selection["default_skip"].items() if label != "lock file" for p in patterns]
+        self._skip = GitIgnoreGlobs([*skip, *(p for p in settings.exclude if p.lstrip().startswith("!"))])
+        self._marker_lines = int(selection["marker_lines"])
+        self._paths: tuple[str, ...] | None = None
+        self._path_set: frozenset[str] | None = None
+        self._texts: dict[str, str | None] = {}
+        self.memo: dict[object, object] = {}  # per-language parse results, keyed by the language's own keys
+
+    def paths(self) -> tuple[str, ...]:
+        if self._paths is None:
+            self._paths = self.snapshot.paths()
+        return self._paths
+
+    def exists(self, path: str) -> bool:
+        if self._path_set is None:
+            self._path_set = frozenset(self.paths())
+        return path in self._path_set
+
+    def hidden(self, path: str) -> bool:
+        from ocr_hook.changes.selection import is_sensitive
+
+        return is_sensitive(path, self.settings)
+
+    def text(self, path: str) -> str | None:
+        """The file's text, or None when it is absent, sensitive, binary, huge or generated."""
+        if path in self._texts:
+            return self._texts[path]
+        found: str | None = None
+        if self.exists(path) and not self.hidden(path) and not self._skip.check_file(path).include \
+                and not self.snapshot.is_symlink(path):
+            data = self.snapshot.read_bytes(path)
+            if data is not None and len(data) <= MAX_SOURCE_BYTES and b"\0" not in data[:8192]:
+                text = data.decode("utf-8", "surrogateescape")
+                if not self._generated(text):
+                    found = text
+        self._texts[path] = found
+        return found
+
+    def _generated(self, text: str) -> bool:
+        head = text.split("\n", self._marker_lines)[: self._marker_lines]
+        if any(marker in line for line in head for marker in self._markers):
+            return True
+        lines = text.count("\n") + 1
+        return len(text) > 20_000 and len(text) / lines > MAX_AVERAGE_LINE
+
+
+_READERS: weakref.WeakKeyDictionary[Any, Reader] = weakref.WeakKeyDictionary()
+_READERS_LOCK = threading.Lock()
+
+
+def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
+    """One Reader per snapshot (and settings) for the whole run: the files of a change set share their
+    imports' parses, the listing and its indexes."""
+    with _READERS_LOCK:
+        reader = _READERS.get(snapshot)
+        if reader is None or reader.settings is not settings:
+            reader = Reader(snapshot, settings)
+            try:
+                _READERS[snapshot] = reader
+            except TypeError:  # a snapshot that cannot be weakly referenced: a reader per file
+                pass
+        return reader
+
+
+def language_for(path: str) -> Language:
+    ext = posixpath.splitext(path)[1].lower()
+    if ext in (".py", ".pyi"):
+        from ocr_hook.context.python_lang import PYTHON
+
+        return PYTHON
+    from ocr_hook.context import tree_lang
+
+    found = tree_lang.for_extension(ext)
+    if found is not None:
+        return found
+    from ocr_hook.context.grep_lang import for_extension
+
+    return for_extension(ext)
+
+
+def added_lines(change: FileChange) -> frozenset[int]:
+    return frozenset(line.new_no for hunk in change.hunks for line in hunk.lines
+                     if line.kind == "+" and line.new_no is not None)
+
+
+def build(change: FileChange, snapshot: Snapshot, settings: Settings) -> ContextPack | None:
+    reader = reader_for(snapshot, settings)
+    found = _analysis(change, reader)
+    if found is None:
+        return None
+    lang, analysis = found
+    definitions = _definitions(change.path, analysis.wants, lang, reader)
+    callers = _callers(change.path, analysis.signatures[:MAX_SIGNATURES], lang, reader)
+    return _fit(change.path, definitions, callers, settings.context_tokens)
+
+
+def prepare(changes: Sequence[FileChange], snapshot: Snapshot, settings: Settings) -> None:
+    """Analyse the change set's files and look for all their changed functions' call sites at once (one
+    `git grep` per language instead of one per file); build() then reads what this found."""
+    reader = reader_for(snapshot, settings)
+    groups: dict[tuple[str, ...], set[str]] = {}
+    for change in changes:
+        try:
+            found = _analysis(change, reader)
+        except Exception:  # the file's own build() will degrade the same way; the others still prepare
+            continue
+        if found is not None:
+            groups.setdefault(found[0].extensions, set()).update(found[1].signatures[:MAX_SIGNATURES])
+    for extensions, names in groups.items():
+        wanted = [n for n in sorted(names) if _NAME.fullmatch(n)]
+        if wanted:
+            _call_sites(wanted, extensions, reader)
+
+
+def _analysis(change: FileChange, reader: Reader) -> tuple[Language, Analysis] | None:
+    key = ("analysis", change.path, change.patch)
+    if key in reader.memo:
+        return reader.memo[key]  # type: ignore[return-value]
+    result = None
+    if not (change.is_binary or change.is_symlink or change.is_submodule or str(change.status) == "deleted"):
+        added = added_lines(change)
+        text = reader.text(change.path) if added else None
+        if text is not None:
+            lang = language_for(change.path)
+            try:
+                analysis = lang.analyse(change.path, text, added, reader)
+            except (RecursionError, ValueError, UnicodeError):
+                analysis = None  # a file the parser cannot take: no pack, never a failed review
+            if analysis is not None:
+                result = (lang, analysis)
+    reader.memo[key] = result
+    return result
+
+
+def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    found: dict[tuple[str, int], tuple[int, ContextEntry]] = {}
+    order = sorted(wants, key=lambda w: (-w.uses, _distance(own, w.paths[0]) if w.paths else 99, w.name))
+    for want in order[:MAX_WANTS]:
+        located = _locate(want.symbol, want.paths, own, lang, reader)
+        if located is None:
+            continue
+        path, span, text = located
+        key = (path, span.start)
+        if key in found:
+            uses, entry = found[key]
+            found[key] = (uses + want.uses, entry)
+            continue
+        found[key] = (want.uses, _entry("definition", want.name, path, span, text))
+    return list(found.values())
+
+
+def _locate(symbol: str, paths: Sequence[str], own: str, lang: Language,
+            reader: Reader) -> tuple[str, Span, str] | None:
+    seen: set[tuple[str, str]] = set()
+    queue = [(symbol, tuple(paths), 0)]
+    while queue:
+        symbol, candidates, hops = queue.pop(0)
+        for path in candidates:
+            if path == own or (symbol, path) in seen:
+                continue
+            seen.add((symbol, path))
+            text = reader.text(path)
+            if text is None:
+                continue
+            result = lang.find(path, text, symbol, reader)
+            if isinstance(result, Span):
+                return path, result, text
+            if isinstance(result, Follow) and hops < MAX_FOLLOW:
+                queue.append((result.symbol, result.paths, hops + 1))
+                break
+    return None
+
+
+def _entry(kind: str, name: str, path: str, span: Span, text: str) -> ContextEntry:
+    lines = file_lines(text)
+    start, end = max(1, span.start), min(len(lines), span.end)
+    shown = [line if len(line) <= 300 else line[:300] + "…" for line in lines[start - 1:end]]
+    return ContextEntry(kind, name, path, start, end, "\n".join(shown))
+
+
+def file_lines(text: str) -> list[str]:
+    """Only "\\n" ends a line, as for git and the diff's line numbers (the same rule as file_read)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
+    """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from one bounded
+    `git grep`; kept for the run, so a later file asking for a subset of the same names greps nothing."""
+    key = ("sites", extensions)
+    known = reader.memo.get(key)
+    if known is not None and set(names) <= known[0]:  # type: ignore[index]
+        return known[1]  # type: ignore[index,no-any-return]
+    bare = sorted({n.lstrip(".") for n in names})
+    by_name: dict[str, list[GrepHit]] = {}
+    complete = _grep_calls(bare, extensions, reader, by_name)
+    if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
+        rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
+        for name in rare[:MAX_RETRIED_NAMES]:
+            _grep_calls([name], extensions, reader, by_name)
+    if known is None or set(names) > known[0]:  # type: ignore[index]
+        reader.memo[key] = (frozenset(names), by_name)
+    return by_name
+
+
+def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
+                by_name: dict[str, list[GrepHit]]) -> bool:
+    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls); False when
+    git grep's caps cut the result."""
+    alternatives = "|".join(re.escape(n) for n in bare)
+    pattern = rf"\b({alternatives})\s*\("
+    specs = tuple(f"*{ext}" for ext in extensions)
+    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=MANY_SITES,
+                                  timeout_s=GREP_TIMEOUT_S)
+    call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
+    definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
+                            rf"({alternatives})\s*\(")
+    for hit in result.hits:
+        if definition.search(hit.text) or reader.text(hit.path) is None:
+            continue
+        for match in call.finditer(hit.text):
+            for name in (match.group(2), "." + match.group(2)) if match.group(1) else (match.group(2),):
+                sites = by_name.setdefault(name, [])
+                if hit not in sites[-3:]:
+                    sites.append(hit)
+    return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
+
+
+def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    """Up to CALLER_SITES call sites in other files per changed function, non-test and nearest first."""
+    names = [n for n in dict.fromkeys(names) if _NAME.fullmatch(n)]
+    if not names:
+        return []
+    by_name = _call_sites(names, lang.extensions, reader)
+    out: list[tuple[int, ContextEntry]] = []
+    for rank, name in enumerate(names):
+        hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
+                      key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
+        chosen: list[GrepHit] = []
+        files: set[str] = set()
+        for pass_no in (0, 1):  # distinct files first, then more sites in the same files
+            for hit in hits:
+                if len(chosen) >= CALLER_SITES:
+                    break
+                if (pass_no == 0 and hit.path in files) or hit in chosen or reader.text(hit.path) is None:
+                    continue
+                chosen.append(hit)
+                files.add(hit.path)
+        for site, hit in enumerate(chosen):
+            span = Span(hit.line_no - 1, hit.line_no + 1)
+            entry = _entry("caller", name.lstrip("."), hit.path, span, reader.text(hit.path) or "")
+            out.append((site * len(names) + rank, entry))
+    # Each changed function's first call site before any function's second: the budget cuts the thirds.
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def _distance(own: str, other: str) -> int:
+    """Directory steps between two files: the nearest entries come first."""
+    a, b = posixpath.dirname(own).split("/"), posixpath.dirname(other).split("/")
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return (len(a) - common) + (len(b) - common)
+
+
+def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tuple[int, ContextEntry]],
+         budget: int) -> ContextPack | None:
+    """Most used and nearest first, definitions and call sites taking turns; masked; cut to the budget."""
+    from ocr_hook.budget.tokens import estimate_tokens
+    from ocr_hook.secrets_mask import mask_secrets
+
+    defs = sorted(definitions, key=lambda item: (-item[0], _distance(own, item[1].path), item[1].path))
+    calls = list(callers)  # already in order: per changed function, non-test and nearest first
+    merged: list[ContextEntry] = []
+    for i in range(max(len(defs), len(calls))):
+        if i < len(defs):
+            merged.append(defs[i][1])
+        if i < len(calls):
+            merged.append(calls[i][1])
+    if not merged:
+        return None
+    kept: list[ContextEntry] = []
+    masked = cut = used = 0
+    for entry in merged:
+        text, count = mask_secrets(entry.text)
+        candidate = ContextEntry(entry.kind, entry.name, entry.path, entry.start, entry.end, text)
+        cost = estimate_tokens(candidate.render()) + 1
+        if used + cost > budget:
+            cut += 1
+            continue
+        used += cost
+        masked += count
+        kept.append(candidate)
+    return ContextPack(tuple(kept), cut=cut, masked=masked, budget=budget)

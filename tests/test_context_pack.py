@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from gitrepo import commit_all, git, make_repo, write
-from ocr_hook.scope import Scope
 
 from ocr_hook.changes.collect import collect_changes
+from ocr_hook.changes.scope import Scope
 from ocr_hook.changes.snapshot import open_snapshot
 from ocr_hook.context import ContextPack, build_pack
 from ocr_hook.context import intent as intent_mod

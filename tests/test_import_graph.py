@@ -193,8 +193,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("outcome",),  # what a run produced
     ("guidance",),
     ("effort",),
+    ("budget",),  # what a run may spend (pure arithmetic; the pack counts its tokens with it)
     ("context",),  # what the change uses, what calls it, what it is for (DESIGN.md 12)
-    ("budget", "store"),  # what a run may spend; what ocr-hook keeps on disk
+    ("store",),  # what ocr-hook keeps on disk
     ("agent",),
     ("gate",),
     ("reports",),

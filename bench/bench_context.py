@@ -53,9 +53,10 @@ PACKAGES = [
     ("pypi", "flask", "2.3.3", "3.0.3"),
     ("pypi", "httpx", "0.25.2", "0.27.0"),
     ("pypi", "jinja2", "3.1.2", "3.1.4"),
+    ("pypi", "packaging", "23.1", "24.0"),
     ("npm", "axios", "1.6.0", "1.7.2"),
-    ("npm", "express", "4.18.2", "4.19.2"),
     ("npm", "fastify", "4.24.0", "4.26.0"),
+    ("npm", "pino", "8.16.0", "8.19.0"),
 ]
 TEXT_SUFFIXES = {".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".json", ".md", ".rst", ".txt", ".toml", ".cfg",
                  ".yaml", ".yml", ".html", ".css", ".sh", ".ini", ".typed"}

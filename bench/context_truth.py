@@ -22,6 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
+# Method names the standard libraries and runtimes use too: `x.open(...)` may well be `os.open`, and
+# `transport.request(...)` Node's http; a method of such a name gets no caller expectation.
+COMMON_METHODS = frozenset(
+    "open close read write request get set send end emit on once call apply bind then catch push pop keys values "
+    "items update copy run start stop format parse join split replace append extend remove add delete has clear "
+    "next resolve reject from toString valueOf render load dump dumps loads flush handle process log debug info "
+    "warn error exit listen filter map reduce find sort test match exec encode decode wrap close_all".split())
 MAX_REEXPORT_HOPS = 4
 
 
@@ -177,8 +184,9 @@ class PythonRepo:
             return self.resolve(*mod.bindings[attr], hops + 1)
         return None
 
-    def _target(self, mod: _Module, node: ast.expr) -> Site | None:
-        """The definition a Name or a dotted Attribute chain refers to through `mod`'s imports."""
+    def _target(self, mod: _Module, node: ast.expr, exact: bool = False) -> Site | None:
+        """The definition a Name or a dotted Attribute chain refers to through `mod`'s imports (`exact`:
+        the chain must end at it; `name.attr` is then an attribute of the definition, not the definition)."""
         chain: list[str] = []
         while isinstance(node, ast.Attribute):
             chain.insert(0, node.attr)
@@ -188,7 +196,7 @@ class PythonRepo:
         module, attr = mod.bindings[node.id]
         base = f"{module}.{attr}" if attr else module
         if base not in self.by_name:  # the name is a definition (attribute accesses are on it), or not ours
-            return self.resolve(module, attr)
+            return None if exact and chain else self.resolve(module, attr)
         for part in chain:  # walk down the chain while it names modules of the repository
             if f"{base}.{part}" not in self.by_name:
                 return self.resolve(base, part)
@@ -219,20 +227,26 @@ class PythonRepo:
             last = node.body[0].lineno - 1 if node.body[0].lineno > node.lineno else node.lineno
             if not added & set(range(node.lineno, last + 1)) or node.name.startswith("__"):
                 continue
-            if is_method and self.function_names.get(node.name, 0) != 1:
+            if is_method and (self.function_names.get(node.name, 0) != 1 or node.name in COMMON_METHODS):
                 continue  # `.name(` could mean another function of that name: no certain callers
             site = Site(path, node.lineno, _line(self.files[path], node.lineno))
-            groups.append(CallerGroup(path, node.name, site, self._callers(site, node.name, is_method)))
+            callers = list(dict.fromkeys(self._callers(site, node.name, is_method)))  # one site a line
+            groups.append(CallerGroup(path, node.name, site, callers))
         return groups
 
     def _calls(self, path: str) -> list[tuple[int, str | None, Site | None]]:
-        """(line, called attribute name, resolved definition) of every call in a file, computed once."""
+        """(line, method name, resolved definition) of every call in a file, computed once. The method name
+        is None unless the call is `receiver.name(...)` on something other than an imported name."""
         if path not in self._call_index:
             mod = self.module(path)
-            self._call_index[path] = [
-                (node.lineno, node.func.attr if isinstance(node.func, ast.Attribute) else None,
-                 self._target(mod, node.func))
-                for node in (ast.walk(mod.tree) if mod.tree else ()) if isinstance(node, ast.Call)]
+            rows = []
+            for node in ast.walk(mod.tree) if mod.tree else ():
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    method = func.attr if isinstance(func, ast.Attribute) and not (
+                        isinstance(func.value, ast.Name) and func.value.id in mod.bindings) else None
+                    rows.append((node.lineno, method, self._target(mod, func, exact=True)))
+            self._call_index[path] = rows
         return self._call_index[path]
 
     def _callers(self, site: Site, name: str, is_method: bool) -> list[Site]:
@@ -432,7 +446,7 @@ class JsRepo:
                 continue
             site = Site(path, number, line_text.strip())
             exported = self.resolve(path, name) == site or self.resolve(path, None) == site
-            if not exported and self.function_names.get(name, 0) != 1:
+            if not exported and (self.function_names.get(name, 0) != 1 or name in COMMON_METHODS):
                 continue
             groups.append(CallerGroup(path, name, site, self._callers(site, name, exported)))
         return groups
@@ -451,7 +465,7 @@ class JsRepo:
     def _callers(self, site: Site, name: str, exported: bool) -> list[Site]:
         out = []
         by_member = re.compile(rf"\.\s*{re.escape(name)}\s*\(")
-        unique = self.function_names.get(name, 0) == 1
+        unique = self.function_names.get(name, 0) == 1 and name not in COMMON_METHODS
         for other in sorted(self.files):
             if other == site.path or not other.endswith(JS_SUFFIXES) or generated(other, self.files[other]):
                 continue

@@ -101,6 +101,10 @@ def cli() -> None:
 @click.option("--late-findings", type=click.Choice(["advisory", "block"]),
               help="Whether findings raised now on lines unchanged since the last review block (default advisory).")
 @click.option("--no-review-filter", is_flag=True, default=None, help="Keep every comment; skip the filter request.")
+@click.option("--no-context", is_flag=True, default=None,
+              help="No context pack (definitions used, callers) and no intent from CI or commit messages.")
+@click.option("--intent", metavar="TEXT|@FILE",
+              help="What the change is for (data for the reviewer, never instructions); @FILE reads it from FILE.")
 @click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
 @click.option("--shard", metavar="I/N", help="Review only share I of N of the files (CI matrix).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
@@ -117,7 +121,14 @@ def review(**kw: Any) -> None:
         kw["memory"] = False
     if kw.pop("no_review_filter"):
         kw["review_filter"] = False
-    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard))
+    if kw.pop("no_context"):
+        kw["context"] = False
+    intent = kw.pop("intent")
+    if intent is not None:
+        from ocr_hook.context.intent import read_flag
+
+        intent = read_flag(intent)
+    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
 
 
 @cli.command()

@@ -21,6 +21,10 @@ class FileCoverage:
     # failure). Policy skips (binary, deleted, excluded, sensitive) leave it False.
     incomplete: bool = False
     effort: str | None = None  # the profile the file was reviewed with (quick | standard | deep)
+    # The context pack its first request carried (DESIGN.md 12): entries, and entries cut for the budget;
+    # None when the file got no pack (context off, nothing to show, a file the pack cannot parse).
+    context_entries: int | None = None
+    context_cut: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,8 @@ class Settings:
     memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
     late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
     dismissals_file: str = ".ocr-hook/dismissed.yaml"  # repo-relative (DESIGN.md 9, ocr_hook.findings.dismissals)
+    context: bool = True  # the context pack in each file's first request (DESIGN.md 12, ocr_hook.context)
+    context_tokens: int = 2000  # at most this many tokens of context pack per file
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -103,7 +105,7 @@ class Settings:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
-             "max_file_lines", "max_file_bytes", "max_diff_lines"}
+             "max_file_lines", "max_file_bytes", "max_diff_lines", "context_tokens"}
 
 
 # Guidance file names, looked for in every directory (ocr_hook.guidance): plain names, no paths.

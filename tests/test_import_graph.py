@@ -112,7 +112,7 @@ import atexit, json, sys
 WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib", "pathlib",
          "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server",
          "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes",
-         "ocr_hook.publish",
+         "ocr_hook.publish", "ocr_hook.context", "ocr_hook.context.tree_lang", "tree_sitter",
          "ocr_hook.findings.model")  # the findings' types: their dataclasses cost start-up time to create
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
@@ -166,6 +166,8 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
     # unidiff parses the diff, hashlib keys the cache, the project's guidance is part of that key and the cached
     # finding's fix is settled against the others, and review memory records the file as it was sent (masked);
+    # the context pack is part of the key too (built from the snapshot: no grammar for a Python file);
     # nothing else on the watch list is needed (pathlib aside: the result cache works with paths).
-    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
-                                                     "ocr_hook.guidance", "ocr_hook.secrets_mask", "unidiff"]
+    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.context", "ocr_hook.findings.fixes",
+                                                     "ocr_hook.findings.model", "ocr_hook.guidance",
+                                                     "ocr_hook.secrets_mask", "unidiff"]

@@ -19,6 +19,7 @@ from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.budget.ledger import Budget
+    from ocr_hook.context import ContextPack
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import Remembered
     from ocr_hook.store.result_cache import ResultCache
@@ -59,6 +60,12 @@ class ReviewJob:
     # Review memory (DESIGN.md 7): path → the file as its last review saw it; None: memory is off.
     memory: Mapping[str, Remembered] | None = None
     memory_id: str | None = None  # names that memory (repository and line of work), for the result cache
+    # DESIGN.md 12: what the change is for, as (text, where it came from), e.g. from --intent, the MCP tool,
+    # the pull request or the range's commit messages; capped, masked and fenced on its way to the model.
+    intent: tuple[str, str] | None = None
+    # path → the file's context pack, built on first use (when settings.context is on); an entry point may
+    # fill it beforehand. None as a value: the file has no pack.
+    contexts: dict[str, ContextPack | None] = field(default_factory=dict)
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent.capabilities import Capabilities, CapabilityLookup
     from ocr_hook.agent.request_options import RequestOptions
     from ocr_hook.budget.ledger import Budget
+    from ocr_hook.context import ContextPack
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
 
@@ -74,6 +75,11 @@ class FileTask:
     capabilities: CapabilityLookup | None = None  # None: capabilities unknown (no thinking, no effort)
     # Review memory: the interdiff since the last review and the earlier findings to re-check
     memory: MemoryPlan | None = None
+    # DESIGN.md 12: the file's context pack (ocr_hook.context; entries already masked) and the change's
+    # intent (rendered: capped, masked, fenced and labelled as the author's words). Both go in the first
+    # request of the file's plan and main conversations; the review filter never sees the intent.
+    context: ContextPack | None = None
+    intent: str | None = None
 
 
 @dataclass
@@ -241,7 +247,7 @@ class FileReview:
         conv = self._new_conversation("plan", await self._context_window(self.settings.model_for("plan")))
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds))])
+            self.task.other_paths, rounds, self._context_text(), self.task.intent))])
         model = self.settings.model_for("plan")
         for round_no in range(1, rounds + 1):
             if round_no == rounds:
@@ -268,7 +274,7 @@ class FileReview:
         conv.add_user([text_block(prompts.main_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
             self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
-            await self._opening_text())),
+            await self._opening_text(), self._context_text(), self.task.intent)),
             *self._memory_blocks()])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = 0
@@ -336,6 +342,14 @@ class FileReview:
         else:
             extent = f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
         return shown, extent
+
+    def _context_text(self) -> str | None:
+        """The context pack's section of the first message; its entries were masked when it was built
+        (passing the mask again keeps the text sendable and finds nothing more to count)."""
+        pack = self.task.context
+        if pack is None or not pack.entries:
+            return None
+        return self.mask(prompts.context_section(pack.render(), len(pack.entries)))
 
     def _memory_blocks(self) -> list[dict[str, Any]]:
         """The re-review's focus, after the first main-loop message: the interdiff since the last review

@@ -20,7 +20,7 @@ PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
     "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "memory.md",
-    "file_text.md",
+    "file_text.md", "intent.md", "context_pack.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200
@@ -99,13 +99,28 @@ def other_files_list(paths: Sequence[str]) -> str:
 
 
 def plan_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
-                 rounds: int) -> str:
-    return render("plan.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
+                 rounds: int, context: str | None = None, intent: str | None = None) -> str:
+    text = render("plan.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
                   other_files=other_files_list(other_paths), diff=fence(diff, "diff"))
+    return _with_context(text, context, intent)
+
+
+def context_section(pack: str, count: int) -> str:
+    """The context pack's part of a file's first message (DESIGN.md 12); `pack` is ContextPack.render()."""
+    return render("context_pack.md", count=count, entries=pack).strip()
+
+
+def _with_context(text: str, context: str | None, intent: str | None) -> str:
+    """The author's intent (already fenced and labelled) and the context pack section after the rest."""
+    for part in (intent, context):
+        if part:
+            text = text.rstrip("\n") + "\n\n" + part.strip() + "\n"
+    return text
 
 
 def main_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
-                 rounds: int, checklist: str | None, file_text: tuple[str, str] | None = None) -> str:
+                 rounds: int, checklist: str | None, file_text: tuple[str, str] | None = None,
+                 context: str | None = None, intent: str | None = None) -> str:
     """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text)."""
     checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
     text = render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
@@ -115,7 +130,7 @@ def main_message(path: str, status: str, changed_lines: int, diff: str, other_pa
         lines, extent = file_text
         text = text.rstrip("\n") + "\n\n" + render("file_text.md", path=path, extent=extent,
                                                    lines=fence(lines)).strip() + "\n"
-    return text
+    return _with_context(text, context, intent)
 
 
 def memory_focus(plan: MemoryPlan) -> str:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent.capabilities import CapabilityLookup
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.context import ContextPack
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
 
@@ -48,6 +49,7 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None, effo
         "plan_threshold": settings.plan_threshold,
         "review_filter": settings.review_filter, "max_output_tokens": settings.max_output_tokens,
         "context_window": settings.context_window, "language": settings.language,
+        "context": settings.context, "context_tokens": settings.context_tokens,
     }
     return {
         "models": json.dumps(models, sort_keys=True),
@@ -63,16 +65,48 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None, effo
 
 
 def result_key(change: FileChange, content: str | None, settings: Settings,
-               guidance: FileGuidance | None = None, profile: Profile | None = None) -> str:
-    """Everything that decides a file's findings; any change means a fresh review."""
+               guidance: FileGuidance | None = None, profile: Profile | None = None,
+               pack: ContextPack | None = None, intent: str | None = None) -> str:
+    """Everything that decides a file's findings; any change means a fresh review. The context pack and
+    the intent are here, not in context_parts: a definition elsewhere that changed makes this file's
+    cached result stale, but review memory may still start from the last review of it."""
     from ocr_hook.store.result_cache import cache_key
 
-    return cache_key({
+    parts = {
         "path": change.path,
         "patch": change.patch,
         "content": content if content is not None else "\0(absent)",
         **context_parts(settings, guidance, profile.name if profile is not None else "standard"),
-    })
+    }
+    if pack is not None:
+        parts["context_pack"] = pack.render()
+    if intent is not None:
+        parts["intent"] = intent
+    return cache_key(parts)
+
+
+def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
+    """The file's context pack, built once per job (never when settings.context is off). Building it may
+    fail only on a bug of ours; the file then goes without one rather than failing its review."""
+    if not job.settings.context:
+        return None
+    if change.path not in job.contexts:
+        from ocr_hook.context import build_pack
+
+        try:
+            job.contexts[change.path] = build_pack(change, job.snapshot, job.settings)
+        except Exception:  # the pack is an aid: without it the review is as it was before packs
+            job.contexts[change.path] = None
+    return job.contexts[change.path]
+
+
+def job_intent(job: ReviewJob) -> tuple[str, int] | None:
+    """The job's intent as sent (capped, masked, fenced, labelled) and the secrets masked in it."""
+    if job.intent is None or not job.intent[0].strip():
+        return None
+    from ocr_hook.context.intent import render
+
+    return render(*job.intent)
 
 
 @dataclass
@@ -128,15 +162,20 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     job.on_event(path, "reviewing", "")
     content = await asyncio.to_thread(job.snapshot.read_text, path)
     plan, memory_note = memory_plan(job, change, content)
+    pack = await asyncio.to_thread(file_context, job, change)
+    intent = job_intent(job)
+    if pack is not None:
+        mask.count += pack.masked
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
                     budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
-                    capabilities=capabilities)
+                    capabilities=capabilities, context=pack, intent=intent[0] if intent is not None else None)
+    shown = _context_counts(pack)
     outcome = await FileReview(task, api, mask).run()
     if memory_note:
         outcome.notes.insert(0, memory_note)
     if outcome.state == "skipped":
         job.on_event(path, "skipped", outcome.reason)
-        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True, effort=effort),
+        return _FileResult(FileCoverage(path, "skipped", outcome.reason, incomplete=True, effort=effort, **shown),
                            notes=outcome.notes)
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
@@ -156,13 +195,20 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
         coverage = FileCoverage(path, "failed", outcome.reason, comments=len(findings), incomplete=True,
-                                effort=effort)
+                                effort=effort, **shown)
     else:
         job.on_event(path, "done", f"{len(findings)} comment(s)")
-        coverage = FileCoverage(path, "reviewed", comments=len(findings), effort=effort)
+        coverage = FileCoverage(path, "reviewed", comments=len(findings), effort=effort, **shown)
         if job.cache is not None and key is not None and post.complete:
             job.cache.put(key, findings, resolved, memory=job.memory_id if plan is not None else None)
     return _FileResult(coverage, findings, notes, post.dropped, resolved)
+
+
+def _context_counts(pack: ContextPack | None) -> dict[str, int | None]:
+    """The coverage fields saying what the file's pack held (DESIGN.md 12)."""
+    if pack is None:
+        return {"context_entries": None, "context_cut": 0}
+    return {"context_entries": len(pack.entries), "context_cut": pack.cut}
 
 
 def _profile(job: ReviewJob, path: str) -> Profile:
@@ -220,7 +266,10 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         if job.cache is not None:
             content = job.snapshot.read_text(change.path)
             profile = _profile(job, change.path)
-            key = result_key(change, content, job.settings, job.guidance.get(change.path), profile)
+            pack = file_context(job, change)
+            intent = job_intent(job)
+            key = result_key(change, content, job.settings, job.guidance.get(change.path), profile, pack,
+                             intent[0] if intent is not None else None)
             entry = job.cache.get_review(key)
             if entry is not None:
                 hit, resolved = entry.findings, entry.resolved
@@ -229,7 +278,8 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
                     # findings without what that memory said of them.
                     hit, resolved = [dataclasses.replace(f, status="new") for f in hit], []
                 results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
-                                                                effort=profile.name), hit, resolved=resolved)
+                                                                effort=profile.name, **_context_counts(pack)),
+                                                   hit, resolved=resolved)
                 job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
                 continue
         to_review.append((change, key))
@@ -250,6 +300,9 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         check_credentials(job.settings, job.environ)
         _check_prices(job)
         mask = SecretMasker(mask_secrets)
+        intent = job_intent(job)
+        if intent is not None:
+            mask.count += intent[1]  # the intent's secrets, once for the run
         guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)

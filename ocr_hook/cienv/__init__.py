@@ -14,7 +14,7 @@ from ocr_hook.cienv import azure, bitbucket, buildkite, github, gitlab, jenkins
 from ocr_hook.cienv.guess import Guess
 from ocr_hook.errors import FatalError
 
-__all__ = ["DETECTORS", "Guess", "detect", "head_branch", "looked_for"]
+__all__ = ["DETECTORS", "Guess", "detect", "head_branch", "looked_for", "request_text"]
 
 
 # First match wins. GitHub comes first because Gitea and Forgejo runners set GITHUB_* as well.
@@ -52,6 +52,20 @@ HEAD_BRANCHES: tuple[Callable[[Mapping[str, str]], str | None], ...] = (
 def head_branch(environ: Mapping[str, str]) -> str | None:
     """The head branch the CI system names (first system that names one), or None outside CI."""
     for fn in HEAD_BRANCHES:
+        found = fn(environ)
+        if found:
+            return found
+    return None
+
+
+# The same systems, for what the pull or merge request says it is for (DESIGN.md section 12). Azure
+# Pipelines, Bitbucket Pipelines, Jenkins and Buildkite name no title or description in their variables.
+REQUEST_TEXTS: tuple[Callable[[Mapping[str, str]], str | None], ...] = (github.request_text, gitlab.request_text)
+
+
+def request_text(environ: Mapping[str, str]) -> str | None:
+    """The request's title and description (first system that gives them), or None."""
+    for fn in REQUEST_TEXTS:
         found = fn(environ)
         if found:
             return found

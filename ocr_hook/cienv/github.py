@@ -61,3 +61,22 @@ def _push(name: str, path: str) -> Guess:
 def head_branch(environ: Mapping[str, str]) -> str | None:
     """The pull request's source branch (review memory's line of work); None outside pull requests."""
     return value(environ, "GITHUB_HEAD_REF") or None
+
+
+def request_text(environ: Mapping[str, str]) -> str | None:
+    """The pull request's title and body from the event payload (pull_request, pull_request_target);
+    None for other events or an unreadable payload (intent is optional: no error)."""
+    path = value(environ, "GITHUB_EVENT_PATH")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            payload = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    request = payload.get("pull_request") if isinstance(payload, dict) else None
+    if not isinstance(request, dict):
+        return None
+    title = request.get("title") if isinstance(request.get("title"), str) else ""
+    body = request.get("body") if isinstance(request.get("body"), str) else ""
+    return "\n\n".join(part.strip() for part in (title, body) if part and part.strip()) or None

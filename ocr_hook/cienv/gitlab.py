@@ -31,3 +31,10 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
 def head_branch(environ: Mapping[str, str]) -> str | None:
     """The merge request's source branch (review memory's line of work); None outside merge requests."""
     return value(environ, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME") or None
+
+
+def request_text(environ: Mapping[str, str]) -> str | None:
+    """The merge request's title and description (CI_MERGE_REQUEST_TITLE, CI_MERGE_REQUEST_DESCRIPTION)."""
+    title = value(environ, "CI_MERGE_REQUEST_TITLE")
+    body = environ.get("CI_MERGE_REQUEST_DESCRIPTION", "").strip()
+    return "\n\n".join(part for part in (title, body) if part) or None

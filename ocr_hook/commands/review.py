@@ -44,13 +44,13 @@ class Reviewed(NamedTuple):
 
 def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
         quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None,
-        baseline_out: str | None = None) -> int:
+        baseline_out: str | None = None, intent: str | None = None) -> int:
     environ = os.environ if environ is None else environ
     # pre-commit shows a hook's output only once it has finished: progress lines would just lengthen it.
     quiet = quiet or (environ.get("PRE_COMMIT") == "1" and not sys.stderr.isatty())
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
-                  baseline_out=baseline_out)
+                  baseline_out=baseline_out, intent=intent)
     return report(done.result, done.change_set, done.texts, done.settings, progress, environ,
                   scope_kind=scope.kind)
 
@@ -59,12 +59,13 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
            cwd: str | None = None, on_event: Callable[[str, str, str], None] = _no_event,
            shard: str | None = None, environ: Mapping[str, str] | None = None, baseline_out: str | None = None,
            adjust: Callable[[Settings], Settings] | None = None,
-           on_budget: Callable[[Budget], None] | None = None) -> Reviewed:
+           on_budget: Callable[[Budget], None] | None = None, intent: str | None = None) -> Reviewed:
     """The whole review without writing anything to standard output (reports are the caller's).
 
     `cwd` (default: the process's) locates the repository and anchors relative PATHS; `adjust` may
     change the loaded settings (e.g. lower a cap) before anything uses them; `on_budget` receives the
-    run's budget once it exists, so the caller can stop the run early (Budget.stop)."""
+    run's budget once it exists, so the caller can stop the run early (Budget.stop); `intent` is what the
+    change is for as its author says it (--intent, the MCP tool), else it comes from CI or the commits."""
     environ = os.environ if environ is None else environ
     started = time.monotonic()
     cwd = os.getcwd() if cwd is None else cwd
@@ -90,7 +91,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     try:
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
-                                          on_budget, memory, dismissed)
+                                          on_budget, memory, dismissed,
+                                          intent=_Intent(intent, scope.kind))
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
             from ocr_hook.store.atomic import write_atomic
@@ -99,6 +101,26 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
+
+
+class _Intent(NamedTuple):
+    """What the change is for, gathered only once there are files to review (DESIGN.md 12)."""
+
+    explicit: str | None
+    scope_kind: str
+
+
+def _gather_intent(intent: _Intent | None, change_set: ChangeSet, settings: Settings,
+                   environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """The intent given explicitly, else (context on) the request's description in CI or the range's
+    commit messages."""
+    if intent is None:
+        return None
+    from ocr_hook.context.intent import gather
+
+    if not settings.context:  # context off: only an intent given explicitly is sent
+        return (intent.explicit, "given with the review") if intent.explicit and intent.explicit.strip() else None
+    return gather(intent.explicit, environ, change_set.repo_root, change_set, intent.scope_kind)
 
 
 def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
@@ -138,7 +160,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                       shard: str | None,
                       on_budget: Callable[[Budget], None] | None = None,
                       memory: MemoryStore | None = None,
-                      dismissed: Sequence[Dismissal] = ()) -> tuple[ReviewResult, dict[str, str]]:
+                      dismissed: Sequence[Dismissal] = (),
+                      intent: _Intent | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
     from ocr_hook.changes.selection import select_files
@@ -162,7 +185,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
-                                          on_budget, guidance, memory)
+                                          on_budget, guidance, memory,
+                                          _gather_intent(intent, change_set, settings, environ))
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
@@ -230,7 +254,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                on_budget: Callable[[Budget], None] | None,
                guidance: GuidancePlan | None = None,
-               memory: MemoryStore | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
+               memory: MemoryStore | None = None,
+               intent: tuple[str, str] | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from pathlib import Path
 
@@ -246,7 +271,7 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     if settings.cache:
         cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ))
     job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
-                    cache=cache, on_event=on_event, environ=environ)
+                    cache=cache, on_event=on_event, environ=environ, intent=intent)
     if guidance is not None:
         job.guidance = {path: FileGuidance(sections, shared) for path, (sections, shared)
                         in guidance.prompt_guidance([f.path for f in files]).items()}

@@ -37,6 +37,7 @@ class ReviewCall:
     max_cost: float | None = None  # None: the configured one; else at most the configured one
     timeout: float | None = None
     effort: str | None = None  # None: the configured one
+    intent: str | None = None  # what the change is for, as the calling agent says (DESIGN.md 12)
 
 
 def _schema_error(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str | None:
@@ -96,7 +97,7 @@ def review_call(arguments: Any) -> ReviewCall:
     args = _checked(tools.REVIEW, tools.REVIEW_INPUT, arguments)
     return ReviewCall(scope=_scope(tools.REVIEW, args), paths=tuple(args.get("paths", ())),
                       fail_on=args.get("fail_on"), max_cost=args.get("max_cost"), timeout=args.get("timeout"),
-                      effort=args.get("effort"))
+                      effort=args.get("effort"), intent=args.get("intent"))
 
 
 def preview_call(arguments: Any) -> tuple[Scope, tuple[str, ...], str | None]:

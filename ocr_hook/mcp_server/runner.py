@@ -79,7 +79,8 @@ def run_review(root: str, call: ReviewCall, on_event: Callable[[str, str, str], 
     from ocr_hook.reports.json_report import report_dict
 
     done = review_cmd.review(call.scope, call.paths, None, {}, cwd=root, on_event=on_event, environ=os.environ,
-                             adjust=lambda settings: capped(settings, call), on_budget=control.attach)
+                             adjust=lambda settings: capped(settings, call), on_budget=control.attach,
+                             intent=call.intent)
     ctx = review_cmd.report_context(done.result, done.change_set, done.texts, done.settings)
     return report_dict(done.result, ctx)
 

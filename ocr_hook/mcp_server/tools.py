@@ -81,6 +81,14 @@ REVIEW_INPUT: dict[str, Any] = {
             "description": ("Wall-clock limit in seconds for this review. It can lower the configured timeout, "
                             "never raise it. Default: the configured one (600 s unless configured)."),
         },
+        "intent": {
+            "type": "string",
+            "maxLength": 60000,
+            "description": ("What the change is meant to do, in a few sentences (e.g. \"Retry uploads on HTTP 429 "
+                            "with backoff; callers no longer pass `retries`\"). The reviewer checks the code "
+                            "against it; it is shown as the author's description, never as instructions. Omit it "
+                            "to let the review use the commit messages of a base/range/commit scope."),
+        },
     },
     "additionalProperties": False,
 }
@@ -167,6 +175,12 @@ REVIEW_OUTPUT: dict[str, Any] = {
                 "effort": {"type": "object", "additionalProperties": {"type": "string",
                                                                       "enum": ["quick", "standard", "deep"]},
                            "description": "The effort profile each reviewed file got, by path."},
+                "context": {"type": "object", "additionalProperties": {
+                    "type": "object", "required": ["entries", "cut"],
+                    "properties": {"entries": {"type": "integer", "minimum": 0},
+                                   "cut": {"type": "integer", "minimum": 0}}},
+                    "description": ("The context pack each file's first request carried, by path: entries "
+                                    "(definitions it uses, call sites of functions it changed) and entries cut.")},
                 "reviewed": {"type": "array", "items": {"type": "string"}},
                 "cached": {"type": "array", "items": {"type": "string"}},
                 "skipped": {"type": "array", "items": _REASONED},

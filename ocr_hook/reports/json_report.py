@@ -70,6 +70,10 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
             "failed": [{"path": f.path, "reason": f.reason} for f in groups["failed"]],
             # The effort profile each reviewed (or failed) file got: quick | standard | deep.
             "effort": {f.path: f.effort for f in result.files if f.effort is not None},
+            # The context pack each file's first request carried (DESIGN.md 12): entries, and entries cut
+            # for context_tokens; files without a pack are not listed.
+            "context": {f.path: {"entries": f.context_entries, "cut": f.context_cut}
+                        for f in result.files if f.context_entries is not None},
         },
         "usage": {
             "requests": u.requests,

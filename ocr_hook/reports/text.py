@@ -161,6 +161,13 @@ def summary_line(result: ReviewResult) -> str:
     if efforts:
         files += " (" + ", ".join(f"{efforts[name]} {name}" for name in ("quick", "standard", "deep")
                                   if efforts[name]) + ")"
+    packs = [f for f in result.files if f.context_entries is not None]
+    if packs:  # DESIGN.md 12: how much context the files' first requests carried
+        entries = sum(f.context_entries or 0 for f in packs)
+        cut = sum(1 for f in packs if f.context_cut)
+        was_cut = f", {cut} pack{'s' if cut != 1 else ''} cut" if cut else ""
+        files += (f" (context: {entries} entr{'y' if entries == 1 else 'ies'} for {len(packs)} "
+                  f"file{'s' if len(packs) != 1 else ''}{was_cut})")
     active = [f for f in result.findings if f.suppressed is None]
     counts = Counter(f.severity for f in active)
     if active:

@@ -1,0 +1,299 @@
+"""One file's context pack: what its added lines use from other files, and the call sites of the
+functions whose signatures it changed, ordered and cut to `context_tokens`.
+
+Each language module (python_lang, tree_lang, grep_lang) reads the file and says what it wants (a
+symbol in candidate files) and which functions' signature lines were added; this module finds those,
+turns them into masked entries and keeps the budget. Everything comes from the reviewed snapshot
+through `Reader`, which refuses sensitive, huge and generated files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from ocr_hook.context import ContextEntry, ContextPack
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import FileChange
+    from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.settings import Settings
+
+DEFINITION_LINES = 12  # signature plus docstring and first statements
+MAX_WANTS = 60  # names looked up per file (the most used first)
+MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
+CALLER_SITES = 3
+MAX_SIGNATURES = 8  # changed functions whose callers are looked for
+MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
+MAX_AVERAGE_LINE = 300  # characters: minified or generated code
+GREP_TIMEOUT_S = 3.0
+_TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
+                        r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class Want:
+    """A name used on added lines, to look for as `symbol` in the first of `paths` that defines it."""
+
+    name: str
+    symbol: str
+    paths: tuple[str, ...]
+    uses: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Follow:
+    """The file names the symbol without defining it (a re-export): look there instead."""
+
+    symbol: str
+    paths: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Analysis:
+    wants: list[Want] = field(default_factory=list)
+    signatures: list[str] = field(default_factory=list)  # functions whose signature line was added
+
+
+class Language(Protocol):
+    name: str
+    extensions: tuple[str, ...]  # the files its callers and definitions live in (for grep pathspecs)
+
+    def analyse(self, path: str, text: str, added: frozenset[int], reader: Reader) -> Analysis | None: ...
+
+    def find(self, path: str, text: str, symbol: str, reader: Reader) -> Span | Follow | None: ...
+
+
+class Reader:
+    """The reviewed snapshot as the pack may see it: sensitive files never, huge or generated ones not."""
+
+    def __init__(self, snapshot: Snapshot, settings: Settings) -> None:
+        from ocr_hook import config_files
+
+        self.snapshot = snapshot
+        self.settings = settings
+        selection = config_files.read_yaml("selection.yaml")
+        self._markers = tuple(selection["generated_markers"])
+        self._marker_lines = int(selection["marker_lines"])
+        self._paths: tuple[str, ...] | None = None
+        self._path_set: frozenset[str] | None = None
+        self._texts: dict[str, str | None] = {}
+        self.memo: dict[object, object] = {}  # per-language parse results, keyed by the language's own keys
+
+    def paths(self) -> tuple[str, ...]:
+        if self._paths is None:
+            self._paths = self.snapshot.paths()
+        return self._paths
+
+    def exists(self, path: str) -> bool:
+        if self._path_set is None:
+            self._path_set = frozenset(self.paths())
+        return path in self._path_set
+
+    def hidden(self, path: str) -> bool:
+        from ocr_hook.changes.selection import is_sensitive
+
+        return is_sensitive(path, self.settings)
+
+    def text(self, path: str) -> str | None:
+        """The file's text, or None when it is absent, sensitive, binary, huge or generated."""
+        if path in self._texts:
+            return self._texts[path]
+        found: str | None = None
+        if self.exists(path) and not self.hidden(path) and not self.snapshot.is_symlink(path):
+            data = self.snapshot.read_bytes(path)
+            if data is not None and len(data) <= MAX_SOURCE_BYTES and b"\0" not in data[:8192]:
+                text = data.decode("utf-8", "surrogateescape")
+                if not self._generated(text):
+                    found = text
+        self._texts[path] = found
+        return found
+
+    def _generated(self, text: str) -> bool:
+        head = text.split("\n", self._marker_lines)[: self._marker_lines]
+        if any(marker in line for line in head for marker in self._markers):
+            return True
+        lines = text.count("\n") + 1
+        return len(text) > 20_000 and len(text) / lines > MAX_AVERAGE_LINE
+
+
+def language_for(path: str) -> Language:
+    ext = posixpath.splitext(path)[1].lower()
+    if ext in (".py", ".pyi"):
+        from ocr_hook.context.python_lang import PYTHON
+
+        return PYTHON
+    from ocr_hook.context import tree_lang
+
+    found = tree_lang.for_extension(ext)
+    if found is not None:
+        return found
+    from ocr_hook.context.grep_lang import for_extension
+
+    return for_extension(ext)
+
+
+def added_lines(change: FileChange) -> frozenset[int]:
+    return frozenset(line.new_no for hunk in change.hunks for line in hunk.lines
+                     if line.kind == "+" and line.new_no is not None)
+
+
+def build(change: FileChange, snapshot: Snapshot, settings: Settings) -> ContextPack | None:
+    if change.is_binary or change.is_symlink or change.is_submodule or str(change.status) == "deleted":
+        return None
+    added = added_lines(change)
+    if not added:
+        return None
+    reader = Reader(snapshot, settings)
+    text = reader.text(change.path)
+    if text is None:
+        return None
+    lang = language_for(change.path)
+    try:
+        analysis = lang.analyse(change.path, text, added, reader)
+    except (RecursionError, ValueError, UnicodeError):
+        return None  # a file the parser cannot take: no pack, never a failed review
+    if analysis is None:
+        return None
+    definitions = _definitions(change.path, analysis.wants, lang, reader)
+    callers = _callers(change.path, analysis.signatures[:MAX_SIGNATURES], lang, reader)
+    return _fit(change.path, definitions, callers, settings.context_tokens)
+
+
+def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    found: dict[tuple[str, int], tuple[int, ContextEntry]] = {}
+    order = sorted(wants, key=lambda w: (-w.uses, _distance(own, w.paths[0]) if w.paths else 99, w.name))
+    for want in order[:MAX_WANTS]:
+        located = _locate(want.symbol, want.paths, own, lang, reader)
+        if located is None:
+            continue
+        path, span, text = located
+        key = (path, span.start)
+        if key in found:
+            uses, entry = found[key]
+            found[key] = (uses + want.uses, entry)
+            continue
+        found[key] = (want.uses, _entry("definition", want.name, path, span, text))
+    return list(found.values())
+
+
+def _locate(symbol: str, paths: Sequence[str], own: str, lang: Language,
+            reader: Reader) -> tuple[str, Span, str] | None:
+    seen: set[tuple[str, str]] = set()
+    queue = [(symbol, tuple(paths), 0)]
+    while queue:
+        symbol, candidates, hops = queue.pop(0)
+        for path in candidates:
+            if path == own or (symbol, path) in seen:
+                continue
+            seen.add((symbol, path))
+            text = reader.text(path)
+            if text is None:
+                continue
+            result = lang.find(path, text, symbol, reader)
+            if isinstance(result, Span):
+                return path, result, text
+            if isinstance(result, Follow) and hops < MAX_FOLLOW:
+                queue.append((result.symbol, result.paths, hops + 1))
+                break
+    return None
+
+
+def _entry(kind: str, name: str, path: str, span: Span, text: str) -> ContextEntry:
+    lines = file_lines(text)
+    start, end = max(1, span.start), min(len(lines), span.end)
+    shown = [line if len(line) <= 300 else line[:300] + "…" for line in lines[start - 1:end]]
+    return ContextEntry(kind, name, path, start, end, "\n".join(shown))
+
+
+def file_lines(text: str) -> list[str]:
+    """Only "\\n" ends a line, as for git and the diff's line numbers (the same rule as file_read)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    out: list[tuple[int, ContextEntry]] = []
+    for rank, name in enumerate(dict.fromkeys(names)):
+        pattern = rf"\b{re.escape(name)}\s*\("
+        specs = tuple(f"*{ext}" for ext in lang.extensions)
+        result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=3,
+                                      timeout_s=GREP_TIMEOUT_S)
+        definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private)\b[^(]*\b"
+                                rf"{re.escape(name)}\s*\(")
+        hits = [h for h in result.hits if h.path != own and not definition.search(h.text) and not reader.hidden(h.path)]
+        hits.sort(key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
+        chosen, files = [], set()
+        for pass_no in (0, 1):  # distinct files first, then more sites in the same files
+            for hit in hits:
+                if len(chosen) >= CALLER_SITES:
+                    break
+                if (pass_no == 0 and hit.path in files) or hit in chosen:
+                    continue
+                text = reader.text(hit.path)
+                if text is None:
+                    continue
+                chosen.append(hit)
+                files.add(hit.path)
+        for hit in chosen:
+            text = reader.text(hit.path) or ""
+            out.append((CALLER_SITES - rank, _entry("caller", name, hit.path, Span(hit.line_no - 1, hit.line_no + 1),
+                                                    text)))
+    return out
+
+
+def _distance(own: str, other: str) -> int:
+    """Directory steps between two files: the nearest entries come first."""
+    a, b = posixpath.dirname(own).split("/"), posixpath.dirname(other).split("/")
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return (len(a) - common) + (len(b) - common)
+
+
+def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tuple[int, ContextEntry]],
+         budget: int) -> ContextPack | None:
+    """Most used and nearest first, definitions and call sites taking turns; masked; cut to the budget."""
+    from ocr_hook.budget.tokens import estimate_tokens
+    from ocr_hook.secrets_mask import mask_secrets
+
+    defs = sorted(definitions, key=lambda item: (-item[0], _distance(own, item[1].path), item[1].path))
+    calls = list(callers)  # already in order: per changed function, non-test and nearest first
+    merged: list[ContextEntry] = []
+    for i in range(max(len(defs), len(calls))):
+        if i < len(defs):
+            merged.append(defs[i][1])
+        if i < len(calls):
+            merged.append(calls[i][1])
+    if not merged:
+        return None
+    kept: list[ContextEntry] = []
+    masked = cut = used = 0
+    for entry in merged:
+        text, count = mask_secrets(entry.text)
+        candidate = ContextEntry(entry.kind, entry.name, entry.path, entry.start, entry.end, text)
+        cost = estimate_tokens(candidate.render()) + 1
+        if used + cost > budget:
+            cut += 1
+            continue
+        used += cost
+        masked += count
+        kept.append(candidate)
+    return ContextPack(tuple(kept), cut=cut, masked=masked, budget=budget)

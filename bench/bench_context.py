@@ -220,6 +220,7 @@ class Figures:
     missed_defs: list[tuple[Definition, str]] = field(default_factory=list)
     missed_callers: list[tuple[CallerGroup, int, str]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    packs: dict[str, str] = field(default_factory=dict)  # reviewed file -> what the pack added to its request
 
 
 def score(label: str, truth: Truth, with_runs: list[RunResult], without_runs: list[RunResult]) -> Figures:
@@ -231,6 +232,7 @@ def score(label: str, truth: Truth, with_runs: list[RunResult], without_runs: li
     reviewed = sorted(set(on) & set(off))
     fig.files = len(reviewed)
     packs = {p: pack_text(on[p].first_user_text, off[p].first_user_text) for p in reviewed}
+    fig.packs = packs
     fig.tokens_added = [input_tokens(on[p]) - input_tokens(off[p]) for p in reviewed]
     for d in truth.definitions:
         if d.file not in packs:
@@ -356,6 +358,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=2, help="review runs per mode (median wall time)")
     parser.add_argument("--misses", type=int, default=8, help="misses to print per package")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
+    parser.add_argument("--dump", type=Path, help="write what the pack added to each file's request under here")
     opts = parser.parse_args()
     unknown = set(opts.package) - {p[1] for p in PACKAGES}
     if unknown:
@@ -373,6 +376,10 @@ def main() -> int:
                 continue
             print(f"{kind}:{name} {old}..{new} ...", file=sys.stderr, flush=True)
             figures.append(measure(kind, name, old, new, downloads, work, max(1, opts.repeat), supports_flag))
+            for path, pack in figures[-1].packs.items() if opts.dump else ():
+                target = opts.dump / f"{kind}-{name}" / f"{path}.txt"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(pack, encoding="utf-8")
         print(render(figures, opts.misses))
         if opts.json:
             opts.json.write_text(json.dumps([_as_json(f) for f in figures], indent=2), encoding="utf-8")

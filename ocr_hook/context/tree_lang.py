@@ -1,9 +1,10 @@
 """JavaScript, TypeScript, Go, Rust, Java, C, C++, C# and Ruby through tree-sitter and the tree-sitter
 project's grammar wheels (the `context` extra), with each wheel's own `queries/tags.scm` for definitions
-and references, plus a few small queries of ours in config/context/ for what tags.scm leaves out (plain
-`const` bindings, TypeScript types). Imports are followed precisely for JavaScript/TypeScript (relative
-`require` and `import`) and Go (packages of the repository's own module); the other languages find a
-name's definition among the files of the same language that `git grep -w` names, bounded.
+and references (every wheel pinned in pyproject ships one), and for JavaScript/TypeScript a walk of the
+top-level statements for what tags.scm leaves out (plain `const` bindings, exports, TypeScript types).
+Imports are followed precisely for JavaScript/TypeScript (relative `require` and `import`) and Go
+(packages of the repository's own module); the other languages find a name's definition among the
+files of the same language that one bounded `git grep -w` names.
 
 Nothing here is imported unless a changed file is in one of these languages and the grammar is installed.
 """
@@ -11,6 +12,7 @@ Nothing here is imported unless a changed file is in one of these languages and 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import posixpath
 import re
@@ -63,17 +65,11 @@ def _language(module: str, function: str, name: str, extensions: tuple[str, ...]
 
 
 def _query_text(module: str, name: str) -> str:
-    """The grammar wheel's tags.scm (TypeScript's extends JavaScript's, as in the grammar), then ours."""
-    from ocr_hook import config_files
-
+    """The grammar wheel's tags.scm (TypeScript's extends JavaScript's, as the grammar does)."""
     parts = []
     if name in ("typescript", "tsx"):
         parts.append(_wheel_tags("tree_sitter_javascript"))
     parts.append(_wheel_tags(module))
-    try:
-        parts.append(config_files.read_text(f"context/{name}.scm"))
-    except OSError:
-        pass
     return "\n".join(parts)
 
 
@@ -328,8 +324,8 @@ def _js_imports(root: Any) -> dict[str, tuple[str, str]]:
                     member = _text(prop) if prop is not None else None
                 if source is None:
                     continue
-                if name.type == "identifier":
-                    out[_text(name)] = (source, member or "*")
+                if name.type == "identifier":  # the whole module: what `module.exports =` is, or its members
+                    out[_text(name)] = (source, member or "default")
                 elif name.type == "object_pattern":
                     for prop in name.named_children:
                         if prop.type == "shorthand_property_identifier_pattern":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
@@ -104,6 +104,7 @@ class _Module:
     name: str
     tree: ast.Module | None
     defs: dict[str, int] = field(default_factory=dict)  # top-level name -> line of its definition
+    visible: list[ast.expr] = field(default_factory=list)  # Name/Attribute loads no function local shadows
     bindings: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # name -> (module, attribute)
 
 
@@ -163,6 +164,7 @@ class PythonRepo:
                 for alias in node.names:
                     if alias.name != "*":
                         mod.bindings[alias.asname or alias.name] = (base, alias.name)
+        mod.visible = list(_visible_loads(tree, frozenset()))
         for stmt in _top_level(tree.body):
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 mod.defs.setdefault(stmt.name, stmt.lineno)
@@ -206,13 +208,8 @@ class PythonRepo:
     def definitions(self, path: str, added: set[int]) -> list[Definition]:
         mod = self.module(path)
         found: dict[tuple[str, int], Definition] = {}
-        for node in ast.walk(mod.tree) if mod.tree else ():
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
-                line = node.end_lineno or node.lineno
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                line = node.lineno
-            else:
-                continue
+        for node in mod.visible:
+            line = (node.end_lineno or node.lineno) if isinstance(node, ast.Attribute) else node.lineno
             if line not in added:
                 continue
             site = self._target(mod, node)
@@ -239,13 +236,15 @@ class PythonRepo:
         is None unless the call is `receiver.name(...)` on something other than an imported name."""
         if path not in self._call_index:
             mod = self.module(path)
+            visible = {id(node) for node in mod.visible}
             rows = []
             for node in ast.walk(mod.tree) if mod.tree else ():
                 if isinstance(node, ast.Call):
                     func = node.func
                     method = func.attr if isinstance(func, ast.Attribute) and not (
                         isinstance(func.value, ast.Name) and func.value.id in mod.bindings) else None
-                    rows.append((node.lineno, method, self._target(mod, func, exact=True)))
+                    target = self._target(mod, func, exact=True) if id(func) in visible else None
+                    rows.append((node.lineno, method, target))
             self._call_index[path] = rows
         return self._call_index[path]
 
@@ -258,6 +257,30 @@ class PythonRepo:
                 if (attr == name) if is_method else (target == site):
                     out.append(Site(other, line, _line(self.files[other], line)))
         return out
+
+
+def _visible_loads(node: ast.AST, hidden: frozenset[str]) -> Iterator[ast.expr]:
+    """Name and Attribute loads whose root name no enclosing function binds locally (a parameter or an
+    assignment): `def f(request): request.x` does not use an imported `request`."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        args = node.args
+        local = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        local |= {n.id for stmt in body for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                  and isinstance(n.ctx, ast.Store)}
+        for name, value in ast.iter_fields(node):  # decorators, defaults, annotations: the outer scope
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST):
+                    yield from _visible_loads(child, hidden | local if name == "body" else hidden)
+        return
+    if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Load):
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in hidden):
+            yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _visible_loads(child, hidden)
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:

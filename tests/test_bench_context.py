@@ -39,7 +39,8 @@ NEW = {
                "def go(v):\n    os.path.join('a', 'b')\n    local()\n    return u.helper(normalise(v), 1)\n\n\n"
                "def boxed(b):\n    return b.unpack_box()\n"),
     "pkg/cli.py": ("from .util import helper\nfrom . import core\n\n\ndef main():\n    return helper(1, 2)\n\n\n"
-                   "def other(s):\n    return core.normalise(s)  # a comment\n"),
+                   "def other(s):\n    return core.normalise(s)  # a comment\n\n\n"
+                   "def shadowed(helper):\n    return helper(3)  # the parameter, not the import\n"),
     "lib/a.js": OLD["lib/a.js"] + ("\nfunction go(o) {\n  // merge(o) in a comment is no use\n"
                                    "  const t = def(merge(o, {}), 'y(1)');\n  return ns.tool(y(t)) + run();\n}\n"),
 }
@@ -60,7 +61,7 @@ def test_ground_truth_finds_definitions_and_callers_through_every_import_form(tm
     assert _pairs(truth) == {
         ("app.py", "pkg/util.py", 1),  # u.helper through `import pkg.util as u`
         ("app.py", "pkg/core.py", 4),  # normalise re-exported by pkg/__init__.py; os and local() add nothing
-        ("pkg/cli.py", "pkg/core.py", 4),  # core.normalise through `from . import core`
+        ("pkg/cli.py", "pkg/core.py", 4),  # core.normalise through `from . import core`; not the shadowed helper
         ("lib/a.js", "lib/utils.js", 1),  # merge, destructured from require (not the one in a comment)
         ("lib/a.js", "lib/d.js", 1),  # the default import: `export default function` on its own line
         ("lib/a.js", "lib/ns.js", 1),  # ns.tool through a namespace import
@@ -72,7 +73,7 @@ def test_ground_truth_finds_definitions_and_callers_through_every_import_form(tm
     groups = {g.name: g for g in truth.callers if g.file != "lib/a.js"}
     assert {(g.file, g.name) for g in truth.callers} == {
         ("pkg/util.py", "helper"), ("pkg/util.py", "unpack_box"), ("app.py", "go"), ("app.py", "boxed"),
-        ("pkg/cli.py", "other"), ("lib/a.js", "go")}
+        ("pkg/cli.py", "other"), ("pkg/cli.py", "shadowed"), ("lib/a.js", "go")}
     helper = groups["helper"]
     assert helper.file == "pkg/util.py" and helper.site.line == 1
     assert {(c.path, c.line) for c in helper.callers} == {("app.py", 13), ("pkg/cli.py", 6), ("tests/test_util.py", 5)}

@@ -11,22 +11,24 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ocr_hook.context import ContextEntry, ContextPack
 
 if TYPE_CHECKING:
     from ocr_hook.changes.model import FileChange
-    from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
     from ocr_hook.settings import Settings
 
-DEFINITION_LINES = 12  # signature plus docstring and first statements
-MAX_WANTS = 60  # names looked up per file (the most used first)
+DEFINITION_LINES = 8  # signature plus docstring and first statements
+MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
-MAX_SIGNATURES = 8  # changed functions whose callers are looked for
+MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
 GREP_TIMEOUT_S = 3.0
@@ -83,6 +85,12 @@ class Reader:
         self.settings = settings
         selection = config_files.read_yaml("selection.yaml")
         self._markers = tuple(selection["generated_markers"])
+        # Vendored, built, minified and generated paths by name (selection's default skips, lock files
+        # aside; a user's `!dist/` in exclude re-includes as it does for review).
+        from ocr_hook.changes.globs import GitIgnoreGlobs
+
+        skip = [p for label, patterns in selection["default_skip"].items() if label != "lock file" for p in patterns]
+        self._skip = GitIgnoreGlobs([*skip, *(p for p in settings.exclude if p.lstrip().startswith("!"))])
         self._marker_lines = int(selection["marker_lines"])
         self._paths: tuple[str, ...] | None = None
         self._path_set: frozenset[str] | None = None
@@ -109,7 +117,8 @@ class Reader:
         if path in self._texts:
             return self._texts[path]
         found: str | None = None
-        if self.exists(path) and not self.hidden(path) and not self.snapshot.is_symlink(path):
+        if self.exists(path) and not self.hidden(path) and not self._skip.check_file(path).include \
+                and not self.snapshot.is_symlink(path):
             data = self.snapshot.read_bytes(path)
             if data is not None and len(data) <= MAX_SOURCE_BYTES and b"\0" not in data[:8192]:
                 text = data.decode("utf-8", "surrogateescape")
@@ -124,6 +133,24 @@ class Reader:
             return True
         lines = text.count("\n") + 1
         return len(text) > 20_000 and len(text) / lines > MAX_AVERAGE_LINE
+
+
+_READERS: weakref.WeakKeyDictionary[Any, Reader] = weakref.WeakKeyDictionary()
+_READERS_LOCK = threading.Lock()
+
+
+def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
+    """One Reader per snapshot (and settings) for the whole run: the files of a change set share their
+    imports' parses, the listing and its indexes."""
+    with _READERS_LOCK:
+        reader = _READERS.get(snapshot)
+        if reader is None or reader.settings is not settings:
+            reader = Reader(snapshot, settings)
+            try:
+                _READERS[snapshot] = reader
+            except TypeError:  # a snapshot that cannot be weakly referenced: a reader per file
+                pass
+        return reader
 
 
 def language_for(path: str) -> Language:
@@ -153,7 +180,7 @@ def build(change: FileChange, snapshot: Snapshot, settings: Settings) -> Context
     added = added_lines(change)
     if not added:
         return None
-    reader = Reader(snapshot, settings)
+    reader = reader_for(snapshot, settings)
     text = reader.text(change.path)
     if text is None:
         return None
@@ -228,32 +255,50 @@ def is_test_path(path: str) -> bool:
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    """Up to CALLER_SITES call sites in other files per name: one bounded `git grep` for all the names.
+    A method comes as `.name`: only `x.name(` calls count for it (a plain `name(` is someone else's)."""
+    wanted = [n for n in dict.fromkeys(names) if re.fullmatch(r"\.?[A-Za-z_$][A-Za-z0-9_$]*", n)]
+    if not wanted:
+        return []
+    bare = sorted({n.lstrip(".") for n in wanted})
+    alternatives = "|".join(re.escape(n) for n in bare)
+    pattern = rf"\b({alternatives})\s*\("
+    specs = tuple(f"*{ext}" for ext in lang.extensions)
+    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=10,
+                                  timeout_s=GREP_TIMEOUT_S)
+    call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
+    definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
+                            rf"({alternatives})\s*\(")
+    by_name: dict[str, list[GrepHit]] = {}
+    for hit in result.hits:
+        if hit.path == own or definition.search(hit.text) or reader.text(hit.path) is None:
+            continue
+        for match in call.finditer(hit.text):
+            name = match.group(2)
+            by_name.setdefault(name, []).append(hit)
+            if match.group(1):
+                by_name.setdefault("." + name, []).append(hit)
+    names = wanted
     out: list[tuple[int, ContextEntry]] = []
-    for rank, name in enumerate(dict.fromkeys(names)):
-        pattern = rf"\b{re.escape(name)}\s*\("
-        specs = tuple(f"*{ext}" for ext in lang.extensions)
-        result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=3,
-                                      timeout_s=GREP_TIMEOUT_S)
-        definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private)\b[^(]*\b"
-                                rf"{re.escape(name)}\s*\(")
-        hits = [h for h in result.hits if h.path != own and not definition.search(h.text) and not reader.hidden(h.path)]
-        hits.sort(key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
-        chosen, files = [], set()
+    for rank, name in enumerate(names):
+        hits = sorted(dict.fromkeys(by_name.get(name, ())),
+                      key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
+        chosen: list[GrepHit] = []
+        files: set[str] = set()
         for pass_no in (0, 1):  # distinct files first, then more sites in the same files
             for hit in hits:
                 if len(chosen) >= CALLER_SITES:
                     break
-                if (pass_no == 0 and hit.path in files) or hit in chosen:
-                    continue
-                text = reader.text(hit.path)
-                if text is None:
+                if (pass_no == 0 and hit.path in files) or hit in chosen or reader.text(hit.path) is None:
                     continue
                 chosen.append(hit)
                 files.add(hit.path)
-        for hit in chosen:
-            text = reader.text(hit.path) or ""
-            out.append((CALLER_SITES - rank, _entry("caller", name, hit.path, Span(hit.line_no - 1, hit.line_no + 1),
-                                                    text)))
+        for site, hit in enumerate(chosen):
+            span = Span(hit.line_no - 1, hit.line_no + 1)
+            entry = _entry("caller", name.lstrip("."), hit.path, span, reader.text(hit.path) or "")
+            out.append((site * len(names) + rank, entry))
+    # Each changed function's first call site before any function's second: the budget cuts the thirds.
+    out.sort(key=lambda item: item[0])
     return out
 
 

@@ -33,15 +33,12 @@ class _Python:
         tree = _parse(text)
         if tree is None:
             return None  # a syntax error: no pack for this file
-        local, imports, stars = _bindings(tree, path)
+        local, imports, stars, signatures = _bindings(tree, path, added)
         uses: Counter[tuple[str, ...]] = Counter()
-        inner = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-        for node in ast.walk(tree):
-            if getattr(node, "lineno", None) not in added:
-                continue
+        for node in _on_lines(tree, added):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 uses[(node.id,)] += 1
-            elif isinstance(node, ast.Attribute) and id(node) not in inner:
+            elif isinstance(node, ast.Attribute):
                 chain = _chain(node)
                 if chain is not None and len(chain) > 1:
                     uses[chain] += 1
@@ -58,7 +55,7 @@ class _Python:
             want = _want(".".join(chain), target.parts + chain[1:], target.anchor, count, reader, path)
             if want is not None:
                 wants.append(want)
-        return Analysis(wants, _changed_signatures(tree, added))
+        return Analysis(wants, signatures)
 
     def find(self, path: str, text: str, symbol: str, reader: Reader) -> Span | Follow | None:
         key = ("python-tree", path)
@@ -154,21 +151,44 @@ def _anchor(path: str, level: int) -> str | None:
     return directory
 
 
-def _bindings(tree: ast.Module, path: str) -> tuple[set[str], dict[str, _Target],
-                                                    list[tuple[tuple[str, ...], str | None]]]:
-    """Names defined in the file (functions, classes, anything assigned), what each imported name stands
-    for, and the modules of its star imports. A name the file both imports and defines counts as defined
+def _on_lines(tree: ast.Module, added: frozenset[int]) -> list[ast.AST]:
+    """The nodes that start on an added line, descending only into statements that span one; an
+    attribute chain `a.b.c` is given once, as its outermost node (the name `a` still comes on its own)."""
+    first, last = min(added), max(added)
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        start = getattr(node, "lineno", None)
+        if start is not None:
+            end = getattr(node, "end_lineno", None) or start
+            if end < first or start > last or (isinstance(node, ast.stmt) and not any(
+                    line in added for line in range(start, end + 1))):
+                continue
+            if start in added:
+                out.append(node)
+        if isinstance(node, ast.Attribute):
+            current: ast.expr = node.value
+            while isinstance(current, ast.Attribute):  # the inner links of a chain are not uses of their own
+                current = current.value
+            stack.append(current)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
+        set[str], dict[str, _Target], list[tuple[tuple[str, ...], str | None]], list[str]]:
+    """Names defined in the file (functions, classes, module-level assignments), what each imported name
+    stands for, and the modules of its star imports. A name the file both imports and defines counts as defined
     here (it adds nothing)."""
     local: set[str] = set()
     imports: dict[str, _Target] = {}
     stars: list[tuple[tuple[str, ...], str | None]] = []
+    signatures: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, _Def):
             local.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            local.add(node.id)
-        elif isinstance(node, ast.arg):
-            local.add(node.arg)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = tuple(alias.name.split("."))
@@ -184,9 +204,19 @@ def _bindings(tree: ast.Module, path: str) -> tuple[set[str], dict[str, _Target]
                     stars.append((base, anchor))
                 else:
                     imports[alias.asname or alias.name] = _Target((*base, alias.name), anchor)
+    for stmt in _top_level(tree.body):  # functions and methods others can call (not nested ones)
+        if isinstance(stmt, _Def):
+            _signature(stmt, added, signatures)
+            if isinstance(stmt, ast.ClassDef):
+                for item in _top_level(stmt.body):
+                    if isinstance(item, _Def):
+                        _signature(item, added, signatures, method=True)
+    for stmt in _top_level(tree.body):  # module-level assignments (a function's own variables may shadow
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):  # an import there; showing its definition is harmless)
+            local |= _assigned(stmt)
     for name in local:
         imports.pop(name, None)
-    return local, imports, stars
+    return local, imports, stars, signatures
 
 
 def _want(name: str, full: tuple[str, ...], anchor: str | None, uses: int, reader: Reader,
@@ -238,22 +268,25 @@ def _suffix_index(reader: Reader) -> dict[str, list[str]]:
     return index  # type: ignore[return-value]
 
 
-def _changed_signatures(tree: ast.Module, added: frozenset[int]) -> list[str]:
-    """Functions whose signature lines (the `def` line through the colon) include an added line; a
-    changed `__init__` stands for its class (its callers call the class)."""
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "__init__" \
-                        and _signature_added(item, added):
-                    names.append(node.name)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            if node.name.startswith("__") or node.name.startswith("test_"):
-                continue
-            if _signature_added(node, added):
-                names.append(node.name)
-    return names
+def _signature(node: _Def, added: frozenset[int], out: list[str], method: bool = False) -> None:
+    """Functions whose signature lines (the `def` line through the colon) include an added line, a
+    method as `.name` (called as `x.name(...)`); a changed `__init__` stands for its class."""
+    if isinstance(node, ast.ClassDef):
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "__init__" \
+                    and _signature_added(item, added):
+                out.append(node.name)
+    elif not node.name.startswith(("__", "test_")) and not _accessor(node) and _signature_added(node, added):
+        out.append("." + node.name if method else node.name)
+
+
+def _accessor(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A property (or its setter): read as an attribute, never called, so a grep for calls finds others'."""
+    for decorator in node.decorator_list:
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if name in ("property", "cached_property", "setter", "getter", "deleter"):
+            return True
+    return False
 
 
 def _signature_added(node: ast.FunctionDef | ast.AsyncFunctionDef, added: frozenset[int]) -> bool:

@@ -40,6 +40,7 @@ _GRAMMARS: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
 }
 MAX_GREP_NAMES = 25  # names one combined `git grep -w` looks for (languages without import resolution)
 MAX_CANDIDATES = 6  # files per name whose definitions are parsed
+DOC_LINES = 4  # lines of a leading doc comment shown before a definition
 _JS_SUFFIXES = ("", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts", "/index.ts", "/index.tsx", "/index.js",
                 "/index.jsx", "/index.mjs")
 _IDENTIFIERS = ("identifier", "type_identifier", "field_identifier", "property_identifier", "constant")
@@ -134,9 +135,10 @@ class TreeLanguage:
         for rows in _runs(added):
             tagged_names = set()
             for label, name, node, tagged in self.tags(root, rows):
-                is_function = label.startswith("definition.") and label.endswith(("function", "method"))
+                is_function = label.startswith("definition.") and label.endswith(("function", "method")) \
+                    and not _nested(tagged)
                 if is_function and (node.start_point[0] + 1 in added or tagged.start_point[0] + 1 in added):
-                    signatures.append(name)
+                    signatures.append("." + name if label.endswith("method") else name)
                 elif label.startswith("reference.") and node.start_point[0] + 1 in added:
                     used[name] += 1
                     tagged_names.add(node.id)
@@ -150,7 +152,7 @@ class TreeLanguage:
                     if pair is not None:
                         members[pair] += 1
         wants = self._wants(path, text, root, local, used, members, reader)
-        return Analysis(wants, [s for s in dict.fromkeys(signatures) if not s.startswith("test")])
+        return Analysis(wants, [s for s in dict.fromkeys(signatures) if not s.lstrip(".").startswith("test")])
 
     def _wants(self, path: str, text: str, root: Any, local: set[str], used: Counter[str],
                members: Counter[tuple[str, str]], reader: Reader) -> list[Want]:
@@ -222,6 +224,18 @@ def _member(node: Any) -> tuple[str, str] | None:
     return _text(obj), _text(prop)
 
 
+def _nested(node: Any) -> bool:
+    """A function inside another function's body: nothing in another file can call it."""
+    parent = node.parent
+    while parent is not None:
+        if any(word in parent.type for word in ("function", "method_definition", "method_declaration", "arrow",
+                                               "lambda", "closure", "func_literal")) \
+                and parent.type not in ("function_signature",):
+            return True
+        parent = parent.parent
+    return False
+
+
 def _depth(node: Any) -> int:
     depth = 0
     while node.parent is not None:
@@ -233,14 +247,15 @@ def _depth(node: Any) -> int:
 def _span_of(node: Any) -> Span:
     start = node.start_point[0] + 1
     # A leading doc comment belongs to the definition (JSDoc, Go doc, Rust ///).
-    previous = node.prev_sibling
-    if previous is not None and previous.type in ("comment", "line_comment", "block_comment") \
-            and previous.end_point[0] + 1 >= start - 1:
-        start = previous.start_point[0] + 1
     top = node
     while top.parent is not None and top.parent.type in ("export_statement", "decorated_definition"):
         top = top.parent
-    start = min(start, top.start_point[0] + 1)
+    start = top.start_point[0] + 1
+    previous = top.prev_sibling
+    if previous is not None and previous.type in ("comment", "line_comment", "block_comment") \
+            and previous.end_point[0] + 1 >= start - 1:
+        # Its last lines only: a long doc comment must not push the signature out of the entry.
+        start = max(previous.start_point[0] + 1, start - DOC_LINES)
     end = node.end_point[0] + 1
     return Span(start, min(end, start + DEFINITION_LINES - 1))
 
@@ -359,9 +374,12 @@ def _js_wants(path: str, root: Any, used: Counter[str], members: Counter[tuple[s
               reader: Reader) -> list[Want]:
     imports = _js_imports(root)
     wants = []
+    with_members = {obj for obj, _prop in members}
     for name, count in used.items():
         if not count or name not in imports:
             continue
+        if name in with_members and imports[name][1] == "default":
+            continue  # `utils.isBlob`: the member's definition says more than the default export's object
         spec, imported = imports[name]
         files = _js_resolve(path, spec, reader)
         if files and imported != "*":

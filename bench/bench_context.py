@@ -1,6 +1,7 @@
 """Benchmark: does each file's first request carry the context pack it should (issue 27, DESIGN.md section 12)?
 
-Run:  python bench/bench_context.py [--downloads DIR] [--package NAME ...] [--misses N] [--json FILE]
+Run:  python bench/bench_context.py [--downloads DIR] [--package NAME ...] [--repeat N] [--misses N]
+          [--json FILE] [--dump DIR]
 
 For each package below, its two released versions are fetched from PyPI (wheels, `pip download`) or npm
 (`npm pack`) into --downloads (default a temporary directory; a filled directory is reused), the older one
@@ -15,7 +16,8 @@ import map), and the callers in other files of each function whose signature lin
 counts as found when its path and its signature line are in what the pack added; a changed function
 scores min(found, 3, n) of min(3, n) for its n callers. Printed per package: files reviewed, definitions
 and callers expected / found (recall), tokens the pack adds per file on average (the fake's count of the
-first request's input), and the review's wall time with and without the pack. Then a sample of misses.
+first request's input), and the review's wall time with and without the pack (median of --repeat runs of
+each mode, in alternating order). Then a sample of misses; --dump DIR writes each file's pack as sent.
 Targets (issue 27): definition recall >= 90 %, caller recall >= 80 %, <= 2,000 tokens per file, <= 1.25x.
 """
 
@@ -355,7 +357,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--downloads", type=Path, help="where releases are cached (default: a temporary dir)")
     parser.add_argument("--package", action="append", default=[], help="only these packages (by name)")
-    parser.add_argument("--repeat", type=int, default=2, help="review runs per mode (median wall time)")
+    parser.add_argument("--repeat", type=int, default=3, help="review runs per mode (median wall time)")
     parser.add_argument("--misses", type=int, default=8, help="misses to print per package")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--dump", type=Path, help="write what the pack added to each file's request under here")

@@ -75,6 +75,11 @@ def test_quick_and_standard_first_requests_carry_the_pack_and_the_intent_as_data
     first = _first(fake_api, "app.py")
     assert "Case-fold and trim" in first and "What the author says" not in first  # staged: no messages yet
 
+    deep = run_cli(repo, "review", "--effort", "deep", "--intent", "Why.", env=sdk_env)  # plan phase first
+    assert deep.returncode == 1, deep.stderr
+    plan = [r.first_user_text for r in fake_api.requests if r.first_user_text.startswith("Planning step")]
+    assert plan and PACK_LINE in plan[-1] and "```\nWhy.\n```" in plan[-1]
+
 
 def test_no_context_sends_neither(repo: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     done = run_cli(repo, "review", "--no-context", "--format", "json", env=sdk_env)

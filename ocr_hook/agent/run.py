@@ -91,7 +91,13 @@ def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
     if not job.settings.context:
         return None
     if change.path not in job.contexts:
-        from ocr_hook.context import build_pack
+        from ocr_hook.context import build_pack, prepare_packs
+
+        if not job.contexts:  # the first file: what the change set's packs share, once
+            try:
+                prepare_packs([f for f in job.files if f.path not in job.contexts], job.snapshot, job.settings)
+            except Exception:  # each file's own build below degrades on its own
+                pass
 
         try:
             job.contexts[change.path] = build_pack(change, job.snapshot, job.settings)

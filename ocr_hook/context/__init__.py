@@ -5,7 +5,7 @@ request. Importing this package is cheap; the builders (ast, tree-sitter, git gr
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.settings import Settings
 
-__all__ = ["ContextEntry", "ContextPack", "build_pack"]
+__all__ = ["ContextEntry", "ContextPack", "build_pack", "prepare_packs"]
 
 _KIND_LABEL = {"definition": "definition of", "caller": "call site of"}
 
@@ -76,3 +76,11 @@ def build_pack(change: FileChange, snapshot: Snapshot, settings: Settings) -> Co
     from ocr_hook.context.pack import build
 
     return build(change, snapshot, settings)
+
+
+def prepare_packs(changes: Sequence[FileChange], snapshot: Snapshot, settings: Settings) -> None:
+    """Work the change set's packs share, done once before build_pack is called for each file (optional:
+    build_pack gives the same packs without it, only with more `git grep` runs)."""
+    from ocr_hook.context.pack import prepare
+
+    prepare(changes, snapshot, settings)

@@ -32,6 +32,7 @@ MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep 
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
 GREP_TIMEOUT_S = 3.0
+_NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
 _TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
                         r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
 
@@ -175,25 +176,52 @@ def added_lines(change: FileChange) -> frozenset[int]:
 
 
 def build(change: FileChange, snapshot: Snapshot, settings: Settings) -> ContextPack | None:
-    if change.is_binary or change.is_symlink or change.is_submodule or str(change.status) == "deleted":
-        return None
-    added = added_lines(change)
-    if not added:
-        return None
     reader = reader_for(snapshot, settings)
-    text = reader.text(change.path)
-    if text is None:
+    found = _analysis(change, reader)
+    if found is None:
         return None
-    lang = language_for(change.path)
-    try:
-        analysis = lang.analyse(change.path, text, added, reader)
-    except (RecursionError, ValueError, UnicodeError):
-        return None  # a file the parser cannot take: no pack, never a failed review
-    if analysis is None:
-        return None
+    lang, analysis = found
     definitions = _definitions(change.path, analysis.wants, lang, reader)
     callers = _callers(change.path, analysis.signatures[:MAX_SIGNATURES], lang, reader)
     return _fit(change.path, definitions, callers, settings.context_tokens)
+
+
+def prepare(changes: Sequence[FileChange], snapshot: Snapshot, settings: Settings) -> None:
+    """Analyse the change set's files and look for all their changed functions' call sites at once (one
+    `git grep` per language instead of one per file); build() then reads what this found."""
+    reader = reader_for(snapshot, settings)
+    groups: dict[tuple[str, ...], set[str]] = {}
+    for change in changes:
+        try:
+            found = _analysis(change, reader)
+        except Exception:  # the file's own build() will degrade the same way; the others still prepare
+            continue
+        if found is not None:
+            groups.setdefault(found[0].extensions, set()).update(found[1].signatures[:MAX_SIGNATURES])
+    for extensions, names in groups.items():
+        wanted = [n for n in sorted(names) if _NAME.fullmatch(n)]
+        if wanted:
+            _call_sites(wanted, extensions, reader)
+
+
+def _analysis(change: FileChange, reader: Reader) -> tuple[Language, Analysis] | None:
+    key = ("analysis", change.path, change.patch)
+    if key in reader.memo:
+        return reader.memo[key]  # type: ignore[return-value]
+    result = None
+    if not (change.is_binary or change.is_symlink or change.is_submodule or str(change.status) == "deleted"):
+        added = added_lines(change)
+        text = reader.text(change.path) if added else None
+        if text is not None:
+            lang = language_for(change.path)
+            try:
+                analysis = lang.analyse(change.path, text, added, reader)
+            except (RecursionError, ValueError, UnicodeError):
+                analysis = None  # a file the parser cannot take: no pack, never a failed review
+            if analysis is not None:
+                result = (lang, analysis)
+    reader.memo[key] = result
+    return result
 
 
 def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
@@ -254,34 +282,45 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
-def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
-    """Up to CALLER_SITES call sites in other files per name: one bounded `git grep` for all the names.
-    A method comes as `.name`: only `x.name(` calls count for it (a plain `name(` is someone else's)."""
-    wanted = [n for n in dict.fromkeys(names) if re.fullmatch(r"\.?[A-Za-z_$][A-Za-z0-9_$]*", n)]
-    if not wanted:
-        return []
-    bare = sorted({n.lstrip(".") for n in wanted})
+def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
+    """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from one bounded
+    `git grep`; kept for the run, so a later file asking for a subset of the same names greps nothing."""
+    key = ("sites", extensions)
+    known = reader.memo.get(key)
+    if known is not None and set(names) <= known[0]:  # type: ignore[index]
+        return known[1]  # type: ignore[index,no-any-return]
+    bare = sorted({n.lstrip(".") for n in names})
     alternatives = "|".join(re.escape(n) for n in bare)
     pattern = rf"\b({alternatives})\s*\("
-    specs = tuple(f"*{ext}" for ext in lang.extensions)
-    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=10,
+    specs = tuple(f"*{ext}" for ext in extensions)
+    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=25,
                                   timeout_s=GREP_TIMEOUT_S)
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
     definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
                             rf"({alternatives})\s*\(")
     by_name: dict[str, list[GrepHit]] = {}
     for hit in result.hits:
-        if hit.path == own or definition.search(hit.text) or reader.text(hit.path) is None:
+        if definition.search(hit.text) or reader.text(hit.path) is None:
             continue
         for match in call.finditer(hit.text):
             name = match.group(2)
             by_name.setdefault(name, []).append(hit)
             if match.group(1):
                 by_name.setdefault("." + name, []).append(hit)
-    names = wanted
+    if known is None or set(names) > known[0]:  # type: ignore[index]
+        reader.memo[key] = (frozenset(names), by_name)
+    return by_name
+
+
+def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
+    """Up to CALLER_SITES call sites in other files per changed function, non-test and nearest first."""
+    names = [n for n in dict.fromkeys(names) if _NAME.fullmatch(n)]
+    if not names:
+        return []
+    by_name = _call_sites(names, lang.extensions, reader)
     out: list[tuple[int, ContextEntry]] = []
     for rank, name in enumerate(names):
-        hits = sorted(dict.fromkeys(by_name.get(name, ())),
+        hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
                       key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
         chosen: list[GrepHit] = []
         files: set[str] = set()

@@ -151,6 +151,25 @@ def _anchor(path: str, level: int) -> str | None:
     return directory
 
 
+def _statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of the file, nested ones included, without visiting expressions: imports and
+    definitions are statements, and a file has many times more expression nodes."""
+    out: list[ast.stmt] = []
+    stack: list[list[ast.stmt]] = [tree.body]
+    while stack:
+        for node in stack.pop():
+            out.append(node)
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    stack.append(block)
+            for handler in getattr(node, "handlers", ()) or ():
+                stack.append(handler.body)
+            for case in getattr(node, "cases", ()) or ():
+                stack.append(case.body)
+    return out
+
+
 def _on_lines(tree: ast.Module, added: frozenset[int]) -> list[ast.AST]:
     """The nodes that start on an added line, descending only into statements that span one; an
     attribute chain `a.b.c` is given once, as its outermost node (the name `a` still comes on its own)."""
@@ -186,7 +205,7 @@ def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
     imports: dict[str, _Target] = {}
     stars: list[tuple[tuple[str, ...], str | None]] = []
     signatures: list[str] = []
-    for node in ast.walk(tree):
+    for node in _statements(tree):
         if isinstance(node, _Def):
             local.add(node.name)
         elif isinstance(node, ast.Import):

@@ -77,7 +77,8 @@ def test_quick_and_standard_first_requests_carry_the_pack_and_the_intent_as_data
 
     deep = run_cli(repo, "review", "--effort", "deep", "--intent", "Why.", env=sdk_env)  # plan phase first
     assert deep.returncode == 1, deep.stderr
-    plan = [r.first_user_text for r in fake_api.requests if r.first_user_text.startswith("Planning step")]
+    plan = [r.first_user_text for r in fake_api.requests
+            if r.first_user_text.startswith("Planning step for the review of `app.py`")]
     assert plan and PACK_LINE in plan[-1] and "```\nWhy.\n```" in plan[-1]
 
 

@@ -46,7 +46,11 @@ from .generated import gen_value
 def run(s, strict=False):
     def inner(v):
         return v
-    return inner(normalise(h.tidy(core.shout(s)))) + mask_me() + vault_key() + gen_value()
+    return inner(normalise(h.tidy(core.shout(s)))) + mask_me() + vault_key() + gen_value() + mask_me()
+
+
+class Runner(core.Base):
+    pass
 """
 
 
@@ -56,7 +60,8 @@ def py_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write(repo, "pkg/__init__.py", "from .core import normalise\n")
     write(repo, "pkg/core.py", "def normalise(text, *, lower=True):\n    \"\"\"Collapse blanks.\"\"\"\n"
                                "    return ' '.join(text.split())\n\n\ndef shout(s):\n    return s.upper()\n\n\n"
-                               f"def mask_me():\n    token = \"{TOKEN}\"\n    return token\n")
+                               f"def mask_me():\n    token = \"{TOKEN}\"\n    return token\n\n\n"
+                               "class Base:\n    pass\n")
     write(repo, "pkg/sub/__init__.py", "")
     write(repo, "pkg/sub/helpers.py", "def tidy(x):\n    return x.strip()\n")
     write(repo, "pkg/secrets.py", "def vault_key():\n    return 'the vault key lives here'\n")
@@ -85,6 +90,7 @@ def test_python_import_forms_reach_their_definitions_in_other_files(py_packs: di
     assert found["core.shout"] == "pkg/core.py"  # from . import core
     assert found["normalise"] == "pkg/core.py"  # from pkg import normalise: re-exported by pkg/__init__.py
     assert found["mask_me"] == "pkg/core.py"  # from .core import x
+    assert pack is not None and pack.entries[0].name == "core.Base"  # a base class first, then the most used
     text = pack.render() if pack else ""
     assert "def tidy(x):" in text and "return x.strip()" in text and "WORK TREE ONLY" not in text  # the index
     assert "1|def normalise(text, *, lower=True):" in text and "(pkg/core.py lines 1-3)" in text
@@ -132,6 +138,18 @@ def test_tests_are_callers_too_when_other_callers_run_out(tmp_path: Path) -> Non
     assert [e.path for e in pack.entries if e.kind == "caller"] == ["main.py", "tests/test_lib.py"]
 
 
+def test_a_common_name_does_not_crowd_out_a_rare_ones_callers(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "lib.py", "def get(k):\n    return k\n\n\ndef rare(k):\n    return k\n")
+    write(repo, "client.py", "from lib import get, rare\n" + "get(1)\n" * 40 + "rare(2)\n")
+    commit_all(repo)
+    write(repo, "lib.py", "def get(k, d=None):\n    return k\n\n\ndef rare(k, d=None):\n    return k\n")
+    git(repo, "add", "-A")
+    pack = packs(repo)["lib.py"]
+    callers = [(e.name, e.start) for e in pack.entries if e.kind == "caller"]
+    assert ("rare", 41) in callers and [n for n, _ in callers].count("get") == 3
+
+
 def test_a_pack_over_budget_is_cut_and_says_so(py_repo: Path) -> None:
     pack = packs(py_repo, context_tokens=120)["pkg/app.py"]
     full = packs(py_repo)["pkg/app.py"]
@@ -160,7 +178,10 @@ def test_render_for_names_keeps_only_their_entries(py_packs: dict[str, ContextPa
 def tree_packs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ContextPack | None]:
     pytest.importorskip("tree_sitter_javascript")
     repo = make_repo(tmp_path_factory.mktemp("tree") / "repo")
-    write(repo, "web/util.js", "function slug(s) {\n  return s.toLowerCase();\n}\nmodule.exports = { slug };\n")
+    write(repo, "web/util.js", "function slug(s) {\n  return s.toLowerCase();\n}\n"
+                               "const [isA, isB] = [1, 2].map(String);\nmodule.exports = { slug, isB };\n")
+    write(repo, "web/err.mjs", "function AppError(m) {\n  this.m = m;\n}\nAppError.from = (e) => new AppError(e);\n"
+                               "export default AppError;\n")
     write(repo, "web/math.mjs", "export function clamp(x, lo, hi) {\n  return Math.min(hi, Math.max(lo, x));\n}\n"
                                 "export default function mean(xs) {\n  return xs[0];\n}\n")
     write(repo, "web/fmt.js", "exports.pad = function pad(s, n) {\n  return s.padStart(n);\n};\n")
@@ -179,7 +200,8 @@ def tree_packs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ContextPac
     write(repo, "scripts/lib.lua", "function greet_all(names)\n  return #names\nend\n")
     write(repo, "scripts/run.lua", "print(1)\n")
     commit_all(repo)
-    write(repo, "web/app.js", "const { slug } = require('./util');\nconst fmt = require('./fmt');\n"
+    write(repo, "web/app.js", "const { slug, isB } = require('./util');\nconst fmt = require('./fmt');\n"
+                              "import AppError from './err.mjs';\nthrow isB ? new AppError('x') : AppError.from('y');\n"
                               "const stamp = require('./dates');\nimport mean, { clamp } from './math.mjs';\n"
                               "import * as m from './math.mjs';\n"
                               "const x = slug(fmt.pad(stamp(new Date()), 3)) + clamp(mean([1]), 0, 1)\n"
@@ -200,6 +222,8 @@ def test_javascript_require_and_import_forms(tree_packs: dict[str, ContextPack |
     assert found["stamp"] == "web/dates.js"  # module.exports = stamp (the default of a require)
     assert found["mean"] == "web/math.mjs"  # ES default import
     assert found["clamp"] == "web/math.mjs"  # ES named import (m.clamp, the namespace form, is the same entry)
+    assert found["isB"] == "web/util.js"  # const [isA, isB] = … (a destructuring declaration)
+    assert found["AppError"] == "web/err.mjs" and found["AppError.from"] == "web/err.mjs"  # the name and its member
     pack = tree_packs["web/app.js"]
     assert pack is not None and "export default function mean(xs) {" in pack.render()
 

@@ -91,19 +91,26 @@ def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
     if not job.settings.context:
         return None
     if change.path not in job.contexts:
-        from ocr_hook.context import build_pack, prepare_packs
-
-        if not job.contexts:  # the first file: what the change set's packs share, once
-            try:
-                prepare_packs([f for f in job.files if f.path not in job.contexts], job.snapshot, job.settings)
-            except Exception:  # each file's own build below degrades on its own
-                pass
+        from ocr_hook.context import build_pack
 
         try:
             job.contexts[change.path] = build_pack(change, job.snapshot, job.settings)
         except Exception:  # the pack is an aid: without it the review is as it was before packs
             job.contexts[change.path] = None
     return job.contexts[change.path]
+
+
+def prepare_contexts(job: ReviewJob) -> None:
+    """What the change set's packs share (one call-site search per language), once, before any file's pack."""
+    todo = [f for f in job.files if f.path not in job.contexts]
+    if not job.settings.context or not todo:
+        return
+    from ocr_hook.context import prepare_packs
+
+    try:
+        prepare_packs(todo, job.snapshot, job.settings)
+    except Exception:  # each file's own build then degrades on its own
+        pass
 
 
 def job_intent(job: ReviewJob) -> tuple[str, int] | None:
@@ -267,6 +274,8 @@ async def review_files_async(job: ReviewJob) -> ReviewResult:
 def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[FileChange, str | None]]]:
     results: dict[str, _FileResult] = {}
     to_review: deque[tuple[FileChange, str | None]] = deque()
+    if job.cache is not None:
+        prepare_contexts(job)
     for change in job.files:
         key = None
         if job.cache is not None:
@@ -313,6 +322,8 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
         capabilities = _capability_lookup(job, api)
+        if job.cache is None:  # (with the cache on, the lookups above built the packs already)
+            await asyncio.to_thread(prepare_contexts, job)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.

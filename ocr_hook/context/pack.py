@@ -32,6 +32,9 @@ MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep 
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
 GREP_TIMEOUT_S = 3.0
+MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
+MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
+GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
 _NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
 _TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
                         r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
@@ -290,26 +293,38 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
     if known is not None and set(names) <= known[0]:  # type: ignore[index]
         return known[1]  # type: ignore[index,no-any-return]
     bare = sorted({n.lstrip(".") for n in names})
+    by_name: dict[str, list[GrepHit]] = {}
+    complete = _grep_calls(bare, extensions, reader, by_name)
+    if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
+        rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
+        for name in rare[:MAX_RETRIED_NAMES]:
+            _grep_calls([name], extensions, reader, by_name)
+    if known is None or set(names) > known[0]:  # type: ignore[index]
+        reader.memo[key] = (frozenset(names), by_name)
+    return by_name
+
+
+def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
+                by_name: dict[str, list[GrepHit]]) -> bool:
+    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls); False when
+    git grep's caps cut the result."""
     alternatives = "|".join(re.escape(n) for n in bare)
     pattern = rf"\b({alternatives})\s*\("
     specs = tuple(f"*{ext}" for ext in extensions)
-    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=25,
+    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=MANY_SITES,
                                   timeout_s=GREP_TIMEOUT_S)
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
     definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
                             rf"({alternatives})\s*\(")
-    by_name: dict[str, list[GrepHit]] = {}
     for hit in result.hits:
         if definition.search(hit.text) or reader.text(hit.path) is None:
             continue
         for match in call.finditer(hit.text):
-            name = match.group(2)
-            by_name.setdefault(name, []).append(hit)
-            if match.group(1):
-                by_name.setdefault("." + name, []).append(hit)
-    if known is None or set(names) > known[0]:  # type: ignore[index]
-        reader.memo[key] = (frozenset(names), by_name)
-    return by_name
+            for name in (match.group(2), "." + match.group(2)) if match.group(1) else (match.group(2),):
+                sites = by_name.setdefault(name, [])
+                if hit not in sites[-3:]:
+                    sites.append(hit)
+    return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:

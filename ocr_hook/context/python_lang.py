@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ocr_hook.context.pack import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 _BUILTINS = frozenset(dir(builtins))
+BASE_CLASS_WEIGHT = 10  # uses a base class on an added `class` line counts for, in the pack's order
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
@@ -36,7 +37,13 @@ class _Python:
         local, imports, stars, signatures = _bindings(tree, path, added)
         uses: Counter[tuple[str, ...]] = Counter()
         for node in _on_lines(tree, added):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.ClassDef):  # a base class says more about the class than one use does
+                for base in node.bases:
+                    chain = _chain(base) if isinstance(base, ast.Attribute) else \
+                        (base.id,) if isinstance(base, ast.Name) else None
+                    if chain:
+                        uses[chain] += BASE_CLASS_WEIGHT
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 uses[(node.id,)] += 1
             elif isinstance(node, ast.Attribute):
                 chain = _chain(node)

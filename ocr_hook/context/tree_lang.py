@@ -135,10 +135,11 @@ class TreeLanguage:
         for rows in _runs(added):
             tagged_names = set()
             for label, name, node, tagged in self.tags(root, rows):
-                is_function = label.startswith("definition.") and label.endswith(("function", "method")) \
-                    and not _nested(tagged)
+                is_function = label.startswith("definition.") and label.endswith(("function", "method"))
                 if is_function and (node.start_point[0] + 1 in added or tagged.start_point[0] + 1 in added):
-                    signatures.append("." + name if label.endswith("method") else name)
+                    # A function inside another (a factory's) is reachable only as a member: `x.name(`.
+                    method = label.endswith("method") or _nested(tagged)
+                    signatures.append("." + name if method else name)
                 elif label.startswith("reference.") and node.start_point[0] + 1 in added:
                     used[name] += 1
                     tagged_names.add(node.id)
@@ -375,11 +376,14 @@ def _js_wants(path: str, root: Any, used: Counter[str], members: Counter[tuple[s
     imports = _js_imports(root)
     wants = []
     with_members = {obj for obj, _prop in members}
+    member_uses: Counter[str] = Counter()
+    for (obj, _prop), uses in members.items():
+        member_uses[obj] += uses
     for name, count in used.items():
         if not count or name not in imports:
             continue
-        if name in with_members and imports[name][1] == "default":
-            continue  # `utils.isBlob`: the member's definition says more than the default export's object
+        if name in with_members and imports[name][1] == "default" and count <= member_uses.get(name, 0):
+            continue  # only `utils.isBlob`: the member's definition says more than the default export's object
         spec, imported = imports[name]
         files = _js_resolve(path, spec, reader)
         if files and imported != "*":
@@ -404,6 +408,9 @@ def _declared_names(node: Any) -> list[str]:
             name = decl.child_by_field_name("name")
             if name is not None and name.type == "identifier":
                 names.append(_text(name))
+            elif name is not None and name.type in ("array_pattern", "object_pattern"):  # `const [a, b] = …`
+                names += [_text(n) for n in _walk(name)
+                          if n.type in ("identifier", "shorthand_property_identifier_pattern")]
         return names
     name = node.child_by_field_name("name")
     return [_text(name)] if name is not None else []

@@ -50,7 +50,11 @@ def run(s, strict=False):
 
 
 class Runner(core.Base):
-    pass
+    def shout(self):
+        return core.shout(self) + normalise("x")
+
+    def normalise(self):  # a method binds no bare name: `normalise` above is still the import
+        return self
 """
 
 

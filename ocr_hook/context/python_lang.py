@@ -212,9 +212,13 @@ def _bindings(tree: ast.Module, path: str, added: frozenset[int]) -> tuple[
     imports: dict[str, _Target] = {}
     stars: list[tuple[tuple[str, ...], str | None]] = []
     signatures: list[str] = []
-    for node in _statements(tree):
+    statements = _statements(tree)
+    # A method binds no bare name (it is reached as an attribute): `def loads(self)` leaves `loads` imported.
+    methods = {id(item) for node in statements if isinstance(node, ast.ClassDef) for item in node.body}
+    for node in statements:
         if isinstance(node, _Def):
-            local.add(node.name)
+            if id(node) not in methods:
+                local.add(node.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = tuple(alias.name.split("."))

@@ -4,6 +4,7 @@ configuration against the scripted fake Messages API, and the figures and table 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -261,3 +262,14 @@ def test_estimate_clones_a_missing_project_and_previews_each_case(upstream, case
     row = next(line for line in proc.stdout.splitlines() if line.startswith(local.id))
     assert int(row.split()[2].replace(",", "")) > 0  # input tokens
     assert "h: 1 cases, total $" in proc.stdout
+
+
+def test_context_pair_is_the_product_defaults_with_and_without_the_pack(tmp_path) -> None:
+    """The shipped pair bench/quality_configs/context-{on,off}.yaml loads under the real validator and differs
+    in nothing but `context`, so the two columns of a key holder's table differ by the pack alone."""
+    shipped = BENCH_DIR / "quality_configs"
+    on = load(tmp_path, str(shipped / "context-on.yaml"), {}, environ={})
+    off = load(tmp_path, str(shipped / "context-off.yaml"), {}, environ={})
+    assert (on.context, off.context) == (True, False)
+    assert dataclasses.replace(on, context=False) == off
+    assert on.model == "claude-sonnet-5-5"

@@ -42,7 +42,7 @@ def subcommands(log: Path) -> list[str]:
     return found
 
 
-def test_the_light_paths_start_two_and_five_git_processes(tmp_path: Path, fake_api: FakeMessagesAPI,
+def test_the_light_paths_start_two_and_six_git_processes(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                           sdk_env: dict[str, str]) -> None:
     repo = make_repo(tmp_path / "repo")
     write(repo, "calc.py", "def add(a, b):\n    return a + b\n")
@@ -66,4 +66,6 @@ def test_the_light_paths_start_two_and_five_git_processes(tmp_path: Path, fake_a
     cached = run_cli(repo, "review", "-q", "--format", "json", env=env)
     assert cached.returncode == 0, cached.stderr
     assert json.loads(cached.stdout)["coverage"]["cached"] == ["calc.py"] and len(fake_api.requests) == sent
-    assert subcommands(log) == ["rev-parse", "diff", "rev-parse", "cat-file", "ls-tree"]
+    # The context pack is part of the result-cache key (DESIGN.md 12), so a cached run builds it too: one
+    # listing of the snapshot's files to resolve imports against.
+    assert subcommands(log) == ["rev-parse", "diff", "rev-parse", "cat-file", "ls-tree", "ls-files"]

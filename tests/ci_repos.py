@@ -34,6 +34,11 @@ class Forked:
     main_tip: str  # main after it moved on
 
 
+def without_ci(env: dict[str, str]) -> dict[str, str]:
+    """`env` without any CI system's variables."""
+    return {k: v for k, v in env.items() if not (k.startswith(_CI_PREFIXES) or k in _CI_NAMES)}
+
+
 def ci_free_env(**extra: str) -> dict[str, str]:
     """os.environ without any CI system's variables, plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not (k.startswith(_CI_PREFIXES) or k in _CI_NAMES)}

@@ -220,7 +220,7 @@ def all_modules() -> list[str]:
         parts = list(path.relative_to(PACKAGE_ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if parts:
+        if parts and parts[0] != "config":  # shipped data (config/), installed as ocr_hook.config: no code
             names.append(".".join(["ocr_hook", *parts]))
     return names
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from agent_support import is_filter
+from ci_repos import without_ci
 from e2e_support import CALC_PATH, calc_repo, comment, comment_turn
 from fake_api import FakeMessagesAPI, Reply, task_done, text
 from gitrepo import commit_all, make_repo, run_cli, write
@@ -63,8 +64,10 @@ def runtime() -> Iterator[Path]:
 
 
 def warm_env(runtime: Path, env: dict[str, str], **more: str) -> dict[str, str]:
-    return {**env, "PRE_COMMIT": "1", "OCR_HOOK_WARM": "auto", "XDG_RUNTIME_DIR": str(runtime), "NO_COLOR": "1",
-            **more}
+    """A developer's commit: pre-commit's variable, and none of a CI system's (the suite itself may run in CI,
+    where `warm: auto` is off by design)."""
+    return {**without_ci(env), "PRE_COMMIT": "1", "OCR_HOOK_WARM": "auto", "XDG_RUNTIME_DIR": str(runtime),
+            "NO_COLOR": "1", **more}
 
 
 def statuses(runtime: Path) -> list[dict]:

@@ -131,3 +131,32 @@ def test_the_mcp_review_tool_takes_an_intent(repo: Path, fake_api: FakeMessagesA
     assert "```\nLook users up by normalised name.\n```" in first and PACK_LINE in first
     doc = result.structured_content  # type: ignore[attr-defined]
     assert doc["coverage"]["context"] == {"app.py": {"entries": 1, "cut": 0}}
+
+
+def test_a_re_review_carries_the_pack_for_the_names_the_interdiff_touches_and_the_filter_sees_it(
+        repo: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    """Issue 28 with the pack (DESIGN.md 7 and 12): the fix's line calls `normalise`, so the re-review's
+    first message shows its definition, and the review filter judging a comment there is shown it too."""
+    filter_bodies: list[str] = []
+
+    def keep_all(body: dict) -> Reply:
+        filter_bodies.append(body["messages"][0]["content"][0]["text"])
+        return Reply([text('{"wrong": []}')])
+
+    fake_api.handle(is_filter, keep_all)
+    fake_api.script("app.py", [comment_turn(comment("Missing user gives None.", "return users.get(normalise(name))",
+                                                    severity="high", suggestion=None)), task_done()])
+    env = {**sdk_env, "PRE_COMMIT": "1"}
+    assert run_cli(repo, "review", env=env).returncode == 1
+    write(repo, "app.py", APP_AFTER.replace("users.get(normalise(name))", "users.get(normalise(name), {})"))
+    git(repo, "add", "app.py")
+    filter_bodies.clear()
+    fake_api.script("+    return users.get(normalise(name), {})", [comment_turn(comment(
+        "normalise is not defined.", "return users.get(normalise(name), {})", severity="high", suggestion=None)),
+        task_done()])
+    again = run_cli(repo, "review", "--format", "json", env=env)
+    assert again.returncode in (0, 1), again.stderr
+    opening = next(r.first_user_text for r in reversed(fake_api.requests)
+                   if not is_filter(r.body) and len(r.body.get("messages", [])) == 1)
+    assert "{})" in opening and PACK_LINE in opening  # the re-review: the interdiff and the pack's entry
+    assert filter_bodies and PACK_LINE in filter_bodies[-1] and "1|from lib import normalise" in filter_bodies[-1]

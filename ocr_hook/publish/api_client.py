@@ -107,6 +107,20 @@ class ApiClient:
     def get(self, path: str, params: Mapping[str, str] | None = None) -> Any:
         return _json(self._send("GET", path.lstrip("/"), params=dict(params or {})), self)
 
+    def user_login(self, token_user: str | frozenset[str], statuses: tuple[int, ...]) -> str | frozenset[str]:
+        """Who the token publishes as, from `GET /user` (GitHub's API, and Gitea's after it): its login, or
+        `token_user` when the API refuses with one of `statuses` (a CI system's job token has no user)."""
+        try:
+            me = self.get("user")
+        except ApiRefusal as exc:
+            if exc.status in statuses:
+                return token_user
+            raise
+        login = me.get("login") if isinstance(me, dict) else None
+        if not isinstance(login, str) or not login:
+            raise ApiRefusal(200, "GET /user: the answer names no login")
+        return login
+
     def get_text(self, path: str, params: Mapping[str, str] | None = None) -> str:
         return self._send("GET", path.lstrip("/"), params=dict(params or {})).text
 

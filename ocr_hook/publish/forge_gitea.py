@@ -53,16 +53,7 @@ class GiteaAdapter:
         self._comments: list[dict[str, Any]] = []
 
     def identity(self) -> str | frozenset[str]:
-        try:
-            me = self.api.get("user")
-        except ApiRefusal as exc:
-            if self.actions_token and exc.status in (401, 403, 404):
-                return ACTIONS_USERS
-            raise
-        login = me.get("login") if isinstance(me, dict) else None
-        if not isinstance(login, str) or not login:
-            raise ApiRefusal(200, "GET /user: the answer names no login")
-        return login
+        return self.api.user_login(ACTIONS_USERS, (401, 403, 404) if self.actions_token else ())
 
     def diff(self) -> CommentableLines:
         return unified_diff_lines(self.api.get_text(f"{self._repo}/pulls/{self.pr.number}.diff"))

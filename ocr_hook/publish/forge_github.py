@@ -45,17 +45,8 @@ class GitHubAdapter:
         self._prefix = f"repos/{pr.repository}/pulls/{pr.number}"
         self._comments: list[dict[str, Any]] = []
 
-    def identity(self) -> str:
-        try:
-            me = self.api.get("user")
-        except ApiRefusal as exc:
-            if exc.status == 403:  # an installation token (the Actions GITHUB_TOKEN)
-                return ACTIONS_BOT
-            raise
-        login = me.get("login") if isinstance(me, dict) else None
-        if not isinstance(login, str) or not login:
-            raise ApiRefusal(200, "GET /user: the answer names no login")
-        return login
+    def identity(self) -> str | frozenset[str]:
+        return self.api.user_login(ACTIONS_BOT, (403,))  # 403: an installation token (the Actions GITHUB_TOKEN)
 
     def diff(self) -> CommentableLines:
         return commentable_lines(self.api.get_all(f"{self._prefix}/files"))

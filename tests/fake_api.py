@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from loopback_http import LoopbackServer, QuietHandler
@@ -601,7 +602,8 @@ class _Answer:
 class FakeMessagesAPI:
     """The fake server. Start it with the constructor (or use it as a context manager); close() stops it fast."""
 
-    def __init__(self, latency_s: float = 0.0) -> None:
+    def __init__(self, latency_s: float = 0.0, tls: tuple[Path, Path] | None = None) -> None:
+        """`tls`: (certificate chain, private key) to serve HTTPS with, as the real API does."""
         self.latency_s = latency_s
         # The Models API and the thinking checks (register models on it; its requests are kept apart).
         self.models = ModelCatalogue()
@@ -626,6 +628,16 @@ class FakeMessagesAPI:
         self._server.fake = self
         port = self._server.server_address[1]
         self.url = f"http://127.0.0.1:{port}"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            # The handshake runs in the handler's thread, on its first read, so that a client which never
+            # completes one cannot hold up the accept loop.
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
+                                                      do_handshake_on_connect=False)
+            self.url = f"https://127.0.0.1:{port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"fake-api-{port}", daemon=True
         )

@@ -200,7 +200,9 @@ def stop_server() -> None:
 # --- the server side --------------------------------------------------------------------------------
 
 def _serve(path: str) -> None:
-    _preload()
+    from ocr_hook.warm.worker import preload  # what the warm worker imports and warms before it forks
+
+    preload()
     if threading.active_count() != 1:
         raise SystemExit(f"forked_cli: an import started a thread: {threading.enumerate()}")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -227,22 +229,6 @@ def _serve(path: str) -> None:
                     break
             except ChildProcessError:
                 break
-
-
-def _preload() -> None:
-    """Import what a review imports, lazily or not, so that each forked run starts warm."""
-    import importlib
-    import pkgutil
-
-    import anthropic  # noqa: F401
-    import httpcore2  # noqa: F401  (the transport httpx2 loads on the first client: 0.2 s a publish run)
-    import tenacity  # noqa: F401  (publish's rate-limit waits)
-
-    import ocr_hook
-
-    for module in pkgutil.walk_packages(ocr_hook.__path__, "ocr_hook."):
-        if module.name != "ocr_hook.__main__":
-            importlib.import_module(module.name)
 
 
 def _handle(conn: socket.socket) -> None:

@@ -182,6 +182,28 @@ def test_each_run_takes_its_callers_endpoint_key_and_directory(worker: dict, run
     assert fake_api.requests and keys(fake_api) == {f"Bearer {sdk_env['ANTHROPIC_API_KEY']}"}
 
 
+def test_a_run_trusts_the_ca_its_caller_names_not_the_workers(worker: dict, runtime: Path, tmp_path: Path,
+                                                              sdk_env: dict[str, str]) -> None:
+    """The worker built its TLS trust before any run, from its own environment (ocr_hook.agent.tls)."""
+    tls_dir = Path(__file__).parent / "data" / "tls"
+    repo = calc_repo(tmp_path / "calc")
+    with FakeMessagesAPI(tls=(tls_dir / "server.pem", tls_dir / "server.key")) as https:
+        https.handle(is_filter, lambda body: Reply([text('{"wrong": []}')]))
+        env = warm_env(runtime, sdk_env, ANTHROPIC_BASE_URL=https.url)
+        env.pop("SSL_CERT_DIR", None)
+        trusted = real_cli(repo, {**env, "SSL_CERT_FILE": str(tls_dir / "ca.pem")}, *REVIEW, "--format", "json")
+        without_served_line(trusted.stderr)
+        assert json.loads(trusted.stdout)["coverage"]["reviewed"] == [CALC_PATH], trusted.stderr
+        sent_before = len(https.requests)
+        assert sent_before >= 1
+        env.pop("SSL_CERT_FILE", None)
+        untrusted = real_cli(repo, env, *REVIEW, "--format", "json")
+        without_served_line(untrusted.stderr)
+        assert untrusted.returncode == 3, untrusted.stderr  # not reviewed: the worker's trust was not used
+        assert "CERTIFICATE_VERIFY_FAILED" in untrusted.stdout, untrusted.stdout
+        assert len(https.requests) == sent_before
+
+
 def test_two_commits_at_once_get_two_runs(worker: dict, runtime: Path, tmp_path: Path, fake_api: FakeMessagesAPI,
                                           sdk_env: dict[str, str]) -> None:
     both_in_flight = threading.Event()

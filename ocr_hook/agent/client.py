@@ -95,13 +95,18 @@ def _make_sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:
         from anthropic import AsyncAnthropicVertex
 
         return AsyncAnthropicVertex(max_retries=MAX_RETRIES)
-    from anthropic import AsyncAnthropic
+    from anthropic import AsyncAnthropic, DefaultAsyncHttpxClient
+
+    from ocr_hook.agent import tls
 
     # Credentials and endpoint come from the caller's environment mapping when it has them; with
     # None the SDK falls back to its own handling of os.environ (profiles, ANTHROPIC_BASE_URL, …).
     api_key = environ.get("ANTHROPIC_API_KEY") or None
     auth_token = None if api_key else (environ.get("ANTHROPIC_AUTH_TOKEN") or None)
-    return AsyncAnthropic(api_key=api_key, auth_token=auth_token,
+    # The SDK's own HTTP client and defaults (timeouts, limits, proxies from the environment), with its
+    # default TLS trust built once per process instead of once per client (ocr_hook.agent.tls).
+    http_client = DefaultAsyncHttpxClient(verify=tls.default_context())
+    return AsyncAnthropic(api_key=api_key, auth_token=auth_token, http_client=http_client,
                           base_url=environ.get("ANTHROPIC_BASE_URL") or None, max_retries=MAX_RETRIES)
 
 

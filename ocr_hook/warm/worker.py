@@ -42,15 +42,16 @@ def _log(message: str) -> None:
     sys.stderr.flush()
 
 
-def _preload() -> None:
-    """Import what a review imports, lazily or not, so that each forked run starts warm."""
+def preload() -> None:
+    """Import what a review imports, lazily or not, and do what its first request would do once
+    (ocr_hook.agent.warm_up), so that each forked run starts warm."""
     import importlib
     import pkgutil
 
-    import anthropic  # noqa: F401
-
     import ocr_hook
+    from ocr_hook.agent.warm_up import warm_up
 
+    warm_up()
     for module in pkgutil.walk_packages(ocr_hook.__path__, "ocr_hook."):
         if module.name == "ocr_hook.__main__":
             continue
@@ -83,7 +84,7 @@ def main(argv: list[str], run_cli: Callable[[list[str]], None]) -> None:
     global _run_cli
     _run_cli = run_cli
     path, idle, lock_fd = argv[0], float(argv[1]), int(argv[2])
-    _preload()
+    preload()
     if threading.active_count() != 1:
         _log(f"not serving: an import started a thread ({threading.enumerate()})")
         sys.exit(1)

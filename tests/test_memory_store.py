@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from gitrepo import commit_all, git, make_repo, write
@@ -206,3 +207,30 @@ def test_two_processes_recording_at_once_leave_whole_documents(tmp_path: Path) -
     assert [p for p in files if p.name.endswith(".tmp")] == []
     for path in (p for p in files if p.suffix == ".json"):
         json.loads(path.read_text())  # every document whole
+
+
+def test_an_unchanged_rerun_marks_the_record_used_without_rewriting_it(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    cache = tmp_path / "cache"
+    store = open_memory(cache, str(repo), Scope("staged"), {})
+    findings = [_finding()]
+    store.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
+    record, latest = store.store.entry(store.record_key), store.store.entry(store.latest_key)
+    written = record.read_bytes(), latest.read_bytes()
+    for path in (record, latest):
+        os.utime(path, (1_000_000, 1_000_000))
+
+    # The same files, context and findings (a re-run answered from the result cache): nothing rewritten,
+    # both entries marked as just used, so pruning keeps them.
+    again = open_memory(cache, str(repo), Scope("staged"), {})
+    again.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
+    assert (record.read_bytes(), latest.read_bytes()) == written
+    assert record.stat().st_mtime > 1_000_000 and latest.stat().st_mtime > 1_000_000
+
+    # Anything different is written: the findings of the run, a file's context, its content.
+    again.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], [])
+    assert json.loads(latest.read_text())["findings"] == []
+    again.record([remembered_file("a.py", "x = 0\n", {"models": "other"}, findings)], [])
+    assert json.loads(record.read_text())["files"]["a.py"]["context"] == {"models": "other"}
+    again.record([remembered_file("a.py", "x = 1\n", {"models": "other"}, findings)], [])
+    assert again.load()["a.py"].content == "x = 1\n"

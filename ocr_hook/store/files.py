@@ -94,6 +94,13 @@ class JsonFileStore:
 
         return linked_component(self.base, path)
 
+    def touch(self, key: str) -> None:
+        """Mark an entry as just used (its file's time), so pruning keeps it like a fresh write."""
+        path = self.entry(key)
+        if self.link_below(path.parent) is None:
+            with contextlib.suppress(OSError):
+                os.utime(path, follow_symlinks=False)
+
     def delete(self, key: str) -> None:
         path = self.entry(key)
         if self.link_below(path.parent) is None:

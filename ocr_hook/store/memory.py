@@ -179,11 +179,30 @@ class MemoryStore:
 
         Read, merge, write under the store's lock: two reviews of one line of work at once each add their
         files to what the other wrote (unlocked, the later write would drop the earlier one's files and turn
-        a late finding into a new, blocking one); the later one wins for the files both reviewed."""
+        a late finding into a new, blocking one); the later one wins for the files both reviewed.
+
+        An unchanged re-run (every file answered from the result cache) finds the same entries already
+        stored: they are then only marked as used (their files' times), without the lock or a write."""
+        if self._already_recorded(files, run_findings):
+            return
         with self.store.locked() as held:
             self._record(files, run_findings)
         if not held and self.store.last_error is None:
             self.store.last_error = f"review memory: could not lock {self.store.directory}; recorded unlocked"
+
+    def _already_recorded(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> bool:
+        stored, latest = self._read(), self.store.read(self.latest_key)
+        if latest is None or latest.get("repo") != self.repo or latest.get("line") != self.line:
+            return False
+        if latest.get("findings") != _as_stored([finding_to_json(f) for f in run_findings]):
+            return False
+        for item in files:
+            old = stored.get(item.path)
+            if not isinstance(old, dict) or _without_time(old) != _without_time(_as_stored(_remembered_to_json(item))):
+                return False
+        for key in (self.record_key, self.latest_key):
+            self.store.touch(key)
+        return True
 
     def _record(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> None:
         merged: dict[str, Any] = dict(self._read())
@@ -203,6 +222,15 @@ class MemoryStore:
         self.store.write(self.latest_key, {"repo": self.repo, "line": self.line, "at": now,
                                            "findings": [finding_to_json(f) for f in run_findings]})
         self.store.prune(MAX_RECORDS, MAX_TOTAL_BYTES)
+
+
+def _as_stored(value: Any) -> Any:
+    """`value` as the store gives it back (tuples become lists), for comparison with what it holds."""
+    return json.loads(json.dumps(value, ensure_ascii=True))
+
+
+def _without_time(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "at"}
 
 
 def _entry_time(entry: Any) -> float:

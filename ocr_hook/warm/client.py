@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook.warm import protocol
+
+if TYPE_CHECKING:
+    import socket
 
 # What the worker's own environment keeps: enough to import and to find its directories, nothing of a run
 # (no key, no OCR_HOOK_* setting). Each run gets the client's whole environment instead.
@@ -95,6 +97,8 @@ def delegate(argv: Sequence[str]) -> int | None:
     if len(path.encode()) > protocol.MAX_SOCKET_PATH:
         _say(verbose, f"socket path too long for a Unix socket ({path}); running cold")
         return None
+    import socket  # only now: a run that stays cold never loads it
+
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         return _served(sock, path, chosen[1], verbose)

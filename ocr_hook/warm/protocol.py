@@ -2,19 +2,22 @@
 the frames on the wire.
 
 Light on purpose: the client imports this on every commit before it knows whether it will run cold, so
-only modules the interpreter has loaded anyway (os, sys) and small ones (json, socket, struct, zlib).
+only modules the interpreter has loaded anyway (os, sys) and small built-in ones (struct, zlib); json and
+socket load where a frame is sent or a peer checked, so a run that stays cold (no worker wanted: CI, `warm:
+off`, outside pre-commit) never loads them.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import struct
 import sys
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 MODES = ("auto", "on", "off")
 DEFAULT_IDLE = 900.0  # seconds without a run before the worker exits (setting warm_idle)
@@ -164,6 +167,8 @@ def start_up(environ: Mapping[str, str]) -> dict[str, Any]:
 def peer_uid(sock: socket.socket) -> int | None:
     """The user on the other end of a connected Unix socket (SO_PEERCRED on Linux, LOCAL_PEERCRED, which
     getpeereid reads, on macOS), or None when the system does not say."""
+    import socket
+
     if hasattr(socket, "SO_PEERCRED"):
         creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
         return struct.unpack("3i", creds)[1]
@@ -184,6 +189,9 @@ class Channel:
         self._fds: list[int] = []
 
     def send(self, message: Mapping[str, Any], fds: Sequence[int] = ()) -> None:
+        import json
+        import socket
+
         data = json.dumps(message).encode()
         frame = _HEADER.pack(len(data)) + data
         sent = socket.send_fds(self.sock, [frame], list(fds)) if fds else 0
@@ -191,6 +199,8 @@ class Channel:
             self.sock.sendall(frame[sent:])
 
     def _fill(self) -> bool:
+        import socket
+
         data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, 3)
         self._fds.extend(fds)
         self._buffer += data
@@ -204,6 +214,8 @@ class Channel:
         size = _HEADER.size + self._length()
         frame, self._buffer = self._buffer[_HEADER.size:size], self._buffer[size:]
         fds, self._fds = self._fds, []
+        import json
+
         message = json.loads(frame)
         if not isinstance(message, dict):
             raise ValueError("a frame that is not an object")

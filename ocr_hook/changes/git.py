@@ -143,12 +143,20 @@ def repo_top(cwd: str) -> RepoTop:
     if not root:  # --show-toplevel, the first query, failed: git printed nothing
         _not_a_work_tree(cwd, proc)
     head = rest.strip()
-    from ocr_hook.changes.globs import fold_case_when
-
-    # Every command finds its repository here, so here its path globs learn whether it ignores case.
-    fold_case_when(lambda: ignores_case(root))
+    global _case_root
+    # Every command finds its repository here, so here its path globs learn which repository's
+    # core.ignorecase to follow (folds_case; asked only when a glob meets a path in another case).
+    _case_root = root
     # Exit 1 (or 128) after the top was printed: HEAD names no commit yet (an unborn branch).
     return RepoTop(root, head if proc.returncode == 0 and head else None)
+
+
+_case_root: str | None = None  # the repository the last repo_top found: the run's own
+
+
+def folds_case() -> bool:
+    """Whether the run's path globs match regardless of case: its repository ignores case."""
+    return _case_root is not None and ignores_case(_case_root)
 
 
 @functools.cache

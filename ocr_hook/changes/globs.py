@@ -11,7 +11,7 @@ and a glob that does not match never changes .gitignore's "last matching pattern
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -26,17 +26,10 @@ _ALWAYS_CHECKED = ("[", "\\")
 # Whether paths match regardless of case, as git matches them where core.ignorecase is true (what git init
 # sets on the case-insensitive file systems macOS and Windows default to). Asked only when a path matches a
 # glob in another case and not in its own, so a run that never meets such a path never asks git.
-def _case_sensitive() -> bool:
-    return False
+def _folds_case() -> bool:
+    from ocr_hook.changes import git  # the run's repository is git's to know (git.repo_top)
 
-
-_folds_case: Callable[[], bool] = _case_sensitive
-
-
-def fold_case_when(rule: Callable[[], bool]) -> None:
-    """Set how a run learns whether its repository ignores case (the entry point knows the repository)."""
-    global _folds_case
-    _folds_case = rule
+    return git.folds_case()
 
 
 class GlobMatch(NamedTuple):
@@ -62,7 +55,7 @@ class GitIgnoreGlobs:
     Thread-safe for lookups: at worst two threads compile the same small subset once each."""
 
     def __init__(self, patterns: Sequence[str], *, ignore_case: bool | None = None) -> None:
-        """`ignore_case`: True or False to decide it here; None follows the run's rule (fold_case_when)."""
+        """`ignore_case`: True or False to decide it here; None follows the run's repository (git.folds_case)."""
         self.patterns = tuple(patterns)
         self._pieces = tuple(literal_pieces(p) for p in self.patterns)
         self._specs: dict[tuple[int, ...], pathspec.GitIgnoreSpec] = {}

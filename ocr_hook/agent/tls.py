@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import ssl
 
-_made: dict[tuple[object, ...], ssl.SSLContext] = {}
+_last: tuple[tuple[object, ...], ssl.SSLContext] | None = None  # one trust setting at a time
 
 
 def _stat(path: str | None) -> tuple[int, int, int] | None:
@@ -34,11 +34,10 @@ def _inputs() -> tuple[object, ...]:
 
 def default_context() -> ssl.SSLContext:
     """What the SDK's HTTP client builds with `verify=True` (the SDK's own default), memoised."""
+    global _last
     key = _inputs()
-    context = _made.get(key)
-    if context is None:
+    if _last is None or _last[0] != key:
         import httpx2
 
-        _made.clear()  # one trust setting at a time: an old one is never used again
-        context = _made[key] = httpx2.create_ssl_context(verify=True, trust_env=True)
-    return context
+        _last = key, httpx2.create_ssl_context(verify=True, trust_env=True)
+    return _last[1]

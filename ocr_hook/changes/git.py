@@ -136,6 +136,14 @@ class RepoTop(NamedTuple):
     head: str | None  # HEAD's commit as head_commit gives it; None before the first commit
 
 
+_case_root: str | None = None  # the repository the last repo_top found: the run's own
+
+
+def folds_case() -> bool:
+    """Whether the run's path globs match regardless of case: its repository ignores case."""
+    return _case_root is not None and ignores_case(_case_root)
+
+
 def repo_top(cwd: str) -> RepoTop:
     """repo_root and head_commit in one git call (every staged run needs both, and each call costs ~2 ms)."""
     proc = _rev_parse_top(cwd, ["--verify", "--quiet", "HEAD^{commit}"])
@@ -149,14 +157,6 @@ def repo_top(cwd: str) -> RepoTop:
     _case_root = root
     # Exit 1 (or 128) after the top was printed: HEAD names no commit yet (an unborn branch).
     return RepoTop(root, head if proc.returncode == 0 and head else None)
-
-
-_case_root: str | None = None  # the repository the last repo_top found: the run's own
-
-
-def folds_case() -> bool:
-    """Whether the run's path globs match regardless of case: its repository ignores case."""
-    return _case_root is not None and ignores_case(_case_root)
 
 
 @functools.cache

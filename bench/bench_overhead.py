@@ -12,7 +12,9 @@ the fake Messages API on 127.0.0.1), against the floor:
 Each path is also reported as "floor + X ms" (the part this project's own code can still shrink), in CPU
 time as well as wall time (CPU ratios suffer much less when the machine is shared), with the git processes
 it starts (counted once per path through a logging `git` first on PATH). It also checks, with
-`python -X importtime`, that neither path imports the `anthropic` SDK. The older baseline
+`python -X importtime`, that neither path imports the `anthropic` SDK, and each path's own work, timed
+inside a process that has already run it once (no start-up, no imports), beside what the target leaves
+above the floor for that work and the path's imports together. The older baseline
 (`python -c pass` + `git diff --cached`) is printed too, for comparison with earlier figures.
 
 Both paths are measured cold (a process that imports what it needs: CI, `warm: off`, outside pre-commit)
@@ -140,6 +142,32 @@ def imports_sdk(cmd: list[str], cwd: Path, env: dict[str, str], python: str = sy
                for line in proc.stderr.decode(errors="replace").splitlines())
 
 
+_IN_PROCESS = """
+import contextlib, io, statistics, sys, time
+from ocr_hook.cli import main
+def once():
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            main(sys.argv[2:])
+        except SystemExit:
+            pass
+    return time.perf_counter() - start
+once()  # loads every module the path needs
+print(statistics.median(once() for _ in range(int(sys.argv[1]))))
+"""
+
+
+def own_work(args: list[str], cwd: Path, env: dict[str, str], python: str, runs: int) -> float:
+    """Median seconds of one run of `ocr-hook ARGS` inside a process that has already run it once: the
+    path's own work (git, hashing, reading the cache, rendering) without start-up or imports."""
+    proc = subprocess.run([python, "-c", _IN_PROCESS, str(runs), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"in-process runs failed:\n{proc.stderr}")
+    return float(proc.stdout.strip())
+
+
 def git_processes(cmd: list[str], cwd: Path, env: dict[str, str], shim_dir: Path) -> list[str]:
     """The git subcommands one run of `cmd` starts, through a logging `git` first on PATH."""
     log = shim_dir / "calls.log"
@@ -224,6 +252,13 @@ def script_reviews(fake: FakeMessagesAPI) -> None:
                 lambda body: Reply([text('{"wrong": []}')]))
 
 
+def work_line(work: float, floor: float, target: float) -> str:
+    allowance = (target - 1) * floor
+    return (f"its own work, in a process that has every module loaded: {work * 1000:.1f} ms; the target leaves "
+            f"{allowance * 1000:.1f} ms above the floor for that work and every import the path needs, so "
+            f"{(allowance - work) * 1000:.1f} ms for the imports")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=11)
@@ -258,6 +293,7 @@ def main() -> None:
             nothing_git = git_processes(review, repo, env, shim_dir)
             floor_imports = import_times(floor_cmd, repo, env, python)
             nothing_imports = import_summary(import_times(review, repo, env, python), floor_imports)
+            nothing_work = own_work(review[-4:], repo, env, python, args.runs)
             served = warm_env(env, scratch)
             control = ocr_hook_command(python)
             warm_floor, warm_nothing, warm_nothing_requests = served_warm(
@@ -277,6 +313,7 @@ def main() -> None:
             cached_sdk = imports_sdk(review, repo, env, python)
             cached_git = git_processes(review, repo, env, shim_dir)
             cached_imports = import_summary(import_times(review, repo, env, python), floor_imports)
+            cached_work = own_work(review[-4:], repo, env, python, args.runs)
             check_requests = len(fake.requests) - first_requests - cached_requests
             warm_floor2, warm_cached, warm_cached_requests = served_warm(
                 control, review, [(floor_cmd, 0), (quiet, 1)], repo, served, args.runs, fake)
@@ -295,6 +332,7 @@ def main() -> None:
               f"  (target <= {NOTHING_STAGED_TARGET}x)  requests: {nothing_requests}  imports anthropic: "
               f"{'yes' if nothing_sdk else 'no'}  git processes: {len(nothing_git)} ({' '.join(nothing_git)})")
         print(f"  nothing staged: {nothing_imports}")
+        print(f"  nothing staged: {work_line(nothing_work, floor, NOTHING_STAGED_TARGET)}")
         print(f"  served warm (under pre-commit): {warm_nothing * 1000:7.1f} ms wall = "
               f"{warm_nothing / warm_floor:.2f}x the floor beside it ({warm_floor * 1000:.1f} ms); "
               f"requests: {warm_nothing_requests}")
@@ -306,6 +344,7 @@ def main() -> None:
               f"(+{check_requests} in the checks)  imports anthropic: {'yes' if cached_sdk else 'no'}  "
               f"git processes: {len(cached_git)} ({' '.join(cached_git)})")
         print(f"  fully cached: {cached_imports}")
+        print(f"  fully cached: {work_line(cached_work, floor2, CACHED_TARGET)}")
         print(f"  served warm (under pre-commit): {warm_cached * 1000:7.1f} ms wall = "
               f"{warm_cached / warm_floor2:.2f}x the floor beside it ({warm_floor2 * 1000:.1f} ms); "
               f"requests: {warm_cached_requests} over {args.runs} re-runs (after one untimed run: pre-commit's quick "

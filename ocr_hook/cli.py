@@ -16,6 +16,12 @@ from ocr_hook import __version__
 from ocr_hook.changes.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
 from ocr_hook.errors import INTERNAL_ERROR_EXIT, FatalError
 
+# Shared, not one per option: each click.Path asks gettext for its name, and gettext looks for a catalogue
+# on disk every time it is asked (a dozen stats a run for nothing).
+_FILE = click.Path(dir_okay=False)
+_PATH = click.Path()
+_EXISTING_FILE = click.Path(exists=True, dir_okay=False)
+
 
 def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     options = [
@@ -29,9 +35,9 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--commit", "scope_commit", metavar="SHA", help="Review one commit against its parent."),
         click.option("--push", "scope_push", is_flag=True,
                      help="Review the range being pushed (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)."),
-        click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+        click.option("--config", "config_file", metavar="FILE", type=_FILE,
                      help="Settings file instead of .ocr-hook.yaml at the repository root."),
-        click.argument("paths", nargs=-1, type=click.Path()),
+        click.argument("paths", nargs=-1, type=_PATH),
     ]
     for option in reversed(options):
         fn = option(fn)
@@ -188,7 +194,7 @@ def rules(**kw: Any) -> None:
 
 
 @cli.command()
-@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--config", "config_file", metavar="FILE", type=_FILE,
               help="Settings file instead of .ocr-hook.yaml at the repository root.")
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               help="Text for people, JSON for scripts.")
@@ -211,9 +217,9 @@ def doctor(config_file: str | None, format_: str, probe: bool) -> None:
 @click.option("--paths", "paths", multiple=True, metavar="GLOB",
               help="Where the reason teaches (gitignore-style; repeat for more). Default: the finding's file.")
 @click.option("--expires", metavar="YYYY-MM-DD", help="From this date on the dismissal no longer suppresses.")
-@click.option("--from", "from_file", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--from", "from_file", metavar="FILE", type=_FILE,
               help="Look the ids up in this JSON report instead of the last review's memory.")
-@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--config", "config_file", metavar="FILE", type=_FILE,
               help="Settings file instead of .ocr-hook.yaml at the repository root.")
 def dismiss(ids: tuple[str, ...], reason: str, paths: tuple[str, ...], expires: str | None,
             from_file: str | None, config_file: str | None) -> None:
@@ -230,7 +236,7 @@ def dismiss(ids: tuple[str, ...], reason: str, paths: tuple[str, ...], expires: 
 @cli.command()
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               help="Text for people, JSON for scripts.")
-@click.option("--config", "config_file", metavar="FILE", type=click.Path(dir_okay=False),
+@click.option("--config", "config_file", metavar="FILE", type=_FILE,
               help="Settings file instead of .ocr-hook.yaml at the repository root.")
 def dismissed(format_: str, config_file: str | None) -> None:
     """List the dismissals file's entries and which have expired."""
@@ -240,7 +246,7 @@ def dismissed(format_: str, config_file: str | None) -> None:
 
 
 @cli.command("merge-sarif")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.argument("inputs", nargs=-1, required=True, type=_EXISTING_FILE)
 @click.option("-o", "--output", required=True, metavar="FILE", help="The merged SARIF file.")
 def merge_sarif(inputs: tuple[str, ...], output: str) -> None:
     """Join the SARIF files of several --shard runs into one run GitHub accepts."""
@@ -250,7 +256,7 @@ def merge_sarif(inputs: tuple[str, ...], output: str) -> None:
 
 
 @cli.command("github-review")
-@click.option("--from", "report", required=True, metavar="REPORT.json", type=click.Path(dir_okay=False),
+@click.option("--from", "report", required=True, metavar="REPORT.json", type=_FILE,
               help="The review's --format json report (--json-output).")
 def github_review(report: str) -> None:
     """Publish a report as one review on the GitHub pull request of this Actions run.
@@ -264,7 +270,7 @@ def github_review(report: str) -> None:
 
 
 @cli.command("publish")
-@click.option("--from", "report", required=True, metavar="REPORT.json", type=click.Path(dir_okay=False),
+@click.option("--from", "report", required=True, metavar="REPORT.json", type=_FILE,
               help="The review's --format json report (--json-output).")
 @click.option("--to", "to", default="auto", show_default=True,
               type=click.Choice(["auto", "github", "gitlab", "bitbucket", "azure", "gitea"]),

@@ -1,16 +1,29 @@
-"""What a review run produced: findings, coverage and usage. Read by the gate and every report."""
+"""What a review run produced: findings, coverage and usage. Read by the gate and every report.
+
+Every run loads this module, even one with nothing staged, so nothing here is a dataclass: Python builds a
+dataclass's methods from source each time the class is created, about a millisecond a class. The immutable
+records are NamedTuples (built about eight times faster); the two a run fills in as it goes are plain
+slotted classes with the same constructor, equality and repr a dataclass would give them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: a run with no finding (nothing staged) never loads the findings' types
     from ocr_hook.findings import Finding
 
 
-@dataclass(frozen=True, slots=True)
-class FileCoverage:
+def _fields_repr(self: Any) -> str:
+    return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+
+
+def _fields_eq(self: Any, other: object) -> bool:
+    if type(other) is not type(self):
+        return NotImplemented
+    return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+
+class FileCoverage(NamedTuple):
     """What happened to one file of the change: reviewed, cached, skipped or failed, and why."""
 
     path: str
@@ -27,8 +40,7 @@ class FileCoverage:
     context_cut: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class FileNote:
+class FileNote(NamedTuple):
     """A run note about one file of the change (e.g. it edits guidance or the reviewer's own settings).
 
     Its text is also in `ReviewResult.notes`; reports that can only show notes tied to a place (GitLab
@@ -38,8 +50,7 @@ class FileNote:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class DroppedComment:
+class DroppedComment(NamedTuple):
     """A comment a model step removed, with the reason it gave (the review filter: what the code shows)."""
 
     path: str
@@ -52,16 +63,21 @@ class DroppedComment:
     by: str = "review_filter"
 
 
-@dataclass(slots=True)
 class Usage:
     """Requests, tokens and cost of a run (or of one file), as billed."""
 
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cost_usd: float = 0.0
+    __slots__ = ("requests", "input_tokens", "output_tokens",  # noqa: RUF023  (the repr's order)
+                 "cache_creation_input_tokens", "cache_read_input_tokens", "cost_usd")
+
+    def __init__(self, requests: int = 0, input_tokens: int = 0, output_tokens: int = 0,
+                 cache_creation_input_tokens: int = 0, cache_read_input_tokens: int = 0,
+                 cost_usd: float = 0.0) -> None:
+        self.requests = requests
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cache_creation_input_tokens = cache_creation_input_tokens
+        self.cache_read_input_tokens = cache_read_input_tokens
+        self.cost_usd = cost_usd
 
     def add(self, other: Usage) -> None:
         self.requests += other.requests
@@ -71,24 +87,37 @@ class Usage:
         self.cache_read_input_tokens += other.cache_read_input_tokens
         self.cost_usd += other.cost_usd
 
+    __repr__ = _fields_repr
+    __eq__ = _fields_eq
 
-@dataclass(slots=True)
+
 class ReviewResult:
     """A run's findings, coverage, usage and notes."""
 
-    findings: list[Finding]
-    files: list[FileCoverage]
-    usage: Usage = field(default_factory=Usage)
-    scope: str = ""
-    notes: list[str] = field(default_factory=list)  # run-level warnings (budget ran out, filtered counts, …)
-    file_notes: list[FileNote] = field(default_factory=list)  # the notes of `notes` that are about one file
-    dropped: dict[str, int] = field(default_factory=dict)  # e.g. {"filter_mode": 3, "review_filter": 1}
-    dropped_comments: list[DroppedComment] = field(default_factory=list)  # each with its reason
-    elapsed_s: float = 0.0
-    # Review memory (DESIGN.md 7): earlier findings this review found fixed, as they were then, and
-    # whether findings raised late (on lines unchanged since the last review) block: advisory | block.
-    resolved: list[Finding] = field(default_factory=list)
-    late_findings: str = "advisory"
+    __slots__ = ("findings", "files", "usage", "scope", "notes",  # noqa: RUF023  (the repr's order)
+                 "file_notes", "dropped", "dropped_comments", "elapsed_s", "resolved", "late_findings")
+
+    def __init__(self, findings: list[Finding], files: list[FileCoverage], usage: Usage | None = None,
+                 scope: str = "", notes: list[str] | None = None, file_notes: list[FileNote] | None = None,
+                 dropped: dict[str, int] | None = None, dropped_comments: list[DroppedComment] | None = None,
+                 elapsed_s: float = 0.0, resolved: list[Finding] | None = None,
+                 late_findings: str = "advisory") -> None:
+        self.findings = findings
+        self.files = files
+        self.usage = Usage() if usage is None else usage
+        self.scope = scope
+        self.notes = [] if notes is None else notes  # run-level warnings (budget ran out, filtered counts, …)
+        self.file_notes = [] if file_notes is None else file_notes  # the notes of `notes` about one file
+        self.dropped = {} if dropped is None else dropped  # e.g. {"filter_mode": 3, "review_filter": 1}
+        self.dropped_comments = [] if dropped_comments is None else dropped_comments  # each with its reason
+        self.elapsed_s = elapsed_s
+        # Review memory (DESIGN.md 7): earlier findings this review found fixed, as they were then, and
+        # whether findings raised late (on lines unchanged since the last review) block: advisory | block.
+        self.resolved = [] if resolved is None else resolved
+        self.late_findings = late_findings
+
+    __repr__ = _fields_repr
+    __eq__ = _fields_eq
 
     @property
     def complete(self) -> bool:

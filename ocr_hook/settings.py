@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
@@ -47,8 +46,7 @@ class RawRules(NamedTuple):
         return bool(self.items)
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(NamedTuple):
     """USD per million tokens of one model."""
 
     input: float
@@ -57,9 +55,11 @@ class Price:
     cache_read: float
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The effective settings of a run: defaults, the settings file, environment and flags merged."""
+class Settings(NamedTuple):
+    """The effective settings of a run: defaults, the settings file, environment and flags merged.
+
+    A NamedTuple like the records beside it (a frozen dataclass of these fields costs every run a few
+    milliseconds to create); change one with `settings._replace(...)`."""
 
     fail_on: str
     on_error: str
@@ -98,7 +98,7 @@ class Settings:
     review_files: tuple[str, ...]
     context_files: tuple[str, ...]
     language: str
-    pricing: Mapping[str, Price] = field(default_factory=dict)
+    pricing: Mapping[str, Price] = MappingProxyType({})
     patch_output: str | None = None  # every suggested fix as one `git apply` patch (DESIGN.md 6)
     effort: str = "auto"  # auto | quick | standard | deep (ocr_hook.effort)
     risk_paths: tuple[str, ...] = ()  # gitignore-style globs auto reviews one level deeper
@@ -122,7 +122,9 @@ class Settings:
 
 
 _NOT_SETTINGS = ("notes",)
-_FIELDS = {f.name: f for f in dataclasses.fields(Settings) if f.name not in _NOT_SETTINGS}
+# Each setting's annotation as written: NamedTuple keeps an unevaluated annotation as a ForwardRef
+_FIELDS: dict[str, str] = {name: getattr(kind, "__forward_arg__", str(kind))
+                           for name, kind in Settings.__annotations__.items() if name not in _NOT_SETTINGS}
 # Settings a repository's own .ocr-hook.yaml may not give: a pull request controls that file, and where
 # the cache lives decides which files a run writes and deletes (only the user's config, env or flags).
 _USER_ONLY = ("cache_dir",)
@@ -151,7 +153,7 @@ def _repo_relative(key: str, value: str, source: str) -> str:
 
 
 def _type_name(key: str) -> str:
-    ann = str(_FIELDS[key].type)
+    ann = _FIELDS[key]
     if key in CHOICES:
         return "one of " + ", ".join(CHOICES[key])
     return {
@@ -168,7 +170,7 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: unknown setting '{key}' (known settings: {known})")
     if key == "rules":  # the outer shape only: the entries are guidance's to parse (RawRules)
         return _raw_rules(value, source)
-    ann = str(_FIELDS[key].type)
+    ann = _FIELDS[key]
 
     def bad() -> ConfigError:
         return ConfigError(f"{source}: setting '{key}' must be {_type_name(key)}, got {value!r}")
@@ -264,7 +266,7 @@ def _read_yaml_file(path: Path) -> Any:
 
 
 def _parse_env_value(key: str, raw: str, source: str) -> Any:
-    ann = str(_FIELDS[key].type)
+    ann = _FIELDS[key]
     if ann == "tuple[str, ...]":
         return [part for part in raw.split(",") if part]
     if ann == "str":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -41,7 +40,7 @@ def staged_repo(root: Path, before: Mapping[str, str], after: Mapping[str, str |
 
 def settings_for(root: Path, **overrides: Any) -> Settings:
     settings = load(root, None, {}, environ={})
-    return dataclasses.replace(settings, **{"cache": False, **overrides})
+    return settings._replace(**{"cache": False, **overrides})
 
 
 @contextmanager

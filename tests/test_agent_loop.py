@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import subprocess
 import sys
@@ -512,11 +511,11 @@ def test_credentials_named_per_provider(tmp_path: Path) -> None:
     check_credentials(settings, {"ANTHROPIC_AUTH_TOKEN": "t"})
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         check_credentials(settings, {"ANTHROPIC_API_KEY": ""})
-    bedrock = dataclasses.replace(settings, provider="bedrock")
+    bedrock = settings._replace(provider="bedrock")
     with pytest.raises(ConfigError, match="AWS_REGION"):
         check_credentials(bedrock, {"ANTHROPIC_API_KEY": "k"})
     check_credentials(bedrock, {"AWS_REGION": "us-east-1", "AWS_BEARER_TOKEN_BEDROCK": "b"})
-    vertex = dataclasses.replace(settings, provider="vertex")
+    vertex = settings._replace(provider="vertex")
     with pytest.raises(ConfigError, match="CLOUD_ML_REGION"):
         check_credentials(vertex, {})
     with pytest.raises(ConfigError, match="ANTHROPIC_VERTEX_PROJECT_ID"):

@@ -4,7 +4,6 @@ configuration against the scripted fake Messages API, and the figures and table 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -271,5 +270,5 @@ def test_context_pair_is_the_product_defaults_with_and_without_the_pack(tmp_path
     on = load(tmp_path, str(shipped / "context-on.yaml"), {}, environ={})
     off = load(tmp_path, str(shipped / "context-off.yaml"), {}, environ={})
     assert (on.context, off.context) == (True, False)
-    assert dataclasses.replace(on, context=False) == off
+    assert on._replace(context=False) == off
     assert on.model == "claude-sonnet-5-5"

@@ -7,7 +7,6 @@ capabilities and rejects what it does not take; with thinking on, a tool-use tur
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -374,7 +373,7 @@ def test_the_settings_check_only_the_rules_outer_shape(tmp_path: Path) -> None:
 
 
 def test_a_bad_risk_path_glob_is_a_config_error(tmp_path: Path) -> None:
-    settings = dataclasses.replace(load(tmp_path, None, {}, environ={}), risk_paths=("!",))
+    settings = load(tmp_path, None, {}, environ={})._replace(risk_paths=("!",))
     with pytest.raises(ConfigError, match="setting 'risk_paths'"):
         EffortPlan(settings, {})
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from ocr_hook.settings import Settings, load
 
 
 def settings(**overrides: Any) -> Settings:
-    return dataclasses.replace(load(None, None, {}, environ={}), **overrides)
+    return load(None, None, {}, environ={})._replace(**overrides)
 
 
 def select(repo: Path, config: Settings | None = None) -> dict[str, Selected]:

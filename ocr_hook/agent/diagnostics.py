@@ -149,7 +149,7 @@ class ProbeReport:
 
 def probe_settings(settings: Settings) -> Settings:
     """The run's settings with the probe's caps: two rounds, no plan phase, no review filter."""
-    return dataclasses.replace(settings, max_rounds=PROBE_ROUNDS, plan_threshold=10**9, review_filter=False,
+    return settings._replace(max_rounds=PROBE_ROUNDS, plan_threshold=10**9, review_filter=False,
                                max_output_tokens=min(settings.max_output_tokens, PROBE_OUTPUT_TOKENS),
                                concurrency=1, cache=False)
 

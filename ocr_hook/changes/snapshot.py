@@ -271,42 +271,45 @@ def pathspec_problem(spec: str) -> str | None:
 def _run_capped(repo: str, args: list[str], timeout_s: float) -> tuple[bytes, int | None, str, bool]:
     """Run git with a wall-clock limit and an output cap; (stdout, returncode or None if we stopped
     it for size, stderr, timed_out)."""
-    import tempfile  # only the tools' searches need it; a cached run's snapshot never does
+    proc = subprocess.Popen(git.git_command(args), cwd=repo, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git.git_env())
+    # stderr is drained beside stdout so a chatty git can never block on a full pipe while stdout is read
+    errors: list[bytes] = []
+    drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()),  # type: ignore[union-attr]
+                             daemon=True)
+    drain.start()
+    timed_out = threading.Event()
 
-    with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(git.git_command(args), cwd=repo, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=err, env=git.git_env())
-        timed_out = threading.Event()
+    def expire() -> None:
+        timed_out.set()
+        proc.kill()
 
-        def expire() -> None:
-            timed_out.set()
-            proc.kill()
-
-        timer = threading.Timer(timeout_s, expire)
-        timer.daemon = True
-        timer.start()
-        chunks: list[bytes] = []
-        size = 0
-        capped = False
-        try:
-            stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
-            while True:
-                chunk = stdout.read1(65536)  # type: ignore[attr-defined]
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-                if size >= _MAX_GREP_OUTPUT:
-                    capped = True
-                    proc.kill()
-                    break
-        finally:
-            timer.cancel()
-            proc.wait()
-            if proc.stdout is not None:
-                proc.stdout.close()
-        err.seek(0)
-        stderr = err.read().decode("utf-8", "replace")
+    timer = threading.Timer(timeout_s, expire)
+    timer.daemon = True
+    timer.start()
+    chunks: list[bytes] = []
+    size = 0
+    capped = False
+    try:
+        stdout: IO[bytes] = proc.stdout  # type: ignore[assignment]
+        while True:
+            chunk = stdout.read1(65536)  # type: ignore[attr-defined]
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size >= _MAX_GREP_OUTPUT:
+                capped = True
+                proc.kill()
+                break
+    finally:
+        timer.cancel()
+        proc.wait()
+        drain.join()  # stderr closes with git, like stdout
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    stderr = b"".join(errors).decode("utf-8", "replace")
     returncode = None if capped else proc.returncode
     return b"".join(chunks), returncode, stderr, timed_out.is_set()
 

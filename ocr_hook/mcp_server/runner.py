@@ -7,7 +7,6 @@ can only lower the configured ones, no output files, and early stopping through 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 from collections.abc import Callable
@@ -69,7 +68,7 @@ def capped(settings: Settings, call: ReviewCall) -> Settings:
         changes["effort"] = call.effort
     if call.fail_on is not None:  # a stricter gate only: an agent cannot wave its own findings through
         changes["fail_on"] = min(settings.fail_on, call.fail_on, key=STRICTEST_FIRST.index)
-    return dataclasses.replace(settings, **changes)
+    return settings._replace(**changes)
 
 
 def run_review(root: str, call: ReviewCall, on_event: Callable[[str, str, str], None],

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import re
 
-from ocr_hook.reports.base import HIDDEN, escape_hidden
+from ocr_hook.reports.base import escape_hidden, has_hidden
 
 ZWSP = "\u200b"  # what makes a character pair inert without changing how it reads
-_HIDDEN = HIDDEN
 
 
 def visible(text: str, *, newlines: bool = True) -> str:
@@ -82,7 +81,7 @@ def fenced(code: str, info: str = "") -> str:
 def verbatim_ok(code: str) -> bool:
     """Whether code can go into a suggestion block unchanged (nothing `visible` would rewrite):
     a suggestion must hold the exact replacement, so one that needs escapes is shown, not offered."""
-    return _HIDDEN.search(code) is None
+    return not has_hidden(code)
 
 
 def plain(text: str, limit: int | None = None) -> str:

@@ -42,27 +42,29 @@ class ReportContext(NamedTuple):
 
 # ESC sequences first (CSI, OSC/DCS/PM/APC strings, two-character escapes), then every remaining
 # C0/C1 control except tab and newline, then bidirectional overrides that can reorder what is shown.
-_ESCAPES = re.compile(
+# The patterns are kept as text and compiled by `re` on first use (and cached there): compiling these
+# character classes takes about a millisecond, which a run that writes no text for people never needs.
+_ESCAPES = (
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b[\]P^_X][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
     r"|\x1b[ -/]*[0-~]"
     r"|\x9b[0-?]*[ -/]*[@-~]"
     r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x9c|\x1b\\)?"
 )
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def sanitize_text(text: str) -> str:
     """Text safe to show on a terminal: line breaks normalised, escapes and controls removed."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+    return re.sub(_CONTROLS, "", re.sub(_ESCAPES, "", text))
 
 
 # What `escape_hidden` shows as an escape: C0 controls but tab and line feed, DEL, C1 controls, the
 # Arabic letter mark, zero-width and direction marks, line/paragraph separators, bidi embeddings,
 # overrides and isolates, word joiner and invisible operators, the byte-order mark.
-HIDDEN = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-_HIDDEN_IN_NAMES = re.compile(HIDDEN.pattern[:-1] + r"\t\n]")
+_HIDDEN = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+_HIDDEN_IN_NAMES = _HIDDEN[:-1] + r"\t\n]"
 
 
 def _escape_char(match: re.Match[str]) -> str:
@@ -75,7 +77,12 @@ def escape_hidden(text: str, *, newlines: bool = True) -> str:
     nothing is reordered or silently dropped: a path with U+202E still names that path, readably. CRLF
     and CR become LF first; `newlines=False` escapes line feeds and tabs too (file names)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n") if newlines else text
-    return (HIDDEN if newlines else _HIDDEN_IN_NAMES).sub(_escape_char, text)
+    return re.sub(_HIDDEN if newlines else _HIDDEN_IN_NAMES, _escape_char, text)
+
+
+def has_hidden(text: str) -> bool:
+    """Whether text holds a character escape_hidden shows as an escape (tab and line feed are not)."""
+    return re.search(_HIDDEN, text) is not None
 
 
 def safe_for_log(text: str) -> str:

@@ -272,7 +272,8 @@ def main() -> None:
         with FakeMessagesAPI() as fake:
             env = fake_env(fake, scratch / "cache-home")
             repo = build_repo(scratch)
-            review = [*ocr_hook_command(python), "review", "-q", "--format", "json"]
+            review_args = ["review", "-q", "--format", "json"]
+            review = [*ocr_hook_command(python), *review_args]
             floor_cmd = [python, "-c", FLOOR_IMPORTS]
 
             # Warm the file-system cache and the interpreter's bytecode caches first.
@@ -293,7 +294,7 @@ def main() -> None:
             nothing_git = git_processes(review, repo, env, shim_dir)
             floor_imports = import_times(floor_cmd, repo, env, python)
             nothing_imports = import_summary(import_times(review, repo, env, python), floor_imports)
-            nothing_work = own_work(review[-4:], repo, env, python, args.runs)
+            nothing_work = own_work(review_args, repo, env, python, args.runs)
             served = warm_env(env, scratch)
             control = ocr_hook_command(python)
             warm_floor, warm_nothing, warm_nothing_requests = served_warm(
@@ -313,7 +314,7 @@ def main() -> None:
             cached_sdk = imports_sdk(review, repo, env, python)
             cached_git = git_processes(review, repo, env, shim_dir)
             cached_imports = import_summary(import_times(review, repo, env, python), floor_imports)
-            cached_work = own_work(review[-4:], repo, env, python, args.runs)
+            cached_work = own_work(review_args, repo, env, python, args.runs)
             check_requests = len(fake.requests) - first_requests - cached_requests
             warm_floor2, warm_cached, warm_cached_requests = served_warm(
                 control, review, [(floor_cmd, 0), (quiet, 1)], repo, served, args.runs, fake)

@@ -140,7 +140,9 @@ _case_root: str | None = None  # the repository the last repo_top found: the run
 
 
 def folds_case() -> bool:
-    """Whether the run's path globs match regardless of case: its repository ignores case."""
+    """Whether the run's path globs match regardless of case, as git matches them where core.ignorecase is
+    true (what git init sets on the case-insensitive file systems macOS and Windows default to). Asked
+    only when a path matches a glob in another case and not in its own, so most runs never ask git."""
     return _case_root is not None and ignores_case(_case_root)
 
 

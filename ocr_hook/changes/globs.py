@@ -14,6 +14,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from ocr_hook.changes import git
+
 if TYPE_CHECKING:
     import pathspec
 
@@ -21,15 +23,6 @@ if TYPE_CHECKING:
 # escape is always checked in full (its literal text is not simply a substring of the paths it matches).
 _PIECE_BREAK = re.compile(r"[*?/]")
 _ALWAYS_CHECKED = ("[", "\\")
-
-
-# Whether paths match regardless of case, as git matches them where core.ignorecase is true (what git init
-# sets on the case-insensitive file systems macOS and Windows default to). Asked only when a path matches a
-# glob in another case and not in its own, so a run that never meets such a path never asks git.
-def _folds_case() -> bool:
-    from ocr_hook.changes import git  # the run's repository is git's to know (git.repo_top)
-
-    return git.folds_case()
 
 
 class GlobMatch(NamedTuple):
@@ -74,7 +67,7 @@ class GitIgnoreGlobs:
         folded = self._folded.check_file(path.lower())
         if folded.include is None:
             return exact
-        return folded if (self._ignore_case or (self._ignore_case is None and _folds_case())) else exact
+        return folded if (self._ignore_case or (self._ignore_case is None and git.folds_case())) else exact
 
     def _check(self, path: str) -> GlobMatch:
         candidates = tuple(i for i, pieces in enumerate(self._pieces)

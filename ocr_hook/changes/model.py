@@ -2,9 +2,8 @@
 
 Its records are NamedTuples, not frozen dataclasses: every run, even one with nothing staged, loads this
 module, and Python builds a dataclass's methods from source when the class is created (about a millisecond
-each); a NamedTuple is as immutable and is built about eight times faster. Change one with `_replace`."""
-
-from __future__ import annotations
+each); a NamedTuple is as immutable and is built about eight times faster. Change one with `_replace`.
+Annotations here are evaluated, not postponed: NamedTuple compiles each one left as text into a ForwardRef."""
 
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal, NamedTuple
@@ -74,7 +73,7 @@ class ChangeSet(NamedTuple):
     target: str | None  # commit sha of the reviewed side; None means the index
     files: tuple[FileChange, ...]
     base_ref: str | None = None  # `--base`: the ref the base came from (after `--base auto` detection)
-    auto_base: AutoBase | None = None  # what `--base auto` detected (the one place it is detected)
+    auto_base: "AutoBase | None" = None  # what `--base auto` detected (the one place it is detected)
 
     def by_path(self) -> dict[str, FileChange]:
         return {f.path: f for f in self.files}

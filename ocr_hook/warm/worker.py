@@ -20,6 +20,7 @@ installed files change (checked every few seconds and by each hello), and on `oc
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import selectors
 import signal
@@ -85,6 +86,9 @@ def main(argv: list[str], run_cli: Callable[[list[str]], None]) -> None:
     _run_cli = run_cli
     path, idle, lock_fd = argv[0], float(argv[1]), int(argv[2])
     preload()
+    # What preload created lives as long as the worker: frozen, no collection in the worker or in a forked run
+    # walks it again, and a run's collections never write to (and so unshare) the pages it inherited.
+    gc.freeze()
     if threading.active_count() != 1:
         _log(f"not serving: an import started a thread ({threading.enumerate()})")
         sys.exit(1)

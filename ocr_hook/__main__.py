@@ -23,22 +23,10 @@ def main() -> None:
 
 
 def _load_cli() -> Callable[[], None]:
-    """The CLI's entry point, imported with the garbage collector paused, and what that import created frozen.
+    """The CLI's entry point; what importing it creates lives as long as the process (ocr_hook.gc_freeze)."""
+    from ocr_hook.gc_freeze import import_lasting
 
-    Importing click and the CLI creates tens of thousands of objects (modules, classes, functions) that live
-    as long as the process: the collections that run while they are created, and the one the interpreter runs
-    at exit, walk them all and free none (about 4 ms of an idle run here). Frozen, later collections skip them;
-    objects the run itself creates are collected as usual."""
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        from ocr_hook.cli import main as run_cli
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
+    run_cli: Callable[[], None] = import_lasting("ocr_hook.cli").main
     return run_cli
 
 

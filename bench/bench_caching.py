@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
 import json
 import os
 import shutil
@@ -111,8 +110,9 @@ def main() -> None:
             environ = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "bench-key-not-secret",
                        "NO_PROXY": "127.0.0.1,localhost"}
             # One file, no plan phase, no review filter: exactly the scripted turns are sent.
-            settings = dataclasses.replace(load(repo, None, {}, environ={}), cache=False, review_filter=False,
-                                           plan_threshold=10**9, max_rounds=max(30, args.turns + 2))
+            settings = load(repo, None, {}, environ={})._replace(cache=False, review_filter=False,
+                                                                 plan_threshold=10**9,
+                                                                 max_rounds=max(30, args.turns + 2))
             change_set = collect_changes(str(repo), Scope("staged"), (), environ)
             snapshot = open_snapshot(str(repo), change_set)
             try:

@@ -21,7 +21,6 @@ no request passes 80 % of the window and the file is reviewed; the background no
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import os
 import shutil
@@ -90,10 +89,9 @@ def run(repo: Path, turns: int, window: int, notes_mode: str) -> dict[str, Any]:
         fake.default(answer)
         environ = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "bench-key-not-secret",
                    "NO_PROXY": "127.0.0.1,localhost"}
-        settings = dataclasses.replace(
-            load(repo, None, {}, environ={}), cache=False, review_filter=False, plan_threshold=10**9,
-            max_rounds=turns + 5, max_file_lines=100_000, max_file_bytes=10**8,
-            context_window=10**9 if notes_mode == "off" else window)
+        settings = load(repo, None, {}, environ={})._replace(
+            cache=False, review_filter=False, plan_threshold=10**9, max_rounds=turns + 5, max_file_lines=100_000,
+            max_file_bytes=10**8, context_window=10**9 if notes_mode == "off" else window)
         change_set = collect_changes(str(repo), Scope("staged"), (), environ)
         snapshot = open_snapshot(str(repo), change_set)
         try:

@@ -15,7 +15,6 @@ own process, as the real API would, so its threads do not compete with the agent
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import os
 import shutil
@@ -68,7 +67,7 @@ def script(fake: FakeMessagesAPI, files: int) -> None:
 
 
 def review_once(repo: Path, environ: dict[str, str], concurrency: int) -> tuple[float, ReviewResult]:
-    settings = dataclasses.replace(load(repo, None, {}, environ={}), cache=False, concurrency=concurrency)
+    settings = load(repo, None, {}, environ={})._replace(cache=False, concurrency=concurrency)
     change_set = collect_changes(str(repo), Scope("staged"), (), environ)
     snapshot = open_snapshot(str(repo), change_set)
     try:

@@ -24,7 +24,6 @@ summed over every request. Target (issue 12): with guidance at most 5 points bel
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shutil
 import sys
@@ -170,9 +169,8 @@ def review(repo: Path, count: int, concurrency: int, share_prefix: bool = True) 
             fake.script(f"Review the change to `{path}`", turns(path, count))
         environ = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "bench-key-not-secret",
                    "NO_PROXY": "127.0.0.1,localhost"}
-        settings = dataclasses.replace(load(repo, None, {}, environ={}), cache=False, review_filter=False,
-                                       plan_threshold=10**9, max_rounds=max(30, count + 2),
-                                       concurrency=concurrency)
+        settings = load(repo, None, {}, environ={})._replace(cache=False, review_filter=False, plan_threshold=10**9,
+                                                             max_rounds=max(30, count + 2), concurrency=concurrency)
         change_set = collect_changes(str(repo), Scope("staged"), (), environ)
         snapshot = open_snapshot(str(repo), change_set)
         try:

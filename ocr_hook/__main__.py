@@ -18,8 +18,23 @@ def main() -> None:
     served = delegate(sys.argv[1:])
     if served is not None:
         sys.exit(served)
+    if sys.argv[1:2] == ["review"]:
+        _start_first_git_call()
     run_cli = _load_cli()
     run_cli()
+
+
+def _start_first_git_call() -> None:
+    """A review's first question to git (the work tree's top and HEAD), asked before the CLI is imported so
+    that git answers while Python imports (ocr_hook.changes.git.start_repo_top)."""
+    import os
+
+    from ocr_hook.changes.git import start_repo_top
+
+    try:
+        start_repo_top(os.getcwd())
+    except OSError:  # the working directory is gone: the review says so itself
+        pass
 
 
 def _load_cli() -> Callable[[], None]:

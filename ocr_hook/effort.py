@@ -11,8 +11,7 @@ reports show its name.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook import config_files
 from ocr_hook.errors import ConfigError
@@ -26,8 +25,7 @@ EFFORT_CHOICES = ("auto", *PROFILES)
 QUICK_MAX_ROUNDS = 8
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(NamedTuple):
     """What one profile does to a file's review (the table of DESIGN.md section 8)."""
 
     name: str

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -135,3 +136,29 @@ def run_cli(repo: Path, *args: str, env: dict[str, str] | None = None,
     """`python -m ocr_hook ARGS` in `repo` as a user would run it; text output (errors replaced). Run in a
     process forked from a warm one (forked_cli says what that does and does not show)."""
     return forked_cli.run(args, cwd=repo, env={**os.environ, **(env or {})}, timeout=timeout, errors="replace")
+
+
+def logging_git(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], Path]:
+    """`env` with a `git` first on PATH that logs each call (a line of its arguments) to the returned file, then
+    runs the real git: what a run starts is counted, not assumed."""
+    real = shutil.which("git")
+    assert real is not None
+    shim_dir, log = tmp_path / "shim", tmp_path / "git-calls.log"
+    shim_dir.mkdir()
+    script = shim_dir / "git"
+    script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    path = env.get("PATH") or os.environ.get("PATH", "")
+    return {**env, "PATH": f"{shim_dir}:{path}"}, log
+
+
+def subcommands(log: Path) -> list[str]:
+    """Each logged call's subcommand: the first word after git's own options (`--no-pager`, `-c NAME=VALUE`)."""
+    found = []
+    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else []:
+        words, i = line.split(" "), 0
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] == "-c" else 1
+        found.append(words[i] if i < len(words) else "")
+    log.unlink(missing_ok=True)
+    return found

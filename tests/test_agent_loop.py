@@ -334,7 +334,7 @@ def assistant_count(body: dict[str, Any]) -> int:
 # --- result cache -----------------------------------------------------------------------------------------
 
 CACHED_RUN = r"""
-import dataclasses, json, sys
+import json, sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from agent_support import review_job
@@ -342,7 +342,7 @@ from ocr_hook.agent import review_files
 import os
 with review_job(Path(sys.argv[2]), dict(os.environ), cache_dir=Path(sys.argv[3]), cache=True) as job:
     if sys.argv[4] == "none":
-        job = dataclasses.replace(job, files=[])
+        job.files = []
     result = review_files(job)
 print(json.dumps({"anthropic": "anthropic" in sys.modules, "states": [f.state for f in result.files],
                   "findings": [f.fingerprint for f in result.findings]}))

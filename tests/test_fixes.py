@@ -5,7 +5,6 @@ in tests/test_fixes_e2e.py; here a real git checks our diff headers against its 
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -235,7 +234,7 @@ def test_diff_headers_name_files_as_git_does(tmp_path: Path, name: str) -> None:
 def test_a_settled_finding_is_still_a_finding() -> None:
     f = _finding("a.py", 1, 1, Severity.LOW, "only")
     assert settle([f]) == [f]
-    assert settle([dataclasses.replace(f, fix=None)])[0].fix is None
+    assert settle([f._replace(fix=None)])[0].fix is None
 
 
 # --- properties: a quote re-indented or decorated any way the model does, the same edit results ----------
@@ -289,9 +288,9 @@ def test_build_patch_settles_overlaps_and_skips_what_does_not_fit() -> None:
 
     text = "a\nb\nc\n"
     items = [
-        dataclasses.replace(_finding("f.txt", 1, 2, Severity.LOW, "low"), fix=Fix(1, 2, "A\nB")),
-        dataclasses.replace(_finding("f.txt", 2, 3, Severity.HIGH, "high"), fix=Fix(2, 3, "BC")),
-        dataclasses.replace(_finding("g.txt", 5, 5, Severity.LOW, "stale"), fix=Fix(5, 5, "x")),
+        _finding("f.txt", 1, 2, Severity.LOW, "low")._replace(fix=Fix(1, 2, "A\nB")),
+        _finding("f.txt", 2, 3, Severity.HIGH, "high")._replace(fix=Fix(2, 3, "BC")),
+        _finding("g.txt", 5, 5, Severity.LOW, "stale")._replace(fix=Fix(5, 5, "x")),
     ]
     patch, notes = build_patch(items, {"f.txt": text, "g.txt": text})
     assert patch == "diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,2 @@\n a\n-b\n-c\n+BC\n"

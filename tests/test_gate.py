@@ -94,9 +94,7 @@ def test_verdict_gate_off() -> None:
     ],
 )
 def test_memory_statuses_at_the_gate(statuses, late_findings, expected) -> None:
-    import dataclasses
-
-    res = result([dataclasses.replace(finding(severity="high"), status=s) for s in statuses], None)
+    res = result([finding(severity="high")._replace(status=s) for s in statuses], None)
     res.late_findings = late_findings
     assert gate.exit_code(res, "high", "fail") == expected
     assert gate.verdict_line(res, "high", "fail").endswith(f"[exit {expected}]")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, git, make_repo, repo_state, write
+from gitrepo import commit_all, git, logging_git, make_repo, repo_state, subcommands, write
 
 from ocr_hook.changes import git as g
 from ocr_hook.errors import GitError
@@ -184,3 +184,77 @@ def test_zero_sha() -> None:
     assert g.is_zero_sha("0" * 40)
     assert not g.is_zero_sha("")
     assert not g.is_zero_sha("0" * 39 + "1")
+
+
+# --- prefetch: commands started early, taken once, ended with their run --------------------------------------
+
+
+def test_a_prefetched_command_runs_once_and_its_answer_is_taken(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "f.txt", "a\n")
+    head = commit_all(repo, "A")
+    env, log = logging_git(tmp_path, {})
+    monkeypatch.setenv("PATH", env["PATH"])
+    root = str(repo)
+    g.prefetch(root, [["rev-parse", "HEAD"]])  # outside a run's scope: nothing starts
+    assert subcommands(log) == []
+    with g.prefetching():
+        g.prefetch(root, [["rev-parse", "HEAD"], ["rev-parse", "--verify", "--quiet", "no-such-ref"]])
+        assert g.git_text(root, ["rev-parse", "HEAD"]).strip() == head
+        with pytest.raises(GitError, match="git rev-parse failed"):  # a failure is the same as run late
+            g.run_git(root, ["rev-parse", "--verify", "--quiet", "no-such-ref"])
+        assert subcommands(log) == ["rev-parse", "rev-parse"]
+        assert g.git_text(root, ["rev-parse", "HEAD"]).strip() == head  # taken once: the next call runs
+        assert subcommands(log) == ["rev-parse"]
+
+
+def test_what_a_run_prefetched_and_never_took_ends_with_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An MCP server or the warm worker serves many runs: a later run never takes an earlier run's answer."""
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "f.txt", "a\n")
+    first = commit_all(repo, "A")
+    root = str(repo)
+    with g.prefetching():
+        g.prefetch(root, [["rev-parse", "HEAD"]])
+    write(repo, "f.txt", "b\n")
+    second = commit_all(repo, "B")
+    env, log = logging_git(tmp_path, {})
+    monkeypatch.setenv("PATH", env["PATH"])
+    with g.prefetching():
+        assert g.git_text(root, ["rev-parse", "HEAD"]).strip() == second != first
+    assert subcommands(log) == ["rev-parse"]
+
+
+def test_repo_top_takes_the_answer_the_entry_point_started_early(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "f.txt", "a\n")
+    head = commit_all(repo, "A")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    env, log = logging_git(tmp_path, {})
+    monkeypatch.setenv("PATH", env["PATH"])
+    g.start_repo_top(str(repo))
+    g.start_repo_top(str(repo))  # once per directory
+    top = g.repo_top(str(repo))
+    assert Path(top.root).resolve() == repo.resolve() and top.head == head
+    # The same process told review memory's question too: the common directory and the branch.
+    common, branch = g.learned_head(top.root) or ("", "")
+    assert Path(common).resolve() == (repo / ".git").resolve() and branch == "refs/heads/main"
+    assert subcommands(log) == ["rev-parse"]
+    g.start_repo_top(str(outside))  # not a work tree: the same one-line error as when asked late
+    with pytest.raises(GitError, match="not a git repository"):
+        g.repo_top(str(outside))
+    assert subcommands(log) == ["rev-parse", "rev-parse"]  # the early one, then the query that words it
+
+
+def test_repo_top_before_the_first_commit_and_on_a_detached_head(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    top = g.repo_top(str(repo))
+    assert Path(top.root).resolve() == repo.resolve() and top.head is None
+    write(repo, "f.txt", "a\n")
+    head = commit_all(repo, "A")
+    git(repo, "checkout", "-q", "--detach")
+    top = g.repo_top(str(repo))
+    assert top.head == head and (g.learned_head(top.root) or ("", ""))[1] == "HEAD"

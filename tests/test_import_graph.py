@@ -115,8 +115,9 @@ import atexit, json, sys
 WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile", "hashlib", "pathlib",
          "ocr_hook.secrets_mask", "ocr_hook.agent.loop", "ocr_hook.agent.registry", "mcp", "ocr_hook.mcp_server",
          "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes",
-         "ocr_hook.publish", "ocr_hook.context", "ocr_hook.context.tree_lang", "tree_sitter",
-         "ocr_hook.findings.model")  # the findings' types: their dataclasses cost start-up time to create
+         "ocr_hook.publish", "ocr_hook.context", "ocr_hook.context.pack", "ocr_hook.context.tree_lang", "tree_sitter",
+         "ocr_hook.agent.conversation", "fractions",
+         "ocr_hook.findings.model")  # the findings' types: their classes cost start-up time to create
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
@@ -170,13 +171,14 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     report, loaded = light_run(repo, sdk_env, tmp_path / "modules.json")
     assert len(fake_api.requests) == sent
     assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
-    # unidiff parses the diff, hashlib keys the cache, the project's guidance is part of that key and the cached
-    # finding's fix is settled against the others, and review memory records the file as it was sent (masked);
-    # the context pack is part of the key too (built from the snapshot: no grammar for a Python file);
-    # nothing else on the watch list is needed (pathlib aside: the result cache works with paths).
-    assert [m for m in loaded if m != "pathlib"] == ["hashlib", "ocr_hook.context", "ocr_hook.findings.fixes",
-                                                     "ocr_hook.findings.model", "ocr_hook.guidance",
-                                                     "ocr_hook.secrets_mask", "unidiff"]
+    # unidiff parses the diff, the project's guidance is part of the cache key and the cached finding's fix is
+    # settled against the others; the context pack is part of the key too, and comes from the pack memo (its
+    # types, not its builders); the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory
+    # finds the file already recorded by its digest, so nothing is masked; the budget does no arithmetic, so
+    # fractions stay unloaded; the cache and memory are read through os.path (pathlib would bring urllib and
+    # ipaddress); nothing else on the watch list is needed.
+    assert loaded == ["ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model", "ocr_hook.guidance",
+                      "unidiff"]
 
 
 # --- floors: every import points down the flow (DESIGN.md section 1) ---------------------------------------
@@ -186,7 +188,7 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
 # fails test_every_room_has_a_floor until it is given its place here.
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the ground: no ocr_hook import
-    ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze"),
+    ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze", "digest"),
     ("settings",),
     ("cienv",),  # what the CI system says (changes' `--base auto` and memory's line of work ask it)
     ("changes",),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -113,7 +111,7 @@ def test_carried_findings_point_at_the_same_text(old: list[str], new: list[str],
     new_text = "".join(line + "\n" for line in new)
     if start + length > len(old):
         return
-    f = dataclasses.replace(finding(1, text=old_text or "z\n"), start_line=start, end_line=start + length)
+    f = finding(1, text=old_text or "z\n")._replace(start_line=start, end_line=start + length)
     plan = plan_memory(remembered(f, content=old_text), new_text)
     for c in plan.carried:
         assert new[c.start_line - 1:c.end_line] == old[start - 1:start + length]

@@ -12,11 +12,11 @@ from ocr_hook.changes.scope import Scope
 from ocr_hook.findings import Category, Finding, Severity
 from ocr_hook.store.files import JsonFileStore
 from ocr_hook.store.memory import (
+    FileReview,
     MemoryStore,
     last_review_findings,
     line_of_work,
     open_memory,
-    remembered_file,
     repository_id,
 )
 
@@ -25,6 +25,11 @@ def _finding(path: str = "a.py", line: int = 2, severity: Severity = Severity.HI
     return Finding(path=path, start_line=line, end_line=line, severity=severity, category=Category.BUG,
                    message=f"problem on {line}", suggestion="x = 1", anchored=True, fingerprint=f"fp{line}",
                    existing_code="x = 0", status=status)
+
+
+def as_sent(text: str) -> str:
+    """The mask of these tests: their texts hold no secret, so they are stored as given."""
+    return text
 
 
 def _repo(tmp_path: Path) -> Path:
@@ -41,7 +46,7 @@ def test_round_trip_and_latest_review(tmp_path: Path) -> None:
     store = open_memory(cache, str(repo), Scope("staged"), {})
     assert store is not None and store.line == "branch:main"
     findings = [_finding(), _finding(line=5, severity=Severity.LOW, status="late")]
-    store.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
+    store.record([FileReview("a.py", "x = 0\n", {"models": "m"}, findings)], findings, mask=as_sent)
     again = open_memory(cache, str(repo), Scope("staged"), {})
     loaded = again.load()
     assert list(loaded) == ["a.py"]
@@ -49,10 +54,10 @@ def test_round_trip_and_latest_review(tmp_path: Path) -> None:
     assert [(f.start_line, f.status) for f in loaded["a.py"].findings] == [(2, "new"), (5, "late")]
     raw = json.loads(store.store.entry(store.record_key).read_text())
     assert [f["lines_text"] for f in raw["files"]["a.py"]["findings"]] == ["", ""]  # lines 2 and 5 of 1
-    store.record([remembered_file("a.py", "x = 0\ny = 1\n", {}, [_finding(line=2)])], [])
+    store.record([FileReview("a.py", "x = 0\ny = 1\n", {}, [_finding(line=2)])], [], mask=as_sent)
     raw = json.loads(store.store.entry(store.record_key).read_text())
     assert [f["lines_text"] for f in raw["files"]["a.py"]["findings"]] == ["y = 1"]
-    store.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
+    store.record([FileReview("a.py", "x = 0\n", {"models": "m"}, findings)], findings, mask=as_sent)
     latest = last_review_findings(cache, repo)
     assert latest is not None
     assert [(d["path"], d["start_line"], d["end_line"], d["severity"], d["status"]) for d in latest] == [
@@ -64,7 +69,7 @@ def test_lines_of_work_are_kept_apart(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     cache = tmp_path / "cache"
     main = open_memory(cache, str(repo), Scope("staged"), {})
-    main.record([remembered_file("a.py", "x = 0\n", {}, [_finding()])], [_finding()])
+    main.record([FileReview("a.py", "x = 0\n", {}, [_finding()])], [_finding()], mask=as_sent)
     git(repo, "checkout", "-q", "-b", "feature")
     feature = open_memory(cache, str(repo), Scope("staged"), {})
     assert feature.line == "branch:feature" and feature.load() == {}
@@ -102,8 +107,8 @@ def test_corrupt_and_foreign_entries_are_forgotten(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     cache = tmp_path / "cache"
     store = open_memory(cache, str(repo), Scope("staged"), {})
-    store.record([remembered_file("a.py", "x = 0\n", {}, [_finding()]),
-                  remembered_file("b.py", "y\n", {}, [])], [_finding()])
+    store.record([FileReview("a.py", "x = 0\n", {}, [_finding()]),
+                  FileReview("b.py", "y\n", {}, [])], [_finding()], mask=as_sent)
     entry = store.store.entry(store.record_key)
     doc = json.loads(entry.read_text())
     doc["files"]["a.py"]["content"] = "tampered\n"  # no longer matches its hash
@@ -117,7 +122,7 @@ def test_corrupt_and_foreign_entries_are_forgotten(tmp_path: Path) -> None:
     assert last_review_findings(cache, repo) is None
     # An entry of another repository copied under this key is not this repository's memory.
     other = MemoryStore(cache, "/elsewhere/.git", "branch:main")
-    other.record([remembered_file("a.py", "x\n", {}, [])], [])
+    other.record([FileReview("a.py", "x\n", {}, [])], [], mask=as_sent)
     entry.write_bytes(other.store.entry(other.record_key).read_bytes())
     assert store.load() == {}
     assert last_review_findings(tmp_path / "nothing", tmp_path / "not-a-repo") is None
@@ -157,9 +162,9 @@ def test_a_line_of_work_stays_within_its_size_bound(tmp_path: Path, monkeypatch)
     repo = _repo(tmp_path)
     monkeypatch.setattr(memory_store, "MAX_RECORD_BYTES", 20_000)
     store = open_memory(tmp_path / "cache", str(repo), Scope("staged"), {})
-    store.record([remembered_file("old.py", "o\n" * 3000, {}, [])], [])
-    store.record([remembered_file("new.py", "n\n" * 3000, {}, []),
-                  remembered_file("huge.py", "h\n" * 20_000, {}, [])], [])
+    store.record([FileReview("old.py", "o\n" * 3000, {}, [])], [], mask=as_sent)
+    store.record([FileReview("new.py", "n\n" * 3000, {}, []),
+                  FileReview("huge.py", "h\n" * 20_000, {}, [])], [], mask=as_sent)
     assert sorted(store.load()) == ["new.py"]  # huge.py never fits; old.py made room for the newer file
     assert store.last_error is None
 
@@ -169,7 +174,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from ocr_hook.findings import Category, Finding, Severity
-from ocr_hook.store.memory import MemoryStore, last_review_findings, remembered_file
+from ocr_hook.store.memory import FileReview, MemoryStore, last_review_findings
 
 store = MemoryStore(Path(sys.argv[1]), "/repo/.git", "branch:main")
 me = sys.argv[2]
@@ -177,8 +182,8 @@ for round_ in range(40):
     findings = [Finding(path=f"{me}{n}.py", start_line=1, end_line=1, severity=Severity.LOW,
                         category=Category.STYLE, message=me * 300, suggestion=None, anchored=True,
                         fingerprint=f"{me}{n}") for n in range(5)]
-    store.record([remembered_file(f"{me}{n}.py", me * 5000 + "\\n", {}, findings[n:n + 1]) for n in range(5)],
-                 findings)
+    store.record([FileReview(f"{me}{n}.py", me * 5000 + "\\n", {}, findings[n:n + 1]) for n in range(5)],
+                 findings, mask=str)
     loaded = store.load()
     if not loaded or any(r.content not in ("A" * 5000 + "\\n", "B" * 5000 + "\\n") for r in loaded.values()):
         print("BAD", round_)
@@ -214,7 +219,7 @@ def test_an_unchanged_rerun_marks_the_record_used_without_rewriting_it(tmp_path:
     cache = tmp_path / "cache"
     store = open_memory(cache, str(repo), Scope("staged"), {})
     findings = [_finding()]
-    store.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
+    store.record([FileReview("a.py", "x = 0\n", {"models": "m"}, findings)], findings, mask=as_sent)
     record, latest = store.store.entry(store.record_key), store.store.entry(store.latest_key)
     written = record.read_bytes(), latest.read_bytes()
     for path in (record, latest):
@@ -223,14 +228,48 @@ def test_an_unchanged_rerun_marks_the_record_used_without_rewriting_it(tmp_path:
     # The same files, context and findings (a re-run answered from the result cache): nothing rewritten,
     # both entries marked as just used, so pruning keeps them.
     again = open_memory(cache, str(repo), Scope("staged"), {})
-    again.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], findings)
+    again.record([FileReview("a.py", "x = 0\n", {"models": "m"}, findings)], findings, mask=as_sent)
     assert (record.read_bytes(), latest.read_bytes()) == written
     assert record.stat().st_mtime > 1_000_000 and latest.stat().st_mtime > 1_000_000
 
     # Anything different is written: the findings of the run, a file's context, its content.
-    again.record([remembered_file("a.py", "x = 0\n", {"models": "m"}, findings)], [])
+    again.record([FileReview("a.py", "x = 0\n", {"models": "m"}, findings)], [], mask=as_sent)
     assert json.loads(latest.read_text())["findings"] == []
-    again.record([remembered_file("a.py", "x = 0\n", {"models": "other"}, findings)], [])
+    again.record([FileReview("a.py", "x = 0\n", {"models": "other"}, findings)], [], mask=as_sent)
     assert json.loads(record.read_text())["files"]["a.py"]["context"] == {"models": "other"}
-    again.record([remembered_file("a.py", "x = 1\n", {"models": "other"}, findings)], [])
+    again.record([FileReview("a.py", "x = 1\n", {"models": "other"}, findings)], [], mask=as_sent)
     assert again.load()["a.py"].content == "x = 1\n"
+
+
+def test_memory_keeps_the_text_as_sent_and_an_unchanged_rerun_masks_nothing(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    store = open_memory(tmp_path / "cache", str(repo), Scope("staged"), {})
+    masked: list[str] = []
+
+    def mask(text: str) -> str:
+        masked.append(text)
+        return text.replace("hunter2", "[MASKED]")
+
+    files = [FileReview("a.py", "password = 'hunter2'\n", {"models": "m"}, [_finding(line=1)])]
+    store.record(files, [], mask=mask)
+    assert masked == ["password = 'hunter2'\n"]
+    raw = store.store.entry(store.record_key).read_text()
+    assert "hunter2" not in raw and store.load()["a.py"].content == "password = '[MASKED]'\n"
+    store.record(files, [], mask=mask)  # the same text as reviewed: recognised by its digest, not re-masked
+    assert len(masked) == 1
+    store.record([files[0]._replace(text="password = 'hunter3'\n")], [], mask=mask)
+    assert len(masked) == 2 and store.load()["a.py"].content == "password = 'hunter3'\n"
+
+
+def test_the_remembered_files_are_read_on_first_use_only(tmp_path: Path) -> None:
+    """A run whose files all come from the result cache never parses its line of work's record."""
+    repo = _repo(tmp_path)
+    store = open_memory(tmp_path / "cache", str(repo), Scope("staged"), {})
+    store.record([FileReview("a.py", "x = 0\n", {}, [_finding()])], [], mask=as_sent)
+    reads: list[int] = []
+    load = store.load
+    store.load = lambda: reads.append(1) or load()  # type: ignore[method-assign]
+    view = store.remembered()
+    assert reads == []
+    assert view.get("a.py") is not None and "b.py" not in view and list(view) == ["a.py"]
+    assert reads == [1]

@@ -112,9 +112,7 @@ def test_summary_line_counts_files_by_state_and_the_cache_share() -> None:
 
 
 def test_the_brief_passing_form_labels_memory_statuses_and_names_what_was_resolved() -> None:
-    from dataclasses import replace
-
-    carried = replace(finding(severity="low", message="Use an f-string"), status="carried")
+    carried = finding(severity="low", message="Use an f-string")._replace(status="carried")
     fixed = finding(path="src/util.py", start=2, message="Subtracts instead of adding")
     out = render(result([carried], resolved=[fixed]), ctx(brief=True))
     lines = out.splitlines()

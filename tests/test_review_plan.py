@@ -113,10 +113,8 @@ def test_range_and_fix_lines() -> None:
 
 
 def test_memory_statuses_are_named_inline_and_in_the_body() -> None:
-    from dataclasses import replace
-
-    late = replace(finding(1, line=4), status="late")
-    carried = replace(finding(2, line=30), status="carried")
+    late = finding(1, line=4)._replace(status="late")
+    carried = finding(2, line=30)._replace(status="carried")
     fresh = finding(3, line=5)
     plan = plan_review(report(late, carried, fresh), LINES, Earlier())
     bodies = {c.finding.fingerprint: c.body for c in plan.comments}

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -30,7 +29,7 @@ def test_baseline_round_trip_sorted_unique_without_lines(tmp_path: Path) -> None
     data = json.loads(path.read_text(encoding="utf-8"))
     assert data == {"version": 1, "fingerprints": sorted({f.fingerprint for f in findings})}
     assert load_baseline(path) == frozenset(f.fingerprint for f in findings)
-    moved = [dataclasses.replace(f, start_line=f.start_line + 40, end_line=f.end_line + 40) for f in findings]
+    moved = [f._replace(start_line=f.start_line + 40, end_line=f.end_line + 40) for f in findings]
     assert baseline_text(moved) == path.read_text(encoding="utf-8")  # line numbers play no part
 
 

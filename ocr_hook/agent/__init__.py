@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-from ocr_hook.changes.model import ChangeSet, FileChange
-from ocr_hook.changes.snapshot_api import Snapshot
-from ocr_hook.outcome import ReviewResult
-from ocr_hook.settings import Settings
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ocr_hook.budget.ledger import Budget
+    from ocr_hook.changes.model import ChangeSet, FileChange
+    from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.context import ContextPack
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import Remembered
+    from ocr_hook.outcome import ReviewResult
+    from ocr_hook.settings import Settings
     from ocr_hook.store.result_cache import ResultCache
 
 __all__ = ["FileGuidance", "ReviewJob", "check_credentials", "context_parts", "review_files",
@@ -32,8 +30,7 @@ def _no_event(path: str, kind: str, detail: str) -> None:
     pass
 
 
-@dataclass(frozen=True)
-class FileGuidance:
+class FileGuidance(NamedTuple):
     """The project's guidance for one file as prompt sections (built by ocr_hook.guidance, or by any
     other entry point). The first `shared` sections are the same for every file of the run: they sit
     in the cached part of the system prompt; the rest is this file's own."""
@@ -42,30 +39,44 @@ class FileGuidance:
     shared: int = 0
 
 
-@dataclass
 class ReviewJob:
-    change_set: ChangeSet
-    snapshot: Snapshot
-    files: Sequence[FileChange]  # selected for review, in priority order
-    settings: Settings
-    budget: Budget
-    cache: ResultCache | None
-    # kinds: reviewing, done, cached, skipped, failed
-    on_event: Callable[[str, str, str], None] = _no_event
-    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    # path → the project's guidance for that file (REVIEW.md etc. from the trusted revision)
-    guidance: Mapping[str, FileGuidance] = field(default_factory=dict)
-    # path → effort profile (ocr_hook.effort); None or a missing path: from the settings and environ
-    profiles: Mapping[str, Profile] | None = None
-    # Review memory (DESIGN.md 7): path → the file as its last review saw it; None: memory is off.
-    memory: Mapping[str, Remembered] | None = None
-    memory_id: str | None = None  # names that memory (repository and line of work), for the result cache
-    # DESIGN.md 12: what the change is for, as (text, where it came from), e.g. from --intent, the MCP tool,
-    # the pull request or the range's commit messages; capped, masked and fenced on its way to the model.
-    intent: tuple[str, str] | None = None
-    # path → the file's context pack, built on first use (when settings.context is on); an entry point may
-    # fill it beforehand. None as a value: the file has no pack.
-    contexts: dict[str, ContextPack | None] = field(default_factory=dict)
+    """One run's files and what reviewing them needs. A plain class, not a dataclass: every review, a fully
+    cached one too, creates this type, and a dataclass compiles its methods from source when it is defined."""
+
+    __slots__ = ("budget", "cache", "change_set", "context_failures", "contexts", "environ", "files", "guidance",
+                 "intent", "memory", "memory_id", "on_event", "profiles", "settings", "snapshot")
+
+    def __init__(self, change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
+                 budget: Budget, cache: ResultCache | None, *,
+                 on_event: Callable[[str, str, str], None] = _no_event,
+                 environ: Mapping[str, str] | None = None,
+                 guidance: Mapping[str, FileGuidance] | None = None,
+                 profiles: Mapping[str, Profile] | None = None,
+                 memory: Mapping[str, Remembered] | None = None, memory_id: str | None = None,
+                 intent: tuple[str, str] | None = None,
+                 contexts: dict[str, ContextPack | None] | None = None) -> None:
+        self.change_set = change_set
+        self.snapshot = snapshot
+        self.files = files  # selected for review, in priority order
+        self.settings = settings
+        self.budget = budget
+        self.cache = cache
+        self.on_event = on_event  # kinds: reviewing, done, cached, skipped, failed
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        # path → the project's guidance for that file (REVIEW.md etc. from the trusted revision)
+        self.guidance: Mapping[str, FileGuidance] = {} if guidance is None else guidance
+        # path → effort profile (ocr_hook.effort); None or a missing path: from the settings and environ
+        self.profiles = profiles
+        # Review memory (DESIGN.md 7): path → the file as its last review saw it; None: memory is off.
+        self.memory = memory
+        self.memory_id = memory_id  # names that memory (repository and line of work), for the result cache
+        # DESIGN.md 12: what the change is for, as (text, where it came from), e.g. from --intent, the MCP
+        # tool, the pull request or the range's commit messages; capped, masked and fenced on its way out.
+        self.intent = intent
+        # path → the file's context pack, built on first use (when settings.context is on); an entry point
+        # may fill it beforehand. None as a value: the file has no pack.
+        self.contexts: dict[str, ContextPack | None] = {} if contexts is None else contexts
+        self.context_failures: set[str] = set()  # files whose pack could not be built (a bug of ours)
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:

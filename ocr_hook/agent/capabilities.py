@@ -17,7 +17,6 @@ Within one run `CapabilityLookup` asks at most once per model, however many file
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import time
@@ -25,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ocr_hook.digest import sha256_hex
 
 FORMAT_VERSION = 1
 TTL_S = 24 * 3600.0
@@ -116,7 +117,7 @@ def from_model_info(info: Any) -> Capabilities:
 
 def record_path(cache_dir: Path, provider: str, base_url: str, model: str) -> Path:
     key = json.dumps([provider, base_url.rstrip("/"), model], ensure_ascii=True)
-    return Path(cache_dir) / SUBDIR / (hashlib.sha256(key.encode("ascii")).hexdigest() + ".json")
+    return Path(cache_dir) / SUBDIR / (sha256_hex(key.encode("ascii")) + ".json")
 
 
 def read_record(cache_dir: Path, provider: str, base_url: str, model: str, *,

@@ -322,9 +322,9 @@ def _field_policy(settings: Settings, environ: Mapping[str, str], client: Any) -
     from pathlib import Path
 
     from ocr_hook.agent import capabilities
-    from ocr_hook.store.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import run_cache_dir
 
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
+    cache_dir = Path(run_cache_dir(settings.cache_dir, environ))
     provider, base_url = settings.provider, str(getattr(client, "base_url", "") or "")
 
     def load(model: str) -> dict[str, str]:

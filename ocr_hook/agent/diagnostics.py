@@ -67,9 +67,9 @@ def base_url(settings: Settings, environ: Mapping[str, str]) -> str:
 
 
 def cache_dir_of(settings: Settings, environ: Mapping[str, str]) -> Path:
-    from ocr_hook.store.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import run_cache_dir
 
-    return Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
+    return Path(run_cache_dir(settings.cache_dir, environ))
 
 
 def check_models(settings: Settings, environ: Mapping[str, str], models: Sequence[str]) -> list[ModelReport]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import config_files
-from ocr_hook.agent.conversation import EPHEMERAL
+from ocr_hook.digest import sha256
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
@@ -48,7 +47,7 @@ def fence(text: str, info: str = "") -> str:
 @cache
 def digest() -> str:
     """Hash of every prompt text: part of the result-cache key, so a reworded prompt re-reviews."""
-    h = hashlib.sha256()
+    h = sha256()
     for name in PROMPT_FILES:
         h.update(name.encode())
         h.update(b"\0")
@@ -71,6 +70,9 @@ def system_blocks(own: str, guidance: FileGuidance | None, language: str, *,
     """The system prompt as blocks: our instructions, then the part of the project's guidance every file
     shares (ending in the cache breakpoint, so all files of a run reuse one cached prefix), then this
     file's own guidance. Without guidance or a language it is one block, as before."""
+    # Here, not at the top: a run answered from the cache hashes the prompts (digest) and sends none.
+    from ocr_hook.agent.conversation import EPHEMERAL
+
     sections = guidance.sections if guidance is not None else ()
     shared = guidance.shared if guidance is not None else 0
     language_applies = uses_language(language) and header == "guidance.md"

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING
 
 from ocr_hook import __version__
 from ocr_hook.agent import prompts
 from ocr_hook.changes.model import FileChange
+from ocr_hook.digest import sha256_hex
 from ocr_hook.findings import Finding
 from ocr_hook.outcome import DroppedComment, FileCoverage, ReviewResult
 from ocr_hook.settings import Settings
@@ -24,9 +22,10 @@ if TYPE_CHECKING:
     from ocr_hook.agent.capabilities import CapabilityLookup
     from ocr_hook.agent.client import Api
     from ocr_hook.agent.conversation import SecretMasker
-    from ocr_hook.context import ContextPack
+    from ocr_hook.context import ContextPack, PackSummary
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
+    from ocr_hook.store.result_cache import ResultCache
 
 
 @cache
@@ -36,7 +35,7 @@ def tools_digest() -> str:
     Hashing the text, not the parsed registry, keeps a fully cached run from loading jsonschema."""
     from ocr_hook import config_files
 
-    return hashlib.sha256(config_files.read_text("tools.yaml").encode("utf-8")).hexdigest()
+    return sha256_hex(config_files.read_text("tools.yaml").encode("utf-8"))
 
 
 def context_parts(settings: Settings, guidance: FileGuidance | None = None, effort: str = "standard") -> dict[str, str]:
@@ -66,10 +65,10 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None, effo
 
 def result_key(change: FileChange, content: str | None, settings: Settings,
                guidance: FileGuidance | None = None, profile: Profile | None = None,
-               pack: ContextPack | None = None, intent: str | None = None) -> str:
-    """Everything that decides a file's findings; any change means a fresh review. The context pack and
-    the intent are here, not in context_parts: a definition elsewhere that changed makes this file's
-    cached result stale, but review memory may still start from the last review of it."""
+               pack: PackSummary | None = None, intent: str | None = None) -> str:
+    """Everything that decides a file's findings; any change means a fresh review. The context pack (as
+    sent: its summary's text) and the intent are here, not in context_parts: a definition elsewhere that
+    changed makes this file's cached result stale, but review memory may still start from the last review."""
     from ocr_hook.store.result_cache import cache_key
 
     parts = {
@@ -79,7 +78,7 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         **context_parts(settings, guidance, profile.name if profile is not None else "standard"),
     }
     if pack is not None:
-        parts["context_pack"] = pack.render()
+        parts["context_pack"] = pack.text
     if intent is not None:
         parts["intent"] = intent
     return cache_key(parts)
@@ -97,6 +96,7 @@ def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
             job.contexts[change.path] = build_pack(change, job.snapshot, job.settings)
         except Exception:  # the pack is an aid: without it the review is as it was before packs
             job.contexts[change.path] = None
+            job.context_failures.add(change.path)
     return job.contexts[change.path]
 
 
@@ -135,14 +135,20 @@ def job_intent(job: ReviewJob) -> tuple[str, int] | None:
     return render(*job.intent)
 
 
-@dataclass
 class _FileResult:
-    coverage: FileCoverage
-    findings: list[Finding] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    dropped: dict[str, int] = field(default_factory=dict)
-    resolved: list[Finding] = field(default_factory=list)
-    dropped_comments: list[DroppedComment] = field(default_factory=list)
+    """One file's part of the run (a plain class: a fully cached run creates this type too)."""
+
+    __slots__ = ("coverage", "dropped", "dropped_comments", "findings", "notes", "resolved")
+
+    def __init__(self, coverage: FileCoverage, findings: list[Finding] | None = None, notes: list[str] | None = None,
+                 dropped: dict[str, int] | None = None, resolved: list[Finding] | None = None,
+                 dropped_comments: list[DroppedComment] | None = None) -> None:
+        self.coverage = coverage
+        self.findings = findings if findings is not None else []
+        self.notes = notes if notes is not None else []
+        self.dropped = dropped if dropped is not None else {}
+        self.resolved = resolved if resolved is not None else []
+        self.dropped_comments = dropped_comments if dropped_comments is not None else []
 
 
 # What the parts of the key are called in a note saying why memory was not used.
@@ -196,7 +202,7 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
                     budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
                     capabilities=capabilities, context=pack, intent=intent[0] if intent is not None else None)
-    shown = _context_counts(pack)
+    shown = _context_counts(pack.summary() if pack is not None else None)
     outcome = await FileReview(task, api, mask).run()
     if memory_note:
         outcome.notes.insert(0, memory_note)
@@ -233,11 +239,11 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     return _FileResult(coverage, findings, notes, post.dropped, resolved, post.dropped_comments)
 
 
-def _context_counts(pack: ContextPack | None) -> dict[str, int | None]:
+def _context_counts(pack: PackSummary | None) -> dict[str, int | None]:
     """The coverage fields saying what the file's pack held (DESIGN.md 12)."""
     if pack is None:
         return {"context_entries": None, "context_cut": 0}
-    return {"context_entries": len(pack.entries), "context_cut": pack.cut}
+    return {"context_entries": pack.entries, "context_cut": pack.cut}
 
 
 def _profile(job: ReviewJob, path: str) -> Profile:
@@ -289,32 +295,62 @@ async def review_files_async(job: ReviewJob) -> ReviewResult:
 
 def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[FileChange, str | None]]]:
     results: dict[str, _FileResult] = {}
+    if job.cache is None:
+        return results, deque((change, None) for change in job.files)
     to_review: deque[tuple[FileChange, str | None]] = deque()
-    if job.cache is not None:
-        prepare_contexts(job)
+    packs = _pack_summaries(job, job.cache)
+    intent = job_intent(job)
     for change in job.files:
-        key = None
-        if job.cache is not None:
-            content = job.snapshot.read_text(change.path)
-            profile = _profile(job, change.path)
-            pack = file_context(job, change)
-            intent = job_intent(job)
-            key = result_key(change, content, job.settings, job.guidance.get(change.path), profile, pack,
-                             intent[0] if intent is not None else None)
-            entry = job.cache.get_review(key)
-            if entry is not None:
-                hit, resolved = entry.findings, entry.resolved
-                if entry.memory is not None and entry.memory != job.memory_id:
-                    # Statuses relative to another line of work's memory, or memory is off now: the
-                    # findings without what that memory said of them.
-                    hit, resolved = [dataclasses.replace(f, status="new") for f in hit], []
-                results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
-                                                                effort=profile.name, **_context_counts(pack)),
-                                                   hit, resolved=resolved)
-                job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
-                continue
-        to_review.append((change, key))
+        content = job.snapshot.read_text(change.path)
+        profile = _profile(job, change.path)
+        pack = packs.get(change.path)
+        key = result_key(change, content, job.settings, job.guidance.get(change.path), profile, pack,
+                         intent[0] if intent is not None else None)
+        entry = job.cache.get_review(key)
+        if entry is None:
+            to_review.append((change, key))
+            continue
+        hit, resolved = entry.findings, entry.resolved
+        if entry.memory is not None and entry.memory != job.memory_id:
+            # Statuses relative to another line of work's memory, or memory is off now: the
+            # findings without what that memory said of them.
+            hit, resolved = [f._replace(status="new") for f in hit], []
+        results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
+                                                        effort=profile.name, **_context_counts(pack)),
+                                           hit, resolved=resolved)
+        job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
     return results, to_review
+
+
+def _pack_summaries(job: ReviewJob, cache: ResultCache) -> dict[str, PackSummary | None]:
+    """Each file's context pack as its result-cache key holds it. When this very change set of this very
+    snapshot was packed before (the pack memo, keyed by everything the packs are made from), the packs are
+    not built again: an unchanged re-run runs no `git grep` and parses nothing. Packs an entry point put in
+    the job beforehand are its own and are used as they are."""
+    if not job.settings.context:
+        return {}
+    key = None
+    if not job.contexts:
+        from ocr_hook.context import packs_key
+
+        try:
+            key = packs_key(job.files, job.snapshot, job.settings)
+        except Exception:  # (the snapshot's listing failed): no memo; building the packs degrades on its own
+            key = None
+        remembered = cache.get_packs(key) if key is not None else None
+        if remembered is not None and remembered.keys() == {f.path for f in job.files}:
+            return remembered
+    prepare_contexts(job)
+    packs = {}
+    for change in job.files:
+        pack = file_context(job, change)
+        packs[change.path] = pack.summary() if pack is not None else None
+    if key is not None and not job.context_failures:
+        from ocr_hook.context.pack import degraded
+
+        if not degraded(job.snapshot, job.settings):  # a pack that failed in part is built again next time
+            cache.put_packs(key, packs)
+    return packs
 
 
 async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
@@ -338,8 +374,9 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         all_paths = [f.path for f in job.change_set.files]
         api = open_api(job.settings, job.environ, job.budget)
         capabilities = _capability_lookup(job, api)
-        if job.cache is None:  # (with the cache on, the lookups above built the packs already)
-            await asyncio.to_thread(prepare_contexts, job)
+        # Without the cache, or with packs the memo spared the lookups, the packs are prepared here (once, for
+        # all the job's files: their call-site search is shared); else the lookups built them already.
+        await asyncio.to_thread(prepare_contexts, job)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.
@@ -377,10 +414,10 @@ def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:
     from pathlib import Path
 
     from ocr_hook.agent.capabilities import CapabilityLookup
-    from ocr_hook.store.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import run_cache_dir
 
     settings = job.settings
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(job.environ)
+    cache_dir = Path(run_cache_dir(settings.cache_dir, job.environ))
     return CapabilityLookup(api.sdk_client, settings.provider, cache_dir, remaining_s=job.budget.remaining_seconds)
 
 

@@ -25,20 +25,19 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ocr_hook.budget.pricing import cost_exact
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import Usage
 from ocr_hook.settings import Price
 
+if TYPE_CHECKING:
+    from fractions import Fraction
+
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
-@dataclass(frozen=True, slots=True)
-class Reservation:
+class Reservation(NamedTuple):
     """The worst case of one request, held against the budget until settled or released."""
 
     id: int
@@ -60,7 +59,7 @@ def usage_counts(usage: Any) -> dict[str, int]:
     return counts
 
 
-def _money(value: Fraction | float) -> str:
+def _money(value: Fraction | float | int) -> str:
     amount = float(value)
     return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.2g}"
 
@@ -84,8 +83,9 @@ class Budget:
     ) -> None:
         if max_cost_usd < 0 or max_tokens < 0:
             raise ValueError("budget limits must not be negative")
-        # math.inf means "no cost cap"; Fraction cannot hold it, so keep it apart.
-        self._max_cost: Fraction | None = None if math.isinf(max_cost_usd) else Fraction(max_cost_usd)
+        # Exact arithmetic (fractions) starts with the first reservation: a run answered wholly from the cache
+        # builds a budget too, and need not load fractions and decimal (~2 ms). Until then the sums are 0.
+        self._max_cost: Fraction | None = None  # Fraction(max_cost_usd), made then; math.inf means no cap
         self._max_cost_usd = max_cost_usd
         self._max_tokens = max_tokens
         self._deadline = deadline
@@ -96,11 +96,11 @@ class Budget:
         self._ids = itertools.count(1)
         self._outstanding: dict[int, Reservation] = {}
         self._settled: set[int] = set()
-        self._reserved_cost = Fraction(0)
+        self._reserved_cost: Fraction | int = 0
         self._reserved_tokens = 0
-        self._spent = Fraction(0)
+        self._spent: Fraction | int = 0
         self._spent_tokens = 0
-        self._forfeited = Fraction(0)
+        self._forfeited: Fraction | int = 0
         self._forfeited_requests = 0
         self._usage = Usage()
         self._exhausted_reason: str | None = None
@@ -161,6 +161,8 @@ class Budget:
 
     def worst_case(self, model: str, input_tokens: int, max_output_tokens: int) -> tuple[int, Fraction]:
         """Tokens and cost of a request if every input token were a cache write and output ran to the max."""
+        from ocr_hook.budget.pricing import cost_exact
+
         price = self.price(model)
         dearest_input = Price(input=max(price.input, price.cache_write), output=price.output,
                               cache_write=0.0, cache_read=0.0)
@@ -230,6 +232,8 @@ class Budget:
 
     def settle(self, reservation: Reservation, usage: Any) -> None:
         """Replace the reservation by what the API billed (`usage`: SDK object or mapping); one request."""
+        from ocr_hook.budget.pricing import cost_exact
+
         counts = usage_counts(usage)
         price = self.price(reservation.model)
         cost = cost_exact(price, **counts)
@@ -283,6 +287,10 @@ class Budget:
     def _refusal(self, tokens: int, cost: Fraction) -> str | None:
         if self._clock() >= self._deadline:
             return f"time limit of {_seconds(self._time_limit)} reached"
+        if self._max_cost is None and not math.isinf(self._max_cost_usd):
+            from fractions import Fraction
+
+            self._max_cost = Fraction(self._max_cost_usd)
         if self._max_cost is not None and self._spent + self._reserved_cost + cost > self._max_cost:
             return f"cost cap of {_money(self._max_cost)} reached"
         if self._spent_tokens + self._reserved_tokens + tokens > self._max_tokens:

@@ -130,6 +130,11 @@ def diff_args(base: str, target: str | None) -> list[str]:
     return ["diff", *git.DIFF_OPTIONS, *(["--cached", base] if target is None else [base, target])]
 
 
+def diff_command(base: str, target: str | None, paths: Sequence[str] = ()) -> list[str]:
+    """The one git command diff_files reads the raw listing and the patch of every file from."""
+    return [*diff_args(base, target), "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *literal_pathspecs(paths)]
+
+
 def literal_pathspecs(paths: Sequence[str]) -> list[str]:
     return ["--", *(f":(literal){p}" for p in paths)] if paths else ["--"]
 
@@ -143,8 +148,7 @@ def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = 
     (a path is never empty, so the first "\0\0" is that boundary). check_unmerged: refuse an index with
     conflicts (GitError), for a listing of the whole index."""
     args = diff_args(base, target)
-    spec = literal_pathspecs(paths)
-    out = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *spec])
+    out = git.git_text(repo, diff_command(base, target, paths))
     if not out:
         # A conflicted path is always in the index's raw listing (status U), so an empty one proves
         # there is none: the idle run of a hook (nothing staged) needs no other git call.

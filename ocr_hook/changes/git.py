@@ -6,10 +6,12 @@ grep and path output. Nothing here writes to the work tree, the index, refs or t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import NamedTuple, NoReturn
 
 from ocr_hook.errors import GitError
@@ -92,10 +94,16 @@ def first_line(stderr: str) -> str:
 
 def run_git(repo: str | None, args: Sequence[str], *, input: bytes | None = None,
             ok_codes: tuple[int, ...] = (0,)) -> GitResult:
-    """Run git in `repo` (argument vector, never a shell); GitError unless the exit code is in ok_codes."""
-    cmd = git_command(args)
+    """Run git in `repo` (argument vector, never a shell); GitError unless the exit code is in ok_codes.
+    A command the run started beforehand (`prefetch`) is not run again: its result is taken."""
+    started = _take_prefetched(repo, args) if input is None else None
     try:
-        proc = subprocess.run(cmd, cwd=repo, input=input, capture_output=True, env=git_env(), check=False)
+        if started is not None:
+            out, err = started.communicate()
+            proc = subprocess.CompletedProcess(started.args, started.returncode, out, err)
+        else:
+            proc = subprocess.run(git_command(args), cwd=repo, input=input, capture_output=True, env=git_env(),
+                                  check=False)
     except (FileNotFoundError, NotADirectoryError):
         if repo is not None and not os.path.isdir(repo):
             raise GitError(f"not a directory: {repo}") from None
@@ -104,6 +112,80 @@ def run_git(repo: str | None, args: Sequence[str], *, input: bytes | None = None
     if proc.returncode not in ok_codes:
         raise GitError(f"git {_verb(args)} failed: {first_line(stderr)}")
     return GitResult(proc.returncode, proc.stdout, stderr)
+
+
+# --- prefetching -----------------------------------------------------------------------------------
+
+# The read-only commands a run started ahead of need, by (repository, arguments); None outside `prefetching`.
+_prefetched: ContextVar[dict[tuple[str, tuple[str, ...]], subprocess.Popen[bytes]] | None] = ContextVar(
+    "ocr_hook_git_prefetched", default=None)
+
+
+@contextlib.contextmanager
+def prefetching() -> Iterator[None]:
+    """A run's scope for `prefetch`: what it started and nobody took is ended when the scope closes, so a
+    later run (the MCP server and the warm worker serve many) never takes an earlier run's answer."""
+    token = _prefetched.set({})
+    try:
+        yield
+    finally:
+        left = _prefetched.get() or {}
+        _prefetched.reset(token)
+        for proc in left.values():
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.communicate()
+
+
+def prefetch(repo: str, commands: Sequence[Sequence[str]]) -> None:
+    """Start read-only git commands now, so they run beside the work (and the imports) that come before
+    their answers are needed; run_git with the same repository and arguments takes the answer. Only
+    inside `prefetching`; a command that cannot start is simply run later, where its error is reported."""
+    started = _prefetched.get()
+    if started is not None:
+        _start(repo, commands, started)
+
+
+def start_repo_top(cwd: str) -> None:
+    """Start repo_top's one git call for `cwd` now: the `ocr-hook review` console script calls this before it
+    imports the CLI, so git answers while Python imports. The first repo_top(cwd) takes the answer; one
+    nobody takes (a usage error, --help) ends with the process."""
+    if os.path.isdir(cwd):
+        _start(cwd, [_REPO_TOP], _early)
+
+
+_Key = tuple[str, tuple[str, ...]]
+# repo_top's query, started by the entry point before it imports the CLI (start_repo_top); taken once.
+_early: dict[_Key, subprocess.Popen[bytes]] = {}
+# One process for the top of the work tree, HEAD's commit, and what review memory names a line of work by (the
+# common git directory and HEAD's symbolic name: learned_head). Before the first commit it fails as a whole, and
+# _REPO_TOP_ALONE, which --verify --quiet keeps apart from the top, answers instead.
+_REPO_TOP = ("rev-parse", "--show-toplevel", "--path-format=absolute", "--git-common-dir", "HEAD^{commit}",
+             "--symbolic-full-name", "HEAD")
+_REPO_TOP_ALONE = ("rev-parse", "--show-toplevel", "--verify", "--quiet", "HEAD^{commit}")
+
+
+def _start(repo: str, commands: Sequence[Sequence[str]], into: dict[_Key, subprocess.Popen[bytes]]) -> None:
+    for args in commands:
+        key = (repo, tuple(args))
+        if key in into:
+            continue
+        try:
+            into[key] = subprocess.Popen(git_command(args), cwd=repo, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env())
+        except OSError:
+            continue
+
+
+def _take_prefetched(repo: str | None, args: Sequence[str]) -> subprocess.Popen[bytes] | None:
+    if repo is None:
+        return None
+    key = (repo, tuple(args))
+    early = _early.pop(key, None)
+    if early is not None:
+        return early
+    started = _prefetched.get()
+    return started.pop(key, None) if started else None
 
 
 def git_text(repo: str | None, args: Sequence[str], ok_codes: tuple[int, ...] = (0,)) -> str:
@@ -120,6 +202,11 @@ def _verb(args: Sequence[str]) -> str:
 
 
 # --- queries ---------------------------------------------------------------------------------------
+
+# The repository's absolute common directory and HEAD's full symbolic name, in one process: what review memory
+# names a line of work by (ocr_hook.store.memory), unless repo_top learned them already (learned_head).
+COMMON_DIR_AND_BRANCH = ("rev-parse", "--path-format=absolute", "--git-common-dir", "--symbolic-full-name", "HEAD")
+_learned: dict[str, tuple[str, str]] = {}  # repo_top's root → (common directory, HEAD's symbolic full name)
 
 
 def repo_root(cwd: str) -> str:
@@ -147,18 +234,33 @@ def folds_case() -> bool:
 
 
 def repo_top(cwd: str) -> RepoTop:
-    """repo_root and head_commit in one git call (every staged run needs both, and each call costs ~2 ms)."""
-    proc = _rev_parse_top(cwd, ["--verify", "--quiet", "HEAD^{commit}"])
+    """repo_root and head_commit in one git call (every staged run needs both, and each call costs ~2 ms),
+    which also tells review memory what it asks (learned_head)."""
+    global _case_root
+    proc = _rev_parse_top(cwd, list(_REPO_TOP[2:]))
+    lines = decode(proc.stdout).split("\n")
+    if proc.returncode == 0 and len(lines) == 5 and lines[0] and lines[2] and lines[4] == "":
+        root, common, head, symbolic = lines[:4]
+        _learned[root] = (common, symbolic)
+        _case_root = root
+        return RepoTop(root, head)
+    # Before the first commit (or outside a work tree): the query that tells the two apart.
+    proc = _rev_parse_top(cwd, list(_REPO_TOP_ALONE[2:]))
     root, _, rest = decode(proc.stdout).partition("\n")
     if not root:  # --show-toplevel, the first query, failed: git printed nothing
         _not_a_work_tree(cwd, proc)
     head = rest.strip()
-    global _case_root
     # Every command finds its repository here, so here its path globs learn which repository's
     # core.ignorecase to follow (folds_case; asked only when a glob meets a path in another case).
     _case_root = root
     # Exit 1 (or 128) after the top was printed: HEAD names no commit yet (an unborn branch).
     return RepoTop(root, head if proc.returncode == 0 and head else None)
+
+
+def learned_head(root: str) -> tuple[str, str] | None:
+    """(the absolute common git directory, HEAD's symbolic full name) as repo_top(…) of `root` found them in
+    the same process; None when repo_top did not (then ask COMMON_DIR_AND_BRANCH)."""
+    return _learned.get(root)
 
 
 @functools.cache

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ocr_hook import config_files
@@ -30,8 +29,7 @@ class Selected(NamedTuple):
     incomplete: bool  # a skip that leaves the review incomplete (limits), not a policy skip
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(NamedTuple):
     sensitive: GitIgnoreGlobs
     sensitive_patterns: tuple[str, ...]
     skip: GitIgnoreGlobs

@@ -7,10 +7,10 @@ robin in that order, which keeps shard sizes within one file of each other.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 
+from ocr_hook.digest import sha256_hex
 from ocr_hook.errors import ConfigError
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -28,7 +28,7 @@ def parse_shard(shard: str) -> tuple[int, int]:
 
 
 def _key(path: str) -> tuple[str, str]:
-    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest(), path
+    return sha256_hex(path.encode("utf-8", "surrogateescape")), path
 
 
 def shard_select(paths: Sequence[str], shard: str) -> set[str]:

@@ -7,7 +7,9 @@ working tree is never read. Several agent threads share one Snapshot: a lock ser
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -28,9 +30,12 @@ _MAX_HIT_TEXT = 2_000
 # result-cache lookup, the tools and the reports all read the same few files.
 _BLOB_MEMO_BYTES = 16 * 1024 * 1024
 _MAX_LIKELY_PATHS = 500  # more would make a long command line; the whole listing is read instead
-_SHORT_MAGIC = re.compile(r"^:[!^/]*:?")
-_LONG_MAGIC = re.compile(r"^:\([^)]*\)")
-_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:")
+# Patterns as text, compiled by `re` (and kept in its cache) on first use: a run answered from the cache greps
+# nothing and checks no pathspec.
+_SHORT_MAGIC = r"^:[!^/]*:?"
+_LONG_MAGIC = r"^:\([^)]*\)"
+_WINDOWS_DRIVE = r"^[A-Za-z]:"
+_OBJECT_ID = r"[0-9a-f]{40}|[0-9a-f]{64}"
 
 
 class SnapshotClosed(RuntimeError):
@@ -57,6 +62,7 @@ class GitSnapshot:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._entries: dict[str, _Entry] | None = None
+        self._listing_digest: str | None = None
         use_likely = target is None and 0 < len(likely_paths) <= _MAX_LIKELY_PATHS
         self._likely = frozenset(likely_paths) if use_likely else frozenset()
         self._likely_entries: dict[str, _Entry] | None = None
@@ -101,14 +107,23 @@ class GitSnapshot:
         if self._entries is None and path in self._likely:
             self._check_open()
             if self._likely_entries is None:
-                self._likely_entries = _load_listing(self.repo_root, None, sorted(self._likely))
+                self._likely_entries = _load_listing(self.repo_root, None, sorted(self._likely))[0]
             return self._likely_entries.get(path)
         return self._listing().get(path)
+
+    def identity(self) -> str | None:
+        """Names the snapshot's content exactly: the commit's object id, or a digest of the index's whole
+        listing (every path with its mode, blob id and stage); None when the target is not an object id."""
+        if self.target is not None:
+            return f"commit {self.target}" if re.fullmatch(_OBJECT_ID, self.target) else None
+        with self._lock:
+            self._listing()
+            return self._listing_digest
 
     def _listing(self) -> dict[str, _Entry]:
         self._check_open()
         if self._entries is None:
-            self._entries = _load_listing(self.repo_root, self.target)
+            self._entries, self._listing_digest = _load_listing(self.repo_root, self.target)
         return self._entries
 
     def _cat(self, sha: str) -> bytes:
@@ -145,6 +160,10 @@ class GitSnapshot:
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
+            if os.name == "posix" and proc.stdout is not None:
+                # git closes its output as it exits on the end of its input: waiting for that is bounded and
+                # ends at once, where Popen.wait(timeout) polls in sleeps of a millisecond and more.
+                select.select([proc.stdout], [], [], 2)
             proc.wait(timeout=2)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
@@ -218,16 +237,27 @@ def open_snapshot(repo_root: str, change_set: ChangeSet) -> GitSnapshot:
     known = None
     if change_set.target is None:  # the staged diff's new side is the index: its ids are the index's
         known = {f.path: (f.new_mode, f.new_sha) for f in change_set.files if f.new_sha and f.new_mode}
-    return GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known)
+    snapshot = GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known)
+    with snapshot._lock:
+        snapshot._cat_file()  # started now, so git starts up beside the imports before the first read
+    return snapshot
 
 
-def _load_listing(repo: str, target: str | None, only: Sequence[str] = ()) -> dict[str, _Entry]:
-    """Path → (mode, blob) of the snapshot; with `only` (index only), of just those paths."""
+def listing_command(target: str | None) -> list[str]:
+    """The git command that lists a snapshot whole (for git.prefetch: the same arguments _load_listing uses)."""
+    return ["ls-files", "--stage", "-z"] if target is None else ["ls-tree", "-r", "-z", "--full-tree", target]
+
+
+def _load_listing(repo: str, target: str | None, only: Sequence[str] = ()) -> tuple[dict[str, _Entry], str]:
+    """Path → (mode, blob) of the snapshot (with `only`, index only: of just those paths), and a digest of the
+    listing as git gave it."""
+    from ocr_hook.digest import sha256_hex
+
     entries: dict[str, _Entry] = {}
     if target is None:
         spec = ["--", *(f":(literal){p}" for p in only)] if only else []
         wanted = frozenset(only)
-        out = git.git_text(repo, ["ls-files", "--stage", "-z", *spec])
+        out = git.git_text(repo, [*listing_command(None), *spec])
         for record in out.split("\0"):
             meta, tab, path = record.partition("\t")
             if not tab:
@@ -236,14 +266,14 @@ def _load_listing(repo: str, target: str | None, only: Sequence[str] = ()) -> di
             if stage == "0" and (not only or path in wanted):
                 entries[path] = _Entry(mode, sha)
     else:
-        out = git.git_text(repo, ["ls-tree", "-r", "-z", "--full-tree", target])
+        out = git.git_text(repo, listing_command(target))
         for record in out.split("\0"):
             meta, tab, path = record.partition("\t")
             if not tab:
                 continue
             mode, _kind, sha = meta.split(" ")
             entries[path] = _Entry(mode, sha)
-    return entries
+    return entries, sha256_hex(out.encode("utf-8", "surrogateescape"))
 
 
 def pathspec_problem(spec: str) -> str | None:
@@ -251,15 +281,15 @@ def pathspec_problem(spec: str) -> str | None:
     if "\0" in spec:
         return f"file pattern {spec!r} contains a NUL character"
     if spec.startswith(":("):
-        match = _LONG_MAGIC.match(spec)
+        match = re.match(_LONG_MAGIC, spec)
         if match is None:
             return f"file pattern {spec!r} has an unclosed ':(' magic; write it like ':(exclude)vendor/'"
         body = spec[match.end():]
     elif spec.startswith(":"):
-        body = spec[_SHORT_MAGIC.match(spec).end():]  # type: ignore[union-attr]  # always matches ":"
+        body = spec[re.match(_SHORT_MAGIC, spec).end():]  # type: ignore[union-attr]  # always matches ":"
     else:
         body = spec
-    if body.startswith(("/", "\\")) or _WINDOWS_DRIVE.match(body):
+    if body.startswith(("/", "\\")) or re.match(_WINDOWS_DRIVE, body):
         return (f"file pattern {spec!r} is an absolute path; use paths relative to the repository root, "
                 "like 'src/' or '*.py'")
     if ".." in re.split(r"[/\\]", body):

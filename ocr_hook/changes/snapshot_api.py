@@ -34,6 +34,10 @@ class Snapshot(Protocol):
     def paths(self) -> tuple[str, ...]:
         """Every file path in the snapshot (repo-relative, '/'-separated)."""
 
+    def identity(self) -> str | None:
+        """A text naming exactly this snapshot's content (e.g. a commit's object id), or None when it cannot:
+        the pack memo is keyed on it, and an implementation without it simply gets no memo."""
+
     def grep(
         self,
         pattern: str,

@@ -129,14 +129,14 @@ def _from_memory(cache_dir: str | None, root: str, environ: Mapping[str, str]) -
     """The findings of the last review of this repository, from review memory (ocr_hook.store.memory)."""
     from pathlib import Path
 
-    from ocr_hook.store.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import run_cache_dir
 
     try:
         from ocr_hook.store.memory import last_review_findings
     except ImportError:  # a build without review memory
         raise ConfigError("no review memory in this version of ocr-hook: pass --from REPORT.json "
                           "(a review's --json-output)") from None
-    where = Path(cache_dir) if cache_dir else default_cache_dir(environ)
+    where = Path(run_cache_dir(cache_dir, environ))
     findings = last_review_findings(where, Path(root))
     if findings is None:
         raise ConfigError("no review of this repository is remembered (run ocr-hook review first, or pass "

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook import __version__
-from ocr_hook.changes.collect import collect_changes, repo_relative_paths
+from ocr_hook.changes import git
+from ocr_hook.changes.collect import collect_changes, diff_command, repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.scope import Scope
 from ocr_hook.commands.progress import Progress
@@ -70,26 +71,54 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     started = time.monotonic()
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
-    settings = load(root, config_file, flags, environ)
-    if adjust is not None:
-        settings = adjust(settings)
-    check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
-                        "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
-                        "--patch-output": settings.patch_output})
-    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
-    if not change_set.files:
-        # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
-        empty = ReviewResult(findings=[], files=[], scope=change_set.description,
-                             elapsed_s=time.monotonic() - started, notes=list(settings.notes))
-        return Reviewed(empty, change_set, {}, settings)
+    with git.prefetching():
+        relative = repo_relative_paths(root, cwd, paths)
+        if scope.kind == "staged" and head is not None:  # the staged diff runs while the settings load
+            git.prefetch(root, [diff_command(head, None, relative)])
+        settings = load(root, config_file, flags, environ)
+        if adjust is not None:
+            settings = adjust(settings)
+        check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
+                            "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
+                            "--patch-output": settings.patch_output})
+        change_set = collect_changes(root, scope, relative, environ, head=head)
+        if not change_set.files:
+            # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
+            empty = ReviewResult(findings=[], files=[], scope=change_set.description,
+                                 elapsed_s=time.monotonic() - started, notes=list(settings.notes))
+            return Reviewed(empty, change_set, {}, settings)
+        return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
+                             baseline_out, intent)
 
-    from ocr_hook.findings.dismissals import load_file
 
-    dismissed = load_file(root, settings.dismissals_file)  # before any paid work: a bad file is exit 2 now
+def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
+    """Start the git listings the run reads whole (the trusted revision, for guidance files; the reviewed
+    snapshot, for the context pack) now, so git runs beside the imports and the work that come first
+    (git.prefetch)."""
+    from ocr_hook.changes.snapshot import listing_command
+
+    ahead = []  # in the order the run asks: guidance, the context pack (memory's question repo_top asked)
+    if not git.is_empty_tree(change_set.base):  # as ocr_hook.guidance.resolve.trusted_revision decides
+        ahead.append(listing_command(change_set.base))
+    if settings.context:
+        ahead.append(listing_command(change_set.target))
+    git.prefetch(change_set.repo_root, ahead)
+
+
+def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
+                  on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
+                  shard: str | None, on_budget: Callable[[Budget], None] | None, baseline_out: str | None,
+                  intent: str | None) -> Reviewed:
     from ocr_hook.changes.snapshot import open_snapshot
 
-    snapshot = open_snapshot(root, change_set)
+    snapshot = open_snapshot(root, change_set)  # (its cat-file first: the first reads come before the listings')
     try:
+        _prefetch_git(change_set, settings)
+        dismissed: tuple[Dismissal, ...] = ()
+        if os.path.lexists(os.path.join(root, settings.dismissals_file)):  # (most repositories have none)
+            from ocr_hook.findings.dismissals import load_file
+
+            dismissed = load_file(root, settings.dismissals_file)  # before any paid work: a bad file is exit 2
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
@@ -130,13 +159,10 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
     """Review memory for this review's line of work, or None (memory off; --commit and --from/--to)."""
     if not settings.memory:
         return None
-    from pathlib import Path
-
     from ocr_hook.store.memory import open_memory
-    from ocr_hook.store.result_cache import default_cache_dir
+    from ocr_hook.store.result_cache import run_cache_dir
 
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ)
-    return open_memory(cache_dir, root, scope, environ, base_ref=change_set.base_ref)
+    return open_memory(run_cache_dir(settings.cache_dir, environ), root, scope, environ, base_ref=change_set.base_ref)
 
 
 def check_output_paths(paths: Mapping[str, str | None]) -> None:
@@ -214,10 +240,9 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
 def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
               guidance: Mapping[str, FileGuidance]) -> None:
-    """Record every file whose review completed, as it was sent (masked), with its findings."""
+    """Record every file whose review completed, with its findings (memory stores the text as sent: masked)."""
     from ocr_hook.agent import context_parts
-    from ocr_hook.secrets_mask import mask_secrets
-    from ocr_hook.store.memory import remembered_file
+    from ocr_hook.store.memory import FileReview
 
     done = {f.path: f.effort or "standard" for f in result.files
             if f.state in ("reviewed", "cached") and not f.incomplete}
@@ -231,11 +256,18 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
         content = snapshot.read_text(path)
         if content is None:
             continue
-        files.append(remembered_file(path, mask_secrets(content)[0],
-                                     context_parts(settings, guidance.get(path), effort), by_path.get(path, [])))
-    memory.record(files, result.findings)
+        files.append(FileReview(path, content, context_parts(settings, guidance.get(path), effort),
+                                by_path.get(path, [])))
+    memory.record(files, result.findings, mask=_masked)
     if memory.last_error:
         result.notes.append(memory.last_error)
+
+
+def _masked(text: str) -> str:
+    """The text as the model was sent it. Loaded only when memory writes: an unchanged re-run masks nothing."""
+    from ocr_hook.secrets_mask import mask_secrets
+
+    return mask_secrets(text)[0]
 
 
 def _apply_dismissals(result: ReviewResult, dismissed: Sequence[Dismissal], guidance: GuidancePlan,
@@ -265,11 +297,9 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                memory: MemoryStore | None = None,
                intent: tuple[str, str] | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
-    from pathlib import Path
-
     from ocr_hook.agent import FileGuidance, ReviewJob, review_files
     from ocr_hook.budget.ledger import Budget
-    from ocr_hook.store.result_cache import ResultCache, default_cache_dir
+    from ocr_hook.store.result_cache import ResultCache, run_cache_dir
 
     budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
                     deadline=started + settings.timeout, pricing=settings.pricing)
@@ -277,14 +307,14 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
         on_budget(budget)
     cache = None
     if settings.cache:
-        cache = ResultCache(Path(settings.cache_dir) if settings.cache_dir else default_cache_dir(environ))
+        cache = ResultCache(run_cache_dir(settings.cache_dir, environ))
     job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
                     cache=cache, on_event=on_event, environ=environ, intent=intent)
     if guidance is not None:
         job.guidance = {path: FileGuidance(sections, shared) for path, (sections, shared)
                         in guidance.prompt_guidance([f.path for f in files]).items()}
     if memory is not None:
-        job.memory, job.memory_id = memory.load(), memory.record_key
+        job.memory, job.memory_id = memory.remembered(), memory.record_key
     return review_files(job), dict(job.guidance)
 
 

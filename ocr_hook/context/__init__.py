@@ -6,21 +6,21 @@ request. Importing this package is cheap; the builders (ast, tree-sitter, git gr
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ocr_hook.changes.model import FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.settings import Settings
 
-__all__ = ["ContextEntry", "ContextPack", "build_pack", "prepare_packs"]
+__all__ = ["ContextEntry", "ContextPack", "PackSummary", "build_pack", "packs_key", "prepare_packs"]
 
 _KIND_LABEL = {"definition": "definition of", "caller": "call site of"}
 
 
-@dataclass(frozen=True, slots=True)
-class ContextEntry:
+# NamedTuples, not dataclasses: this package is loaded on every review, a fully cached one too, and a dataclass
+# compiles its methods from source when it is defined.
+class ContextEntry(NamedTuple):
     kind: str  # "definition" | "caller"
     name: str  # the name it is for
     path: str  # repo-relative path it was read from
@@ -35,8 +35,7 @@ class ContextEntry:
         return f"{_KIND_LABEL.get(self.kind, self.kind)} `{self.name}` ({where}):\n{_fence(numbered)}"
 
 
-@dataclass(frozen=True, slots=True)
-class ContextPack:
+class ContextPack(NamedTuple):
     entries: tuple[ContextEntry, ...]
     cut: int = 0  # entries left out for the budget (the pack says so in one line)
     masked: int = 0  # likely secrets masked in the entries' text
@@ -58,6 +57,17 @@ class ContextPack:
     @property
     def names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.entries)
+
+    def summary(self) -> PackSummary:
+        return PackSummary(self.render(), len(self.entries), self.cut)
+
+
+class PackSummary(NamedTuple):
+    """What a run's result-cache lookup and coverage need of a pack: what the pack memo keeps."""
+
+    text: str  # ContextPack.render(): part of the file's result-cache key
+    entries: int
+    cut: int
 
 
 def _fence(text: str) -> str:
@@ -84,3 +94,40 @@ def prepare_packs(changes: Sequence[FileChange], snapshot: Snapshot, settings: S
     from ocr_hook.context.pack import prepare
 
     prepare(changes, snapshot, settings)
+
+
+def packs_key(changes: Sequence[FileChange], snapshot: Snapshot, settings: Settings) -> str | None:
+    """A digest of everything the packs of `changes`, prepared together, are made from, for the pack memo
+    (ocr_hook.store.result_cache): the snapshot's content as it names it (a commit, or the index's whole
+    listing with every blob's id), the files' paths, states and diffs in order (the call-site search is
+    shared by the change set, so one file's pack may depend on the others), the settings the packs read,
+    the Python version (its ast parses) and, for other languages, which grammar is installed; the package
+    version stands for the builders' code and shipped data. None when the snapshot cannot name its content.
+
+    Not in it: core.ignorecase (asking git costs a process on every run). Toggling it between two runs on the
+    same index could leave the key of a file whose pack shows a path in another case unchanged: the memo
+    only ever decides a result-cache key, never what is sent, so at worst that file's earlier review is
+    reused."""
+    identity = getattr(snapshot, "identity", None)
+    named = identity() if identity is not None else None
+    if named is None:
+        return None
+    import json
+    import posixpath
+    import sys
+
+    from ocr_hook import __version__
+    from ocr_hook.digest import sha256_hex
+
+    others = sorted({posixpath.splitext(c.path)[1].lower() for c in changes} - {".py", ".pyi"})
+    if others:
+        from ocr_hook.context.tree_lang import installed
+    grammars = {ext: installed(ext) for ext in others}
+    parts = {
+        "version": __version__, "python": list(sys.version_info[:2]), "snapshot": named,
+        "files": [[c.path, str(c.status), c.is_binary, c.is_symlink, c.is_submodule, c.patch] for c in changes],
+        "settings": [settings.context_tokens, list(settings.exclude), list(settings.sensitive)],
+        "grammars": grammars,
+    }
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return sha256_hex(canonical.encode("ascii"))

@@ -21,7 +21,7 @@ from ocr_hook.context import ContextEntry, ContextPack
 
 if TYPE_CHECKING:
     from ocr_hook.changes.model import FileChange
-    from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
+    from ocr_hook.changes.snapshot_api import GrepHit, GrepResult, Snapshot
     from ocr_hook.settings import Settings
 
 DEFINITION_LINES = 8  # signature plus docstring and first statements
@@ -131,6 +131,15 @@ class Reader:
         self._texts[path] = found
         return found
 
+    def grep(self, pattern: str, specs: tuple[str, ...], max_per_file: int) -> GrepResult:
+        """A bounded Perl-regexp `git grep` over the snapshot. One that fails (timed out, git failed) marks the
+        run's packs as degraded: another run may find what this one missed, so they are not memoised."""
+        result = self.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=max_per_file,
+                                    timeout_s=GREP_TIMEOUT_S)
+        if result.error is not None:
+            self.memo["degraded"] = True
+        return result
+
     def _generated(self, text: str) -> bool:
         head = text.split("\n", self._marker_lines)[: self._marker_lines]
         if any(marker in line for line in head for marker in self._markers):
@@ -155,6 +164,11 @@ def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
             except TypeError:  # a snapshot that cannot be weakly referenced: a reader per file
                 pass
         return reader
+
+
+def degraded(snapshot: Snapshot, settings: Settings) -> bool:
+    """Whether a search for the packs of this snapshot failed (see _grep_calls): such packs are not memoised."""
+    return bool(reader_for(snapshot, settings).memo.get("degraded"))
 
 
 def language_for(path: str) -> Language:
@@ -311,8 +325,7 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
     alternatives = "|".join(re.escape(n) for n in bare)
     pattern = rf"\b({alternatives})\s*\("
     specs = tuple(f"*{ext}" for ext in extensions)
-    result = reader.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=MANY_SITES,
-                                  timeout_s=GREP_TIMEOUT_S)
+    result = reader.grep(pattern, specs, MANY_SITES)
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
     definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
                             rf"({alternatives})\s*\(")

@@ -20,7 +20,7 @@ from collections import Counter
 from functools import cache
 from typing import Any
 
-from ocr_hook.context.pack import DEFINITION_LINES, GREP_TIMEOUT_S, Analysis, Follow, Reader, Span, Want
+from ocr_hook.context.pack import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 # extension → (grammar module, its language function, our name, the extensions its code lives in)
 _JS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
@@ -51,6 +51,29 @@ def for_extension(ext: str) -> TreeLanguage | None:
     if spec is None:
         return None
     return _language(*spec)
+
+
+def installed(ext: str) -> str:
+    """Which grammar (and tree-sitter) files of an extension's language are installed, as a short text
+    that changes when one is installed, removed or upgraded: part of the pack memo's key. Found without
+    importing them."""
+    spec = _GRAMMARS.get(ext)
+    if spec is None:
+        return "grep"
+    modules = ["tree_sitter", spec[0]] + (["tree_sitter_javascript"] if spec[2] in ("typescript", "tsx") else [])
+    out = []
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        origin = found.origin if found is not None else None
+        try:
+            stat = os.stat(origin) if origin else None
+        except OSError:
+            stat = None
+        out.append(f"{module}:{origin}:{stat.st_size}:{stat.st_mtime_ns}" if stat is not None else f"{module}:-")
+    return "|".join(out)
 
 
 @cache
@@ -269,8 +292,7 @@ def _grep_wants(path: str, names: list[str], reader: Reader, extensions: tuple[s
     if not names:
         return []
     pattern = r"\b(" + "|".join(re.escape(n) for n in names) + r")\b"
-    result = reader.snapshot.grep(pattern, tuple(f"*{e}" for e in extensions), ignore_case=False, perl_regexp=True,
-                                  max_per_file=50, timeout_s=GREP_TIMEOUT_S)
+    result = reader.grep(pattern, tuple(f"*{e}" for e in extensions), 50)
     files: dict[str, set[str]] = {}
     word = re.compile(pattern)
     for hit in result.hits:

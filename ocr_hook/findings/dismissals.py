@@ -17,8 +17,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import yaml
 
@@ -69,8 +68,7 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
 _Loader = _StrictLoader
 
 
-@dataclass(frozen=True)
-class Dismissal:
+class Dismissal(NamedTuple):
     fingerprint: str
     path: str
     category: str
@@ -364,15 +362,13 @@ def apply(findings: Iterable[Finding], entries: Sequence[Dismissal], today: dt.d
           ) -> tuple[list[Finding], list[str]]:
     """The findings with `suppressed="dismissed"` and the reason where an unexpired entry names them, and a
     note for each finding an expired entry no longer suppresses. A finding suppressed earlier keeps that."""
-    import dataclasses
-
     live, lapsed = active(entries, today), expired(entries, today)
     out: list[Finding] = []
     notes: list[str] = []
     for f in findings:
         entry = live.get(f.fingerprint)
         if f.suppressed is None and entry is not None:
-            f = dataclasses.replace(f, suppressed="dismissed", suppression_reason=entry.reason)
+            f = f._replace(suppressed="dismissed", suppression_reason=entry.reason)
         elif f.suppressed is None and f.fingerprint in lapsed:
             old = lapsed[f.fingerprint]
             notes.append(f"the dismissal of {old.short_id} ({f.path}) in {name} expired on {old.expires}: the "

@@ -17,17 +17,22 @@ Anything that does not fit that one change gives no fix; a wrong edit is worse t
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ocr_hook.findings import Finding, Fix
-from ocr_hook.findings.normalise import Reading, clean_lines, readings, unfenced, without_line_numbers
 
+if TYPE_CHECKING:
+    from ocr_hook.findings.normalise import Reading
+
+# Only computing a fix reads quotes: a cached re-run settles and applies fixes without loading the quote
+# readings (ocr_hook.findings.normalise) or compiling these patterns.
 # Control characters and bidirectional overrides: never written into a file by a one-click fix (they
 # can make code read differently from what it does); such a suggestion stays text in the report.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-_DIFF_HEADER = re.compile(r"^(?:@@ .* @@|\+\+\+ (?:b/|/dev/null)|--- (?:a/|/dev/null))")
+_UNSAFE = functools.cache(lambda: re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]"))
+_DIFF_HEADER = functools.cache(lambda: re.compile(r"^(?:@@ .* @@|\+\+\+ (?:b/|/dev/null)|--- (?:a/|/dev/null))"))
 
 
 def _keys(lines: Iterable[str]) -> list[str]:
@@ -50,6 +55,7 @@ def _matching_reading(quote: str, block: Sequence[str]) -> Reading | None:
     """The first literal reading of the quote whose lines are exactly the block's (indentation aside).
 
     The model saw secrets masked, so a quote may match the masked block only."""
+    from ocr_hook.findings.normalise import readings
     from ocr_hook.secrets_mask import mask_secrets  # here: settling cached findings needs none of it
 
     wanted = [_keys(block)]
@@ -104,7 +110,7 @@ def _undiffed(lines: list[str]) -> list[str]:
         return lines
     out = []
     for line in lines:
-        if _DIFF_HEADER.match(line) or line[:1] == "-":
+        if _DIFF_HEADER().match(line) or line[:1] == "-":
             continue
         out.append(line[1:] if line[:1] in "+ " else line)
     return out
@@ -112,6 +118,8 @@ def _undiffed(lines: list[str]) -> list[str]:
 
 def _suggestion_lines(suggestion: str, reading: Reading, block: Sequence[str]) -> list[str]:
     """The suggestion's lines without the decorations the quote carried, blank lines around it dropped."""
+    from ocr_hook.findings.normalise import clean_lines, unfenced, without_line_numbers
+
     lines = list(clean_lines(suggestion))
     if unfenced(tuple(block)) is None:  # a fence in the file itself (Markdown) is content
         inner = unfenced(tuple(lines))
@@ -138,6 +146,8 @@ def _marker_lines(lines: Sequence[str]) -> bool:
 def _decorated_beyond_quote(suggestion: str, reading: Reading) -> bool:
     """The suggestion carries diff markers or `N|` prefixes that the quote, read literally, did not:
     stripping them would be a guess and keeping them would write them into the file."""
+    from ocr_hook.findings.normalise import clean_lines, without_line_numbers
+
     lines = clean_lines(suggestion)
     if not reading.marked and _marker_lines(lines) and not _marker_lines(reading.lines):
         return True
@@ -164,7 +174,7 @@ def compute_fix(quote: str, suggestion: str | None, text: str, start_line: int, 
 
     if not suggestion or not suggestion.strip() or MARKER in suggestion:
         return None
-    if _UNSAFE.search(suggestion.replace("\r\n", "\n")):
+    if _UNSAFE().search(suggestion.replace("\r\n", "\n")):
         return None
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -205,7 +215,7 @@ def settle(findings: Iterable[Finding]) -> list[Finding]:
         if all(end < s or start > e for s, e in spans):
             spans.append((start, end))
             kept.add(i)
-    return [f if f.fix is None or i in kept else dataclasses.replace(f, fix=None) for i, f in enumerate(items)]
+    return [f if f.fix is None or i in kept else f._replace(fix=None) for i, f in enumerate(items)]
 
 
 def _span(f: Finding) -> tuple[int, int]:

@@ -18,19 +18,17 @@ Line numbers are 1-based and inclusive, like Finding's; lines are split on "\n" 
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from ocr_hook.digest import sha256_hex
 from ocr_hook.findings.model import Finding
 
 Opcode = tuple[str, int, int, int, int]
 
 
 def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256_hex(text.encode("utf-8", "surrogateescape"))
 
 
 def split_lines(text: str) -> list[str]:
@@ -41,8 +39,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-@dataclass(frozen=True)
-class Remembered:
+class Remembered(NamedTuple):
     """One file as its last complete review saw it."""
 
     path: str
@@ -56,8 +53,7 @@ class Remembered:
         return content_hash(self.content)
 
 
-@dataclass(frozen=True)
-class Interdiff:
+class Interdiff(NamedTuple):
     """The line diff from the remembered content (old) to today's (new), as difflib opcodes."""
 
     old_lines: tuple[str, ...]
@@ -68,6 +64,8 @@ class Interdiff:
     def between(cls, old: str, new: str) -> Interdiff:
         a, b = split_lines(old), split_lines(new)
         # autojunk off: in a long file, frequent lines (blank, "}") must still match as themselves.
+        import difflib  # here: a run whose files all come from the result cache plans no re-review
+
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
         return cls(tuple(a), tuple(b), tuple(matcher.get_opcodes()))
 
@@ -132,20 +130,21 @@ class Interdiff:
 
     def unified(self, path: str, context: int = 3) -> str:
         """The interdiff as a unified diff, for the model."""
+        import difflib
+
         lines = difflib.unified_diff(self.old_lines, self.new_lines, f"a/{path} (at the last review)",
                                      f"b/{path} (now)", n=context, lineterm="")
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class MemoryPlan:
+class MemoryPlan(NamedTuple):
     """What the re-review of one file starts from."""
 
     path: str
     interdiff: Interdiff
     carried: tuple[Finding, ...]  # on untouched lines: today's line numbers, status carried or late
     recheck: tuple[Finding, ...]  # on touched or removed lines, or unanchored: as remembered
-    carried_ranges: tuple[tuple[int, int], ...] = field(default=())  # today's lines of each carried one
+    carried_ranges: tuple[tuple[int, int], ...] = ()  # today's lines of each carried one
 
 
 def _carried_status(earlier: Finding) -> str:
@@ -175,10 +174,9 @@ def _moved(f: Finding, start: int, end: int) -> Finding:
     shift = start - f.start_line
     fix = f.fix
     if fix is not None:
-        fix = dataclasses.replace(fix, start_line=fix.start_line + shift, end_line=fix.end_line + shift)
+        fix = fix._replace(start_line=fix.start_line + shift, end_line=fix.end_line + shift)
     # Suppressions are decided again on today's text (an inline marker may have been added or removed).
-    return dataclasses.replace(f, start_line=start, end_line=end, fix=fix, status=_carried_status(f),
-                               suppressed=None)
+    return f._replace(start_line=start, end_line=end, fix=fix, status=_carried_status(f), suppressed=None)
 
 
 def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -192,8 +190,7 @@ def _matches(f: Finding, earlier: Finding, earlier_now: tuple[int, int] | None) 
             and _overlap((f.start_line, f.end_line), earlier_now))
 
 
-@dataclass(frozen=True)
-class Classified:
+class Classified(NamedTuple):
     findings: list[Finding]  # this review's findings with their status, the carried ones included
     resolved: list[Finding]  # earlier findings not re-reported, as they were at the earlier review
 
@@ -215,11 +212,11 @@ def classify(plan: MemoryPlan, findings: Sequence[Finding], *, complete: bool = 
                     if not confirmed[i] and _matches(f, r, recheck_now[i])), None)
         if hit is not None:
             confirmed[hit] = True
-            out.append(dataclasses.replace(f, status=_carried_status(plan.recheck[hit])))
+            out.append(f._replace(status=_carried_status(plan.recheck[hit])))
         elif not f.anchored or diff.touches_new(f.start_line, f.end_line):
-            out.append(dataclasses.replace(f, status="new"))
+            out.append(f._replace(status="new"))
         else:
-            out.append(dataclasses.replace(f, status="late"))
+            out.append(f._replace(status="late"))
     resolved: list[Finding] = []
     for i, earlier in enumerate(plan.recheck):
         if confirmed[i]:
@@ -228,9 +225,9 @@ def classify(plan: MemoryPlan, findings: Sequence[Finding], *, complete: bool = 
             resolved.append(earlier)
         elif recheck_now[i] is not None:
             start, end = recheck_now[i]  # type: ignore[misc]
-            out.append(dataclasses.replace(earlier, start_line=start, end_line=end, fix=None,
-                                           status=_carried_status(earlier), suppressed=None,
-                                           anchor_note="lines changed since the last review; not re-checked"))
+            out.append(earlier._replace(start_line=start, end_line=end, fix=None, status=_carried_status(earlier),
+                                        suppressed=None,
+                                        anchor_note="lines changed since the last review; not re-checked"))
     return Classified(out, resolved)
 
 

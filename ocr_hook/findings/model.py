@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
-from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any, NamedTuple
 
 STATUSES = ("new", "carried", "late")
 
@@ -35,8 +37,7 @@ class Category(StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
-class Comment:
+class Comment(NamedTuple):
     """One `code_comment` entry as the model gave it, before anchoring."""
 
     path: str
@@ -50,8 +51,7 @@ class Comment:
     truncated: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Fix:
+class Fix(NamedTuple):
     """Whole lines `start_line`..`end_line` (1-based, inclusive) of the reviewed file replaced by
     `replacement`: the new lines joined by "\n", without a final line break."""
 
@@ -64,9 +64,21 @@ class Fix:
         return {"start_line": self.start_line, "end_line": self.end_line, "replacement": self.replacement}
 
 
-@dataclass(frozen=True, slots=True)
+_FIELDS = ("path", "start_line", "end_line", "severity", "category", "message", "suggestion", "anchored",
+           "fingerprint", "existing_code", "anchor_note", "suppressed", "suppression_reason", "fix", "status", "extra")
+_values = operator.attrgetter(*_FIELDS)
+_identity = operator.attrgetter(*_FIELDS[:-2])  # all but status and extra
+_set = object.__setattr__  # Finding refuses assignment; its __init__ goes around that
+
+
 class Finding:
-    """An anchored (or deliberately unanchored) comment: what every output reports."""
+    """An anchored (or deliberately unanchored) comment: what every output reports.
+
+    Immutable; change one with `_replace`, as the NamedTuples beside it. Equal and hashable on every field
+    but `status` and `extra`, so it cannot be a NamedTuple; nor is it a frozen dataclass, whose methods
+    Python compiles from source when the class is created (about a millisecond, on every cached run)."""
+
+    __slots__ = _FIELDS
 
     path: str
     start_line: int  # 1-based; 0 when unanchored
@@ -77,15 +89,52 @@ class Finding:
     suggestion: str | None
     anchored: bool
     fingerprint: str
-    existing_code: str = ""
-    anchor_note: str | None = None  # e.g. "quoted code was deleted; shown where it was"
-    suppressed: str | None = None  # None, "baseline", "inline" or "dismissed"
-    suppression_reason: str | None = None  # why, when the team gave a reason (a dismissal's)
-    fix: Fix | None = None  # the suggestion as an applicable edit (ocr_hook.findings.fixes), when it is one
+    existing_code: str
+    anchor_note: str | None  # e.g. "quoted code was deleted; shown where it was"
+    suppressed: str | None  # None, "baseline", "inline" or "dismissed"
+    suppression_reason: str | None  # why, when the team gave a reason (a dismissal's)
+    fix: Fix | None  # the suggestion as an applicable edit (ocr_hook.findings.fixes), when it is one
     # Review memory (ocr_hook.findings.memory): "new", "carried" from the last review, or "late" (raised
-    # now on lines unchanged since then). Not part of a finding's identity.
-    status: str = field(default="new", compare=False, hash=False)
-    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    # now on lines unchanged since then). Not part of a finding's identity, nor is `extra`.
+    status: str
+    extra: dict[str, str]
+
+    def __init__(self, path: str, start_line: int, end_line: int, severity: Severity, category: Category,
+                 message: str, suggestion: str | None, anchored: bool, fingerprint: str, existing_code: str = "",
+                 anchor_note: str | None = None, suppressed: str | None = None,
+                 suppression_reason: str | None = None, fix: Fix | None = None, status: str = "new",
+                 extra: dict[str, str] | None = None) -> None:
+        values = (path, start_line, end_line, severity, category, message, suggestion, anchored, fingerprint,
+                  existing_code, anchor_note, suppressed, suppression_reason, fix, status,
+                  {} if extra is None else extra)
+        for name, value in zip(_FIELDS, values, strict=True):
+            _set(self, name, value)
+
+    def _replace(self, **changes: Any) -> Finding:
+        """A copy with the given fields changed (TypeError for a name that is not a field)."""
+        return type(self)(**{**dict(zip(_FIELDS, _values(self), strict=True)), **changes})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Finding):
+            return NotImplemented
+        return bool(_identity(self) == _identity(other))
+
+    def __hash__(self) -> int:
+        return hash(_identity(self))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in zip(_FIELDS, _values(self), strict=True))
+        return f"{type(self).__name__}({shown})"
+
+    def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
+        # copy and pickle would otherwise restore the slots through __setattr__, which refuses
+        return type(self), _values(self)
 
 
 def shown_suggestion(f: Finding) -> str | None:
@@ -93,12 +142,13 @@ def shown_suggestion(f: Finding) -> str | None:
     return f.fix.replacement if f.fix is not None else f.suggestion
 
 
-_SPACE = re.compile(r"\s+")
+_SPACE = functools.cache(lambda: re.compile(r"\s+"))  # compiled on first use: a cached re-run fingerprints nothing
 
 
 def normalise_code(code: str) -> str:
     """Whitespace-insensitive form of quoted code, stable across re-indentation."""
-    return "\n".join(_SPACE.sub(" ", line).strip() for line in code.splitlines() if line.strip())
+    space = _SPACE()
+    return "\n".join(space.sub(" ", line).strip() for line in code.splitlines() if line.strip())
 
 
 def fingerprint(path: str, category: Category | str, existing_code: str, message: str = "") -> str:
@@ -106,9 +156,8 @@ def fingerprint(path: str, category: Category | str, existing_code: str, message
 
     The message only breaks ties when no code was quoted, because model wording varies run to run.
     """
-    import hashlib  # here, not at the top: loading OpenSSL costs the idle run (nothing staged) ~3 ms
+    from ocr_hook.digest import sha256_hex  # here: the idle run (nothing staged) makes no fingerprint
 
     code = normalise_code(existing_code)
     basis = code if code else normalise_code(message)
-    digest = hashlib.sha256("\0".join([path, str(category), basis]).encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:32]
+    return sha256_hex("\0".join([path, str(category), basis]).encode("utf-8", "surrogateescape"))[:32]

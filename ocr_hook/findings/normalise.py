@@ -7,9 +7,9 @@ than none.
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 SideHint = Literal["any", "new", "old", "diff"]
 
@@ -30,17 +30,21 @@ _TRIVIAL_WORDS = frozenset(
     enum module package namespace extends implements with where match when catch rescue ensure
     """.split()
 )
-_WORD = re.compile(r"[^\W_]+")
-_LINE_NUMBER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*[|│:]|\t)")
+# Each pattern compiles on first use (functools.cache): compiling them all takes about a millisecond, which
+# only a run that reads quotes (anchoring comments, computing fixes) needs to spend.
+_WORD = functools.cache(lambda: re.compile(r"[^\W_]+"))
+_LINE_NUMBER = functools.cache(lambda: re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*[|│:]|\t)"))
 # diff header lines a model may copy along with marked lines; never code in a marked snippet
-_DIFF_HEADER = re.compile(r"^(?:@@ .* @@|diff --git |index [0-9a-f]+\.\.|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null))")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_DIFF_HEADER = functools.cache(lambda: re.compile(
+    r"^(?:@@ .* @@|diff --git |index [0-9a-f]+\.\.|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null))"))
+_FENCE = functools.cache(lambda: re.compile(r"^\s*(```|~~~)"))
 # A whole line standing for skipped lines: "...", "…", "// ...", "# … rest unchanged", "[...]".
 # Not "...rest," (a JavaScript spread) nor Python's bare "..." taken literally: the literal reading
 # is always tried first, so these only apply once the literal snippet has failed.
-_ELLIPSIS_LINE = re.compile(r"^(?:(?://|#|--|;|/\*|<!--)(?:\.{2,}|…).*|\.{3,}|…+|[\[({](?:\.{3}|…)[\])}])$")
-_TRAILING_DOTS = re.compile(r"(?:\.{3}|…)$")
-_LEADING_DOTS = re.compile(r"^(?:\.{3}|…)")
+_ELLIPSIS_LINE = functools.cache(lambda: re.compile(
+    r"^(?:(?://|#|--|;|/\*|<!--)(?:\.{2,}|…).*|\.{3,}|…+|[\[({](?:\.{3}|…)[\])}])$"))
+_TRAILING_DOTS = functools.cache(lambda: re.compile(r"(?:\.{3}|…)$"))
+_LEADING_DOTS = functools.cache(lambda: re.compile(r"^(?:\.{3}|…)"))
 
 
 def norm_line(text: str) -> str:
@@ -50,18 +54,17 @@ def norm_line(text: str) -> str:
 
 def is_trivial(key: str) -> bool:
     """True for a normalised line that says nothing on its own: braces, `end`, `pass`, `x=0`."""
-    words = _WORD.findall(key)
+    words = _WORD().findall(key)
     if sum(len(w) for w in words) < 3:
         return True
     return len(words) == 1 and words[0].lower() in _TRIVIAL_WORDS
 
 
 def is_ellipsis_line(key: str) -> bool:
-    return bool(_ELLIPSIS_LINE.match(key))
+    return bool(_ELLIPSIS_LINE().match(key))
 
 
-@dataclass(frozen=True, slots=True)
-class Form:
+class Form(NamedTuple):
     """One reading of the snippet: its lines after a set of textual rewrites."""
 
     lines: tuple[str, ...]  # right-stripped; blank lines are ignored by the matcher
@@ -69,8 +72,7 @@ class Form:
     start_hint: int | None = None  # line number copied from the first quoted `N|` code line
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(NamedTuple):
     """Consecutive non-blank lines; the first may be a line's tail, the last a line's head."""
 
     keys: tuple[str, ...]
@@ -88,7 +90,7 @@ def clean_lines(snippet: str) -> tuple[str, ...]:
 
 def unfenced(lines: tuple[str, ...]) -> tuple[str, ...] | None:
     body = [i for i, line in enumerate(lines) if line.strip()]
-    if len(body) >= 3 and _FENCE.match(lines[body[0]]) and _FENCE.match(lines[body[-1]]):
+    if len(body) >= 3 and _FENCE().match(lines[body[0]]) and _FENCE().match(lines[body[-1]]):
         return lines[body[0] + 1 : body[-1]]
     return None
 
@@ -101,7 +103,7 @@ def without_line_numbers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], int] 
         if not line.strip():
             out.append("")
             continue
-        found = _LINE_NUMBER.match(line)
+        found = _LINE_NUMBER().match(line)
         if not found:
             return None
         rest = line[found.end() :]
@@ -118,7 +120,7 @@ def without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint] 
     kept: list[str] = []
     plus = minus = False
     for line in lines:
-        if _DIFF_HEADER.match(line):
+        if _DIFF_HEADER().match(line):
             continue
         if line[:1] == "+":
             plus = True
@@ -134,8 +136,7 @@ def without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint] 
     return tuple(kept), side
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(NamedTuple):
     """One literal reading of a quote (as written, or without its code fence, `N|` prefixes or diff
     markers) and which of those decorations were removed to get it."""
 
@@ -157,12 +158,12 @@ def readings(snippet: str) -> list[Reading]:
     for reading in list(out):
         numbered = without_line_numbers(reading.lines)
         if numbered is not None:
-            out.append(replace(reading, lines=numbered[0], numbered=True, start_hint=numbered[1]))
+            out.append(reading._replace(lines=numbered[0], numbered=True, start_hint=numbered[1]))
     for reading in list(out):
         marked = without_markers(reading.lines)
         if marked is not None:
-            out.append(replace(reading, lines=marked[0], marked=True, side=marked[1],
-                               start_hint=reading.start_hint if marked[1] == "new" else None))
+            out.append(reading._replace(lines=marked[0], marked=True, side=marked[1],
+                                        start_hint=reading.start_hint if marked[1] == "new" else None))
     return out
 
 
@@ -216,13 +217,13 @@ def _gap_reading(keys: list[str], literal_edges: bool) -> Pattern | None:
             marked = True
             close(False)
             continue
-        lead = _LEADING_DOTS.match(key)
+        lead = _LEADING_DOTS().match(key)
         if lead and len(key) > lead.end():
             marked = True
             close(False)
             key = key[lead.end() :]
             cut_first = True
-        trail = _TRAILING_DOTS.search(key)
+        trail = _TRAILING_DOTS().search(key)
         if trail and trail.start() > 0:
             marked = True
             current.append(key[: trail.start()])
@@ -240,14 +241,14 @@ def loose_patterns(base: Pattern) -> list[Pattern]:
     first, last = base[0], base[-1]
     if len(base) == 1:
         return [
-            (replace(first, cut_last=True),),
-            (replace(first, cut_first=True),),
-            *([(replace(first, cut_first=True, cut_last=True),)] if len(first.keys) > 1 else []),
+            (first._replace(cut_last=True),),
+            (first._replace(cut_first=True),),
+            *([(first._replace(cut_first=True, cut_last=True),)] if len(first.keys) > 1 else []),
         ]
     return [
-        (*base[:-1], replace(last, cut_last=True)),
-        (replace(first, cut_first=True), *base[1:]),
-        (replace(first, cut_first=True), *base[1:-1], replace(last, cut_last=True)),
+        (*base[:-1], last._replace(cut_last=True)),
+        (first._replace(cut_first=True), *base[1:]),
+        (first._replace(cut_first=True), *base[1:-1], last._replace(cut_last=True)),
     ]
 
 

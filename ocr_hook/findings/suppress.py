@@ -7,12 +7,10 @@ timestamps), sorted, so it survives unrelated edits and diffs cleanly in review.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings import Finding
@@ -31,9 +29,10 @@ def baseline_text(findings: Iterable[Finding]) -> str:
 
 def load_baseline(path: str | os.PathLike[str]) -> frozenset[str]:
     """The fingerprints in a baseline file; any problem is a one-line ConfigError."""
-    where = Path(path)
+    where = os.fspath(path)
     try:
-        raw = where.read_text(encoding="utf-8")
+        with open(where, encoding="utf-8") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         raise ConfigError(f"baseline file not found: {where} (create it with 'ocr-hook baseline')") from None
     except OSError as exc:
@@ -73,8 +72,8 @@ def apply_suppressions(
     for f in findings:
         if f.suppressed is None:
             if f.fingerprint in baseline:
-                f = dataclasses.replace(f, suppressed="baseline")
+                f = f._replace(suppressed="baseline")
             elif has_inline_marker(f, file_texts.get(f.path)):
-                f = dataclasses.replace(f, suppressed="inline")
+                f = f._replace(suppressed="inline")
         out.append(f)
     return out

@@ -8,9 +8,8 @@ is a symbolic link; binary or undecodable content is refused after reading and n
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ocr_hook.changes.selection import is_sensitive
 from ocr_hook.changes.snapshot_api import Snapshot
@@ -20,8 +19,7 @@ FILE_CAP_BYTES = 16 * 1024  # one guidance file
 PER_REVIEWED_FILE_CAP_BYTES = 48 * 1024  # all guidance of one reviewed file
 
 
-@dataclass(frozen=True)
-class GuidanceText:
+class GuidanceText(NamedTuple):
     source: str  # the guidance file's path, or a rule's label
     kind: str  # "review" | "context" | "rule"
     revision: str | None  # the commit it was read at; None for inline rule text (from the settings)
@@ -71,7 +69,7 @@ class GuidanceReader:
         item = self._read[path]
         # One file may serve as REVIEW.md for some paths and as a rule's instructions_file for others:
         # each use keeps its own kind (how it is labelled and what the cap keeps first).
-        return item if item is None or item.kind == kind else dataclasses.replace(item, kind=kind)
+        return item if item is None or item.kind == kind else item._replace(kind=kind)
 
     def _load(self, path: str, kind: str) -> GuidanceText | None:
         if self.snapshot is None or path not in self._present:

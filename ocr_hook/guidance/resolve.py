@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ocr_hook.changes.globs import GitIgnoreGlobs
 from ocr_hook.changes.model import ChangeSet, FileStatus
 from ocr_hook.changes.selection import is_sensitive
 from ocr_hook.errors import ConfigError
-from ocr_hook.findings.dismissals import Dismissal
 from ocr_hook.guidance.discovery import (
     FILE_CAP_BYTES,
     PER_REVIEWED_FILE_CAP_BYTES,
@@ -28,24 +27,36 @@ from ocr_hook.guidance.rules import GuidanceRule, rules_of
 from ocr_hook.outcome import FileNote
 from ocr_hook.settings import REPO_CONFIG_NAME, Settings
 
+if TYPE_CHECKING:
+    from ocr_hook.findings.dismissals import Dismissal
+
 MIN_PART_BYTES = 1024  # less room than this for a part that is longer: left out rather than cut
 _KIND_WORDS = {"review": "review guidance", "context": "project context", "rule": "path rule",
                "dismissed": "findings dismissed before"}
 
 
-@dataclass
 class GuidancePlan:
-    revision: str | None  # the trusted revision's commit; None before the first commit
-    revision_label: str  # e.g. "abc123def456 (HEAD)"
-    per_path: dict[str, tuple[GuidanceText, ...]]  # after the per-reviewed-file cap
-    ignore: dict[str, dict[str, str]]  # path → category → the rule that silences it
-    notes: list[str] = field(default_factory=list)
-    file_notes: list[FileNote] = field(default_factory=list)  # their text is in `notes` too
-    # The dismissals file as the trusted revision has it (teaching reads it; the review names what the work
-    # tree's file adds to it), and per path the entries taught to that file's review.
-    trusted_dismissals: tuple[Dismissal, ...] = ()
-    dismissals: dict[str, tuple[Dismissal, ...]] = field(default_factory=dict)
-    dismissals_teach: bool = True  # False: the file's path is sensitive
+    """The run's guidance per changed file. `resolve_guidance` fills it in as it reads, so it is a plain slotted
+    class: a dataclass's methods would be compiled from source when this module loads, on every cached run."""
+
+    __slots__ = ("revision", "revision_label", "per_path", "ignore",  # noqa: RUF023  (the constructor's order)
+                 "notes", "file_notes", "trusted_dismissals", "dismissals", "dismissals_teach")
+
+    def __init__(self, revision: str | None, revision_label: str, per_path: dict[str, tuple[GuidanceText, ...]],
+                 ignore: dict[str, dict[str, str]], notes: list[str] | None = None,
+                 file_notes: list[FileNote] | None = None, trusted_dismissals: tuple[Dismissal, ...] = (),
+                 dismissals: dict[str, tuple[Dismissal, ...]] | None = None, dismissals_teach: bool = True) -> None:
+        self.revision = revision  # the trusted revision's commit; None before the first commit
+        self.revision_label = revision_label  # e.g. "abc123def456 (HEAD)"
+        self.per_path = per_path  # after the per-reviewed-file cap
+        self.ignore = ignore  # path → category → the rule that silences it
+        self.notes = [] if notes is None else notes
+        self.file_notes = [] if file_notes is None else file_notes  # their text is in `notes` too
+        # The dismissals file as the trusted revision has it (teaching reads it; the review names what the work
+        # tree's file adds to it), and per path the entries taught to that file's review.
+        self.trusted_dismissals = trusted_dismissals
+        self.dismissals = {} if dismissals is None else dismissals
+        self.dismissals_teach = dismissals_teach  # False: the file's path is sensitive
 
     def sections(self, path: str) -> tuple[str, ...]:
         return tuple(section_text(item) for item in self.per_path.get(path, ()))

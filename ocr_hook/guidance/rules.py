@@ -8,8 +8,7 @@ plan), so every bad shape is still a one-line ConfigError naming the key and the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ocr_hook.errors import ConfigError
 from ocr_hook.settings import RawRules, Settings
@@ -19,8 +18,7 @@ RULE_KEYS = ("paths", "instructions", "instructions_file", "ignore_categories", 
 RULE_EFFORTS = ("quick", "standard", "deep")
 
 
-@dataclass(frozen=True)
-class GuidanceRule:
+class GuidanceRule(NamedTuple):
     """One `rules` entry: guidance (inline or from a file at the trusted revision) for matching paths."""
 
     number: int  # 1-based position in the list, for messages

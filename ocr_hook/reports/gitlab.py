@@ -15,10 +15,10 @@ with no file (budget, filter counts, …) stay in the other reports.
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import gate
+from ocr_hook.digest import sha256_hex
 from ocr_hook.findings import Category, Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, dumps_json, line_range, sorted_findings
@@ -43,7 +43,7 @@ DISMISSED_CHECK = f"{TOOL_NAME}/dismissed"
 
 
 def _digest(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))[:32]
 
 
 def unique_fingerprint(fingerprint: str, taken: set[str]) -> str:

@@ -19,8 +19,10 @@ import json
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _HEX = frozenset("0123456789abcdef")
 _STALE_TEMP_S = 3600.0  # a temporary file this old belongs to a run that died mid-write
@@ -34,27 +36,46 @@ def is_key(key: str) -> bool:
 class JsonFileStore:
     """JSON documents `{"format": N, "key": K, ...}` by key in `directory`, created on the first write."""
 
-    def __init__(self, directory: Path, *, format_version: int, max_entry_bytes: int, what: str,
-                 base: Path | None = None) -> None:
-        self.directory = Path(directory)
-        self.base = Path(base) if base is not None else self.directory  # the cache_dir: links below it refused
+    def __init__(self, directory: str | os.PathLike[str], *, format_version: int, max_entry_bytes: int, what: str,
+                 base: str | os.PathLike[str] | None = None) -> None:
+        # Kept as text: reading and touching entries (all a run answered from the cache does) need no pathlib,
+        # which a run would otherwise load for this alone (~3 ms with what it imports).
+        self._directory = os.fspath(directory)
+        self._base = os.fspath(base) if base is not None else self._directory  # the cache_dir: links below refused
         self.format_version = format_version
         self.max_entry_bytes = max_entry_bytes
         self.what = what  # names the store in a write error, e.g. "the result cache"
         self.last_error: str | None = None  # the latest write failure, for a warning; reads never fail
 
+    @property
+    def directory(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._directory)
+
+    @property
+    def base(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._base)
+
     def entry(self, key: str) -> Path:
+        from pathlib import Path
+
+        return Path(self._entry(key))
+
+    def _entry(self, key: str) -> str:
         if not is_key(key):
             raise ValueError("store keys are sha256 hex digests")
-        return self.directory / key[:2] / f"{key}.json"
+        return os.path.join(self._directory, key[:2], f"{key}.json")
 
     def read(self, key: str) -> dict[str, Any] | None:
         """The document stored under `key`, or None when absent, unreadable, oversized, corrupt or outdated."""
         from ocr_hook.bounded_read import Refused, linked_component, read_regular_file
 
-        path = self.entry(key)
+        path = self._entry(key)
         try:
-            if linked_component(self.base, path.parent) is not None:
+            if linked_component(self._base, os.path.dirname(path)) is not None:
                 return None
             raw = read_regular_file(path, self.max_entry_bytes)
             # surrogateescape paths arrive as \udcXX escapes, which json restores unchanged.
@@ -88,16 +109,16 @@ class JsonFileStore:
             return False
         return True
 
-    def link_below(self, path: Path) -> str | None:
+    def link_below(self, path: str | os.PathLike[str]) -> str | None:
         """The first symbolic link from below `base` down to `path`, or None."""
         from ocr_hook.bounded_read import linked_component
 
-        return linked_component(self.base, path)
+        return linked_component(self._base, path)
 
     def touch(self, key: str) -> None:
         """Mark an entry as just used (its file's time), so pruning keeps it like a fresh write."""
-        path = self.entry(key)
-        if self.link_below(path.parent) is None:
+        path = self._entry(key)
+        if self.link_below(os.path.dirname(path)) is None:
             with contextlib.suppress(OSError):
                 os.utime(path, follow_symlinks=False)
 

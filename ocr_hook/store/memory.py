@@ -21,19 +21,21 @@ nor write memory.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.changes.scope import Scope
+from ocr_hook.digest import sha256_hex
 from ocr_hook.findings import Finding
-from ocr_hook.findings.memory import Remembered, content_hash, split_lines
 from ocr_hook.findings.serial import finding_to_json, finding_to_report, findings_from_json
 from ocr_hook.store.files import JsonFileStore
+
+if TYPE_CHECKING:
+
+    from ocr_hook.findings.memory import Remembered
 
 FORMAT_VERSION = 1
 MEMORY_DIR = "memory"
@@ -42,11 +44,11 @@ MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten f
 MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
 
-__all__ = ["MemoryStore", "last_review_findings", "line_of_work", "open_memory", "repository_id"]
+__all__ = ["FileReview", "MemoryStore", "last_review_findings", "line_of_work", "open_memory", "repository_id"]
 
 
 def _digest(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256_hex("\0".join(parts).encode("utf-8", "surrogateescape"))
 
 
 def repository_id(repo_root: str | os.PathLike[str]) -> str:
@@ -62,12 +64,15 @@ def _repository_and_branch(repo_root: str) -> tuple[str, str | None]:
     HEAD is detached, unborn or ambiguous (a tag named HEAD), where _current_branch asks on its own."""
     from ocr_hook.changes import git
 
-    proc = git.run_git(repo_root, ["rev-parse", "--path-format=absolute", "--git-common-dir",
-                                   "--symbolic-full-name", "HEAD"], ok_codes=(0, 128))
-    lines = git.decode(proc.stdout).splitlines()
+    learned = git.learned_head(repo_root)
+    if learned is not None:
+        lines, complete = list(learned), True
+    else:
+        proc = git.run_git(repo_root, git.COMMON_DIR_AND_BRANCH, ok_codes=(0, 128))
+        lines, complete = git.decode(proc.stdout).splitlines(), proc.returncode == 0
     if not lines or not lines[0]:
         return repository_id(repo_root), None  # its own call words the error
-    branch = lines[1] if proc.returncode == 0 and len(lines) == 2 else ""
+    branch = lines[1] if complete and len(lines) == 2 else ""
     named = f"branch:{branch.removeprefix('refs/heads/')}" if branch.startswith("refs/heads/") else None
     return os.path.realpath(lines[0]), named
 
@@ -106,12 +111,14 @@ def _current_branch(repo_root: str) -> str:
     return f"detached:{head}" if head else "detached:(no commit)"
 
 
-def _store(cache_dir: Path) -> JsonFileStore:
-    return JsonFileStore(Path(cache_dir) / MEMORY_DIR, format_version=FORMAT_VERSION,
-                         max_entry_bytes=MAX_RECORD_BYTES, what="review memory", base=Path(cache_dir))
+def _store(cache_dir: str | os.PathLike[str]) -> JsonFileStore:
+    return JsonFileStore(os.path.join(cache_dir, MEMORY_DIR), format_version=FORMAT_VERSION,
+                         max_entry_bytes=MAX_RECORD_BYTES, what="review memory", base=cache_dir)
 
 
 def _remembered_from_json(path: str, data: Any) -> Remembered:
+    from ocr_hook.findings.memory import Remembered, content_hash
+
     if not isinstance(data, dict):
         raise ValueError("a file entry must be an object")
     content, sha, at = data["content"], data["sha"], data["at"]
@@ -130,6 +137,8 @@ def _remembered_from_json(path: str, data: Any) -> Remembered:
 
 
 def _remembered_to_json(item: Remembered) -> dict[str, Any]:
+    from ocr_hook.findings.memory import split_lines
+
     lines = split_lines(item.content)
 
     def with_lines(f: Finding) -> dict[str, Any]:
@@ -146,7 +155,7 @@ def _remembered_to_json(item: Remembered) -> dict[str, Any]:
 class MemoryStore:
     """One repository's memory along one line of work."""
 
-    def __init__(self, cache_dir: Path, repo: str, line: str) -> None:
+    def __init__(self, cache_dir: str | os.PathLike[str], repo: str, line: str) -> None:
         self.store = _store(cache_dir)
         self.repo = repo
         self.line = line
@@ -174,23 +183,38 @@ class MemoryStore:
                 continue
         return out
 
-    def record(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> None:
+    def remembered(self) -> Mapping[str, Remembered]:
+        """`load()`, read on first use: a run whose files all come from the result cache never reads it."""
+        return _OnFirstUse(self.load)
+
+    def record(self, files: Sequence[FileReview], run_findings: Sequence[Finding], *,
+               mask: Callable[[str], str]) -> None:
         """Remember `files` (replacing their earlier entries) and this run as the repository's latest review.
+        Each file's text is stored as `mask` leaves it (as it was sent: secrets masked), beside the digest of
+        the text as reviewed (`source`).
 
         Read, merge, write under the store's lock: two reviews of one line of work at once each add their
         files to what the other wrote (unlocked, the later write would drop the earlier one's files and turn
         a late finding into a new, blocking one); the later one wins for the files both reviewed.
 
         An unchanged re-run (every file answered from the result cache) finds the same entries already
-        stored: they are then only marked as used (their files' times), without the lock or a write."""
-        if self._already_recorded(files, run_findings):
+        stored (the same source digest, context and findings): they are then only marked as used (their
+        files' times), without masking anything, the lock or a write."""
+        sources = {item.path: _digest(item.text) for item in files}
+        if self._already_recorded(files, sources, run_findings):
             return
+        # Here, not at the top: an unchanged re-run (the common case) loads none of the re-review code.
+        from ocr_hook.findings.memory import Remembered
+
+        remembered = [Remembered(item.path, mask(item.text), dict(item.context), tuple(item.findings), time.time())
+                      for item in files]
         with self.store.locked() as held:
-            self._record(files, run_findings)
+            self._record(remembered, sources, run_findings)
         if not held and self.store.last_error is None:
             self.store.last_error = f"review memory: could not lock {self.store.directory}; recorded unlocked"
 
-    def _already_recorded(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> bool:
+    def _already_recorded(self, files: Sequence[FileReview], sources: Mapping[str, str],
+                          run_findings: Sequence[Finding]) -> bool:
         stored, latest = self._read(), self.store.read(self.latest_key)
         if latest is None or latest.get("repo") != self.repo or latest.get("line") != self.line:
             return False
@@ -198,16 +222,22 @@ class MemoryStore:
             return False
         for item in files:
             old = stored.get(item.path)
-            if not isinstance(old, dict) or _without_time(old) != _without_time(_as_stored(_remembered_to_json(item))):
+            # The same text as reviewed and the same context (the ocr-hook version among it) give the same
+            # masked content and so the same quoted lines: the findings are compared without them.
+            if (not isinstance(old, dict) or old.get("source") != sources[item.path]
+                    or old.get("context") != dict(item.context) or not isinstance(old.get("findings"), list)
+                    or [_without(f, "lines_text") for f in old["findings"]]
+                    != _as_stored([finding_to_json(f) for f in item.findings])):
                 return False
         for key in (self.record_key, self.latest_key):
             self.store.touch(key)
         return True
 
-    def _record(self, files: Sequence[Remembered], run_findings: Sequence[Finding]) -> None:
+    def _record(self, files: Sequence[Remembered], sources: Mapping[str, str],
+                run_findings: Sequence[Finding]) -> None:
         merged: dict[str, Any] = dict(self._read())
         for item in files:
-            merged[item.path] = _remembered_to_json(item)
+            merged[item.path] = {**_remembered_to_json(item), "source": sources[item.path]}
         newest = sorted(merged.items(), key=lambda kv: _entry_time(kv[1]), reverse=True)[:MAX_FILES_PER_RECORD]
         # Within the size bound: the files of this run first (they are the newest), then older ones.
         budget = MAX_RECORD_BYTES - 4096
@@ -229,8 +259,8 @@ def _as_stored(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=True))
 
 
-def _without_time(entry: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if k != "at"}
+def _without(entry: Any, name: str) -> Any:
+    return {k: v for k, v in entry.items() if k != name} if isinstance(entry, dict) else entry
 
 
 def _entry_time(entry: Any) -> float:
@@ -241,7 +271,7 @@ def _entry_time(entry: Any) -> float:
         return 0.0
 
 
-def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[str, str], *,
+def open_memory(cache_dir: str | os.PathLike[str], repo_root: str, scope: Scope, environ: Mapping[str, str], *,
                 base_ref: str | None = None) -> MemoryStore | None:
     """The memory of this review's line of work; None for scopes without one (--commit, --from/--to)."""
     if scope.kind not in ("staged", "push", "base"):
@@ -253,7 +283,8 @@ def open_memory(cache_dir: Path, repo_root: str, scope: Scope, environ: Mapping[
     return MemoryStore(cache_dir, repository, line)
 
 
-def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any]] | None:
+def last_review_findings(cache_dir: str | os.PathLike[str],
+                         repo_root: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
     """The findings of the most recent review recorded for this repository (any line of work), as JSON
     report finding objects; None when nothing is remembered (or what is stored is unreadable)."""
     try:
@@ -270,6 +301,31 @@ def last_review_findings(cache_dir: Path, repo_root: Path) -> list[dict[str, Any
     return [finding_to_report(f) for f in findings]
 
 
-def remembered_file(path: str, content: str, context: Mapping[str, str], findings: Sequence[Finding]) -> Remembered:
-    return Remembered(path, content, dict(context), tuple(findings), time.time())
+class _OnFirstUse(Mapping[str, "Remembered"]):
+    def __init__(self, load: Callable[[], dict[str, Remembered]]) -> None:
+        self._load: Callable[[], dict[str, Remembered]] | None = load
+        self._files: dict[str, Remembered] = {}
 
+    def _all(self) -> dict[str, Remembered]:
+        if self._load is not None:
+            self._files, self._load = self._load(), None
+        return self._files
+
+    def __getitem__(self, path: str) -> Remembered:
+        return self._all()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+class FileReview(NamedTuple):
+    """One file of a finished run as review memory takes it: the text as reviewed (before masking), what
+    else decided its review (the result-cache key's other parts) and its findings."""
+
+    path: str
+    text: str
+    context: Mapping[str, str]
+    findings: Sequence[Finding]

@@ -8,20 +8,33 @@ only save requests, not break a review. The newest MAX_ENTRIES entries are kept.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path, PureWindowsPath
+from typing import TYPE_CHECKING
 
+from ocr_hook.digest import sha256_hex
 from ocr_hook.findings import Finding
 from ocr_hook.findings.serial import finding_from_json, finding_to_json, findings_from_json
 from ocr_hook.store.files import JsonFileStore, is_key
 
-__all__ = ["FORMAT_VERSION", "CachedReview", "ResultCache", "cache_key", "default_cache_dir",
-           "finding_from_json", "finding_to_json"]
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ocr_hook.context import PackSummary
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CachedReview",
+    "ResultCache",
+    "cache_key",
+    "default_cache_dir",
+    "default_cache_path",
+    "finding_from_json",
+    "finding_to_json",
+    "run_cache_dir",
+]
 
 FORMAT_VERSION = 3  # 2: findings carry `fix`; 3: their memory `status`, and the run's `resolved`
 MAX_ENTRIES = 5000  # entries kept; older ones are pruned (a review writes one per file)
@@ -31,45 +44,65 @@ _MAX_ENTRY_BYTES = 16 * 1024 * 1024  # far above any real entry; guards against 
 
 def default_cache_dir(environ: Mapping[str, str] = os.environ, *, platform: str = sys.platform) -> Path:
     """The per-user cache directory: never derived from the current directory or the work tree."""
+    from pathlib import Path
+
+    return Path(default_cache_path(environ, platform=platform))
+
+
+def default_cache_path(environ: Mapping[str, str] = os.environ, *, platform: str = sys.platform) -> str:
+    """default_cache_dir as text (a run answered from the cache needs no pathlib)."""
     if platform == "win32":
+        from pathlib import PureWindowsPath
+
         local = environ.get("LOCALAPPDATA", "")
         if local and PureWindowsPath(local).is_absolute():
-            return Path(local) / APP_DIR / "Cache"
+            return os.path.join(local, APP_DIR, "Cache")
     xdg = environ.get("XDG_CACHE_HOME", "")
     # The XDG spec says relative paths must be ignored; one would land inside the work tree.
-    if xdg and Path(xdg).is_absolute():
-        return Path(xdg) / APP_DIR
+    if xdg and os.path.isabs(xdg):
+        return os.path.join(xdg, APP_DIR)
     home = environ.get("HOME") or environ.get("USERPROFILE") or ""
-    if home and Path(home).is_absolute():
-        return Path(home) / ".cache" / APP_DIR
+    if home and os.path.isabs(home):
+        return os.path.join(home, ".cache", APP_DIR)
     # No usable home (some CI containers): a per-user directory under the system temp dir.
     user = str(os.getuid()) if hasattr(os, "getuid") else environ.get("USERNAME", "user")
     import tempfile
 
-    return Path(tempfile.gettempdir()) / f"{APP_DIR}-{user}"
+    return os.path.join(tempfile.gettempdir(), f"{APP_DIR}-{user}")
+
+
+def run_cache_dir(cache_dir: str | None, environ: Mapping[str, str] = os.environ) -> str:
+    """Where a run keeps its cache, memory and records: the `cache_dir` setting, else the per-user default."""
+    return cache_dir or default_cache_path(environ)
 
 
 def cache_key(parts: Mapping[str, str]) -> str:
     """sha256 of the canonical JSON of `parts` (sorted keys, no spaces, ASCII escapes)."""
     canonical = json.dumps(dict(parts), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    return sha256_hex(canonical.encode("ascii"))
 
 
-@dataclass(frozen=True)
 class CachedReview:
     """One file's cached review: its findings (with the statuses of the run that stored them) and
-    the findings that run found resolved since the review before it (review memory)."""
+    the findings that run found resolved since the review before it (review memory).
 
-    findings: list[Finding]
-    resolved: list[Finding] = field(default_factory=list)
-    memory: str | None = None  # which review memory the statuses are relative to (None: none used)
+    A plain slotted class: a dataclass's methods would be compiled from source when this module loads, on
+    every cached run, and a NamedTuple cannot give each entry its own `resolved` list by default."""
+
+    __slots__ = ("findings", "memory", "resolved")
+
+    def __init__(self, findings: list[Finding], resolved: list[Finding] | None = None,
+                 memory: str | None = None) -> None:
+        self.findings = findings
+        self.resolved = [] if resolved is None else resolved
+        self.memory = memory  # which review memory the statuses are relative to (None: none used)
 
 
 class ResultCache:
     """Findings by cache key in `directory`, created (mode 0700) on the first write."""
 
-    def __init__(self, directory: Path) -> None:
-        self.store = JsonFileStore(Path(directory), format_version=FORMAT_VERSION,
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.store = JsonFileStore(directory, format_version=FORMAT_VERSION,
                                    max_entry_bytes=_MAX_ENTRY_BYTES, what="the result cache")
         self._pruned = False
 
@@ -81,10 +114,10 @@ class ResultCache:
     def last_error(self) -> str | None:
         return self.store.last_error
 
-    def _entry(self, key: str) -> Path:
+    @staticmethod
+    def _check(key: str) -> None:
         if not is_key(key):
             raise ValueError("cache keys are sha256 hex digests; build them with cache_key()")
-        return self.store.entry(key)
 
     def get(self, key: str) -> list[Finding] | None:
         """The findings stored under `key`, or None when absent, unreadable, corrupt or outdated."""
@@ -93,7 +126,7 @@ class ResultCache:
 
     def get_review(self, key: str) -> CachedReview | None:
         """The whole entry under `key` (findings, resolved, which memory was used), or None on a miss."""
-        self._entry(key)
+        self._check(key)
         data = self.store.read(key)
         if data is None:
             return None
@@ -106,10 +139,36 @@ class ResultCache:
         except (ValueError, KeyError, TypeError, RecursionError):
             return None
 
+    def get_packs(self, key: str) -> dict[str, PackSummary | None] | None:
+        """The pack memo: each file's context pack as the result-cache key holds it (None: no pack), stored
+        under the packs_key of a change set (ocr_hook.context), or None on a miss. It lets an unchanged
+        re-run find its result-cache keys without building the packs again (no git grep, no parsing)."""
+        self._check(key)
+        data = self.store.read(key)
+        packs = data.get("packs") if data is not None else None
+        if not isinstance(packs, dict):
+            return None
+        from ocr_hook.context import PackSummary
+
+        out: dict[str, PackSummary | None] = {}
+        for path, item in packs.items():
+            if item is None:
+                out[path] = None
+            elif (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
+                  and all(type(n) is int and n >= 0 for n in item[1:])):
+                out[path] = PackSummary(*item)
+            else:
+                return None
+        return out
+
+    def put_packs(self, key: str, packs: Mapping[str, PackSummary | None]) -> None:
+        self._check(key)
+        self.store.write(key, {"packs": {path: None if item is None else list(item) for path, item in packs.items()}})
+
     def put(self, key: str, findings: Sequence[Finding], resolved: Sequence[Finding] = (), *,
             memory: str | None = None) -> None:
         """Store `findings` under `key` atomically. A failed write is recorded in last_error, not raised."""
-        self._entry(key)
+        self._check(key)
         body = {"findings": [finding_to_json(f) for f in findings],
                 "resolved": [finding_to_json(f) for f in resolved], "memory": memory}
         if self.store.write(key, body) and not self._pruned:

@@ -34,7 +34,6 @@ from ocr_hook.findings.serial import finding_to_json, finding_to_report, finding
 from ocr_hook.store.files import JsonFileStore
 
 if TYPE_CHECKING:
-
     from ocr_hook.findings.memory import Remembered
 
 FORMAT_VERSION = 1

@@ -17,7 +17,6 @@ Anything that does not fit that one change gives no fix; a wrong edit is worse t
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -31,8 +30,8 @@ if TYPE_CHECKING:
 # readings (ocr_hook.findings.normalise) or compiling these patterns.
 # Control characters and bidirectional overrides: never written into a file by a one-click fix (they
 # can make code read differently from what it does); such a suggestion stays text in the report.
-_UNSAFE = functools.cache(lambda: re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]"))
-_DIFF_HEADER = functools.cache(lambda: re.compile(r"^(?:@@ .* @@|\+\+\+ (?:b/|/dev/null)|--- (?:a/|/dev/null))"))
+_UNSAFE = r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]"
+_DIFF_HEADER = r"^(?:@@ .* @@|\+\+\+ (?:b/|/dev/null)|--- (?:a/|/dev/null))"
 
 
 def _keys(lines: Iterable[str]) -> list[str]:
@@ -110,7 +109,7 @@ def _undiffed(lines: list[str]) -> list[str]:
         return lines
     out = []
     for line in lines:
-        if _DIFF_HEADER().match(line) or line[:1] == "-":
+        if re.match(_DIFF_HEADER, line) or line[:1] == "-":
             continue
         out.append(line[1:] if line[:1] in "+ " else line)
     return out
@@ -174,7 +173,7 @@ def compute_fix(quote: str, suggestion: str | None, text: str, start_line: int, 
 
     if not suggestion or not suggestion.strip() or MARKER in suggestion:
         return None
-    if _UNSAFE().search(suggestion.replace("\r\n", "\n")):
+    if re.search(_UNSAFE, suggestion.replace("\r\n", "\n")):
         return None
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 from enum import StrEnum
@@ -142,13 +141,12 @@ def shown_suggestion(f: Finding) -> str | None:
     return f.fix.replacement if f.fix is not None else f.suggestion
 
 
-_SPACE = functools.cache(lambda: re.compile(r"\s+"))  # compiled on first use: a cached re-run fingerprints nothing
+_SPACE = r"\s+"  # compiled by re on first use: a cached re-run fingerprints nothing
 
 
 def normalise_code(code: str) -> str:
     """Whitespace-insensitive form of quoted code, stable across re-indentation."""
-    space = _SPACE()
-    return "\n".join(space.sub(" ", line).strip() for line in code.splitlines() if line.strip())
+    return "\n".join(re.sub(_SPACE, " ", line).strip() for line in code.splitlines() if line.strip())
 
 
 def fingerprint(path: str, category: Category | str, existing_code: str, message: str = "") -> str:

@@ -7,7 +7,6 @@ than none.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Literal, NamedTuple
 
@@ -30,21 +29,18 @@ _TRIVIAL_WORDS = frozenset(
     enum module package namespace extends implements with where match when catch rescue ensure
     """.split()
 )
-# Each pattern compiles on first use (functools.cache): compiling them all takes about a millisecond, which
-# only a run that reads quotes (anchoring comments, computing fixes) needs to spend.
-_WORD = functools.cache(lambda: re.compile(r"[^\W_]+"))
-_LINE_NUMBER = functools.cache(lambda: re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*[|│:]|\t)"))
+# (Compiled at import: this module loads only when quotes are read, to anchor comments or build fixes.)
+_WORD = re.compile(r"[^\W_]+")
+_LINE_NUMBER = re.compile(r"^[ \t]*(\d{1,7})(?:[ \t]*[|│:]|\t)")
 # diff header lines a model may copy along with marked lines; never code in a marked snippet
-_DIFF_HEADER = functools.cache(lambda: re.compile(
-    r"^(?:@@ .* @@|diff --git |index [0-9a-f]+\.\.|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null))"))
-_FENCE = functools.cache(lambda: re.compile(r"^\s*(```|~~~)"))
+_DIFF_HEADER = re.compile(r"^(?:@@ .* @@|diff --git |index [0-9a-f]+\.\.|--- (?:a/|/dev/null)|\+\+\+ (?:b/|/dev/null))")
+_FENCE = re.compile(r"^\s*(```|~~~)")
 # A whole line standing for skipped lines: "...", "…", "// ...", "# … rest unchanged", "[...]".
 # Not "...rest," (a JavaScript spread) nor Python's bare "..." taken literally: the literal reading
 # is always tried first, so these only apply once the literal snippet has failed.
-_ELLIPSIS_LINE = functools.cache(lambda: re.compile(
-    r"^(?:(?://|#|--|;|/\*|<!--)(?:\.{2,}|…).*|\.{3,}|…+|[\[({](?:\.{3}|…)[\])}])$"))
-_TRAILING_DOTS = functools.cache(lambda: re.compile(r"(?:\.{3}|…)$"))
-_LEADING_DOTS = functools.cache(lambda: re.compile(r"^(?:\.{3}|…)"))
+_ELLIPSIS_LINE = re.compile(r"^(?:(?://|#|--|;|/\*|<!--)(?:\.{2,}|…).*|\.{3,}|…+|[\[({](?:\.{3}|…)[\])}])$")
+_TRAILING_DOTS = re.compile(r"(?:\.{3}|…)$")
+_LEADING_DOTS = re.compile(r"^(?:\.{3}|…)")
 
 
 def norm_line(text: str) -> str:
@@ -54,14 +50,14 @@ def norm_line(text: str) -> str:
 
 def is_trivial(key: str) -> bool:
     """True for a normalised line that says nothing on its own: braces, `end`, `pass`, `x=0`."""
-    words = _WORD().findall(key)
+    words = _WORD.findall(key)
     if sum(len(w) for w in words) < 3:
         return True
     return len(words) == 1 and words[0].lower() in _TRIVIAL_WORDS
 
 
 def is_ellipsis_line(key: str) -> bool:
-    return bool(_ELLIPSIS_LINE().match(key))
+    return bool(_ELLIPSIS_LINE.match(key))
 
 
 class Form(NamedTuple):
@@ -90,7 +86,7 @@ def clean_lines(snippet: str) -> tuple[str, ...]:
 
 def unfenced(lines: tuple[str, ...]) -> tuple[str, ...] | None:
     body = [i for i, line in enumerate(lines) if line.strip()]
-    if len(body) >= 3 and _FENCE().match(lines[body[0]]) and _FENCE().match(lines[body[-1]]):
+    if len(body) >= 3 and _FENCE.match(lines[body[0]]) and _FENCE.match(lines[body[-1]]):
         return lines[body[0] + 1 : body[-1]]
     return None
 
@@ -103,7 +99,7 @@ def without_line_numbers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], int] 
         if not line.strip():
             out.append("")
             continue
-        found = _LINE_NUMBER().match(line)
+        found = _LINE_NUMBER.match(line)
         if not found:
             return None
         rest = line[found.end() :]
@@ -120,7 +116,7 @@ def without_markers(lines: tuple[str, ...]) -> tuple[tuple[str, ...], SideHint] 
     kept: list[str] = []
     plus = minus = False
     for line in lines:
-        if _DIFF_HEADER().match(line):
+        if _DIFF_HEADER.match(line):
             continue
         if line[:1] == "+":
             plus = True
@@ -217,13 +213,13 @@ def _gap_reading(keys: list[str], literal_edges: bool) -> Pattern | None:
             marked = True
             close(False)
             continue
-        lead = _LEADING_DOTS().match(key)
+        lead = _LEADING_DOTS.match(key)
         if lead and len(key) > lead.end():
             marked = True
             close(False)
             key = key[lead.end() :]
             cut_first = True
-        trail = _TRAILING_DOTS().search(key)
+        trail = _TRAILING_DOTS.search(key)
         if trail and trail.start() > 0:
             marked = True
             current.append(key[: trail.start()])

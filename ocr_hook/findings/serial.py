@@ -14,7 +14,6 @@ Pure apart from `read_report_json`'s one read: the callers decide where the file
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Mapping
@@ -97,7 +96,7 @@ def findings_from_json(items: Any) -> list[Finding]:
 # --- the --format json report -----------------------------------------------------------------------------
 
 # The report's patterns compile on first use: the result cache and review memory read the store's record only.
-_FINGERPRINT = functools.cache(lambda: re.compile(r"[0-9a-f]{8,64}"))
+_FINGERPRINT = r"[0-9a-f]{8,64}"
 IDENTIFYING = ("path", "category", "severity", "fingerprint")  # what the lenient reader checks
 
 
@@ -181,13 +180,13 @@ def parse_report(data: Any) -> Report:
 
 # The scope's wording names the reviewed commit last (collect.resolve_sides): "main...HEAD (merge base
 # a..b)", "x..y (a..b)", "commit b against its first parent a", "push range a..b (…)". Staged: none.
-_SCOPE_COMMIT = functools.cache(lambda: re.compile(r"\.\.([0-9a-f]{12,64})\b|^commit ([0-9a-f]{12,64})\b"))
+_SCOPE_COMMIT = r"\.\.([0-9a-f]{12,64})\b|^commit ([0-9a-f]{12,64})\b"
 
 
 def reviewed_commit(scope: Any) -> str | None:
     if not isinstance(scope, str) or scope.startswith("staged"):
         return None
-    found = [a or b for a, b in _SCOPE_COMMIT().findall(scope)]
+    found = [a or b for a, b in re.findall(_SCOPE_COMMIT, scope)]
     return found[-1] if found else None
 
 
@@ -232,7 +231,7 @@ def _status(value: Any) -> str:
 
 def _fingerprint(value: Any) -> str:
     # The markers carry it verbatim: ocr-hook writes hex, nothing else may pass.
-    if not isinstance(value, str) or not _FINGERPRINT().fullmatch(value):
+    if not isinstance(value, str) or not re.fullmatch(_FINGERPRINT, value):
         raise ValueError(f"fingerprint {value!r} is not what ocr-hook writes")
     return value
 

@@ -147,3 +147,17 @@ def test_the_readme_keeps_its_set_up_commands_and_links_to_pages_that_exist() ->
     links = [link.split("#")[0] for link in re.findall(r"\]\((docs/[^)]+)\)", text)]
     assert len(links) >= 10
     assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_readme_quickstarts_are_recipes_of_the_docs() -> None:
+    """The README's YAML is copied from the docs' pages, whose tests run or lint it; the hook ids exist."""
+    import yaml
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    assert len(blocks) == 3  # pre-commit, GitLab CI, the GitHub Action
+    assert [b for b in blocks if f"```yaml\n{b}```" not in docs] == []
+    hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    used = {h["id"] for repo in yaml.safe_load(blocks[0])["repos"] for h in repo["hooks"]}
+    assert used == {"ocr-hook", "ocr-hook-push"} and used <= hooks

@@ -30,7 +30,7 @@ from review_report_case import (
     RENAMED,
     UNANCHORED,
     ReportCase,
-    readme_block,
+    docs_block,
     run_step,
     script_review,
     shared_case,
@@ -277,10 +277,10 @@ def test_the_token_goes_to_the_collection_only(case: ReportCase, azure: FakeAzur
     assert "a redirect; not followed with the token" in line
 
 
-def test_the_readme_recipe_runs_as_written(case: ReportCase, azure: FakeAzure, tmp_path: Path) -> None:
+def test_the_docs_recipe_runs_as_written(case: ReportCase, azure: FakeAzure, tmp_path: Path) -> None:
     from fake_api import FakeMessagesAPI
 
-    pipeline = readme_block("### Pull-request threads on Azure DevOps (`ocr-hook publish`)")
+    pipeline = docs_block("recipes/azure.md", "## Pull-request threads on Azure DevOps (`ocr-hook publish`)")
     steps = pipeline["steps"]
     assert steps[0] == {"checkout": "self", "fetchDepth": 0}
     scripts = [s for s in steps if "script" in s]

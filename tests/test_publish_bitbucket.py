@@ -26,7 +26,7 @@ from review_report_case import (
     RENAMED,
     UNANCHORED,
     ReportCase,
-    readme_block,
+    docs_block,
     run_step,
     shared_case,
 )
@@ -259,14 +259,14 @@ def test_a_redirect_is_not_followed_with_the_token(case: ReportCase, bitbucket: 
     assert bitbucket.writes() == []
 
 
-# --- the README's recipe, run as written ----------------------------------------------------------------------
+# --- the docs' recipe, run as written ------------------------------------------------------------------------
 
 
-def test_the_readme_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbucket, tmp_path: Path) -> None:
+def test_the_docs_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbucket, tmp_path: Path) -> None:
     from fake_api import FakeMessagesAPI
     from review_report_case import script_review
 
-    pipeline = readme_block("### Code Insights on Bitbucket Cloud (`ocr-hook publish`)")
+    pipeline = docs_block("recipes/bitbucket.md", "## Code Insights on Bitbucket Cloud (`ocr-hook publish`)")
     [step] = [s["step"] for s in pipeline["pipelines"]["pull-requests"]["**"]]
     assert step["clone"]["depth"] == "full"
     clone = case.ci_clone(tmp_path, single_branch=True)

@@ -302,7 +302,7 @@ def check_pre_commit(ctx: _Context) -> list[Check]:
     import yaml
 
     config_path = Path(ctx.root) / ".pre-commit-config.yaml"
-    snippet = "README, recipe `pre-commit`"
+    snippet = "docs/recipes/pre-commit.md"
     if not config_path.is_file():
         return [Check("pre-commit", WARN, "no .pre-commit-config.yaml: ocr-hook does not run on commit",
                       f"add the ocr-hook hooks to .pre-commit-config.yaml ({snippet}), then `pre-commit install`")]

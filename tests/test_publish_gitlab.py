@@ -244,15 +244,14 @@ def test_an_unreachable_api_and_an_off_host_link(case: Reviewed, gitlab: FakeGit
     assert gitlab.writes() == []
 
 
-def test_a_report_of_another_commit_puts_nothing_inline(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequest,
-                                                        tmp_path: Path) -> None:
+def test_a_report_of_another_commit_publishes_nothing(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequest,
+                                                       tmp_path: Path) -> None:
     other = case.variant(tmp_path, "other.json",
                          lambda d: d.update(scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})"))
     line = run(case, gitlab, report=other)
-    assert "0 inline comment(s), 6 finding(s) in the note" in line
-    assert f"the report is of commit {'e' * 12}, not of the head {case.head[:12]}: nothing inline" in line
-    assert drafts(gitlab) == []
-    assert "Nothing is commented inline: the report is of another commit" in summary_notes(mr)[0]["body"]
+    assert f"nothing published on group/app!3: the report is of commit {'e' * 12}, not of the head " \
+           f"{case.head[:12]}" in line
+    assert gitlab.writes() == [] and summary_notes(mr) == []
 
 
 def test_a_file_that_is_not_a_report_is_exit_2(case: Reviewed, gitlab: FakeGitLab, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""Issue 41, items 1 and 7: which report `publish` trusts, through the real CLI (a real review of a real
-repository against the fake Messages API, then `ocr-hook publish` against the fake GitLab API).
+"""Issue 41, items 1 and 7: which report `publish` trusts, through the real CLI (`ocr-hook review` in a real
+repository, then `ocr-hook publish` against the fake GitLab API). Every report here is one a pull request
+can write by hand; none of them is reviewed, so no Messages API is needed.
 
 A pull request controls every file it commits: an `ocr.json` saying PASSED, a link to /dev/zero, a
 `.ocr-hook.yaml` that makes the review step stop with exit 2 before it writes anything. The publish step
@@ -18,27 +19,43 @@ from typing import Any
 
 import pytest
 from fake_gitlab import FakeGitLab
-from gitrepo import commit_all, git, write
+from gitrepo import commit_all, git, make_repo, write
 from publish_support import ocr_hook, publish_cli
-from review_report_case import ReportCase, shared_case
 
 TOKEN = "glpat-fakeTokenValue0123456789abcd"
 OUTPUTS = {"--json-output": "ocr.json", "--sarif-output": "ocr.sarif", "--gitlab-output": "ocr-quality.json"}
 
 
-@pytest.fixture(scope="module")
-def case(tmp_path_factory: pytest.TempPathFactory) -> ReportCase:
-    return shared_case(tmp_path_factory)
+class Repo:
+    """A pull request's CI checkout: `main`, and the feature branch checked out."""
+
+    def __init__(self, root: Path) -> None:
+        self.repo = make_repo(root / "repo")
+        write(self.repo, "app.py", "def f(x):\n    return x + 1\n")
+        self.base = commit_all(self.repo, "base")
+        git(self.repo, "checkout", "-q", "-b", "feature")
+        write(self.repo, "app.py", "def f(x):\n    return x - 1\n")
+        self.head = commit_all(self.repo, "feature")
+
+    def report(self, path: Path, **fields: Any) -> Path:
+        """A passing report of the head, as anyone can write one."""
+        data = {"tool": {"name": "ocr-hook"}, "status": "complete", "exit_code": 0, "verdict": "PASSED",
+                "scope": f"main...HEAD (merge base {self.base[:12]}..{self.head[:12]})", "findings": [], **fields}
+        path.write_text(json.dumps(data), encoding="utf-8")
+        return path
 
 
 @pytest.fixture(scope="module")
-def hostile(case: ReportCase, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A CI clone of a pull request that commits a passing ocr.json (and stale SARIF and Code Quality
-    files) and a `.ocr-hook.yaml` the review refuses; its head."""
-    clone = case.ci_clone(tmp_path_factory.mktemp("hostile"), single_branch=False)
-    passing = json.loads(case.clean().read_text(encoding="utf-8"))
-    passing["scope"] = f"main...HEAD (merge base {case.base[:12]}..{case.head[:12]})"
-    write(clone, "ocr.json", json.dumps(passing))
+def case(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    return Repo(tmp_path_factory.mktemp("trust"))
+
+
+@pytest.fixture(scope="module")
+def hostile(case: Repo) -> tuple[Path, str]:
+    """The pull request commits a passing ocr.json of its own head's parent (stale SARIF and Code Quality
+    files too) and a `.ocr-hook.yaml` the review refuses; its head."""
+    clone = case.repo
+    case.report(clone / "ocr.json")
     write(clone, "ocr.sarif", '{"runs": []}')
     write(clone, "ocr-quality.json", "[]")
     write(clone, ".ocr-hook.yaml", "no_such_setting: 1\n")
@@ -76,7 +93,7 @@ def refused(proc: Any, code: int) -> str:
 
 
 def test_a_review_that_stops_early_leaves_no_old_report(hostile: tuple[Path, str], gitlab: FakeGitLab,
-                                                        case: ReportCase) -> None:
+                                                        case: Repo) -> None:
     clone, head = hostile
     outputs = [arg for pair in OUTPUTS.items() for arg in pair]
     proc = ocr_hook(clone, {}, "review", "--base", "main", "-q", *outputs)
@@ -96,7 +113,7 @@ def test_a_review_that_stops_early_leaves_no_old_report(hostile: tuple[Path, str
     assert gitlab.requests == []
 
 
-def test_a_report_git_tracks_is_refused(hostile: tuple[Path, str], gitlab: FakeGitLab, case: ReportCase) -> None:
+def test_a_report_git_tracks_is_refused(hostile: tuple[Path, str], gitlab: FakeGitLab, case: Repo) -> None:
     clone, head = hostile
     gitlab.add_mr(3, head, case.base, [])
     line = refused(publish_cli(clone, ci(gitlab), "--from", "ocr.json"), 2)
@@ -108,9 +125,9 @@ def test_a_report_git_tracks_is_refused(hostile: tuple[Path, str], gitlab: FakeG
     assert gitlab.requests == []
 
 
-def test_a_link_a_fifo_or_a_huge_file_is_never_read(case: ReportCase, gitlab: FakeGitLab, tmp_path: Path) -> None:
+def test_a_link_a_fifo_or_a_huge_file_is_never_read(case: Repo, gitlab: FakeGitLab, tmp_path: Path) -> None:
     (tmp_path / "zero.json").symlink_to("/dev/zero")
-    (tmp_path / "report-link.json").symlink_to(case.report_path)
+    (tmp_path / "report-link.json").symlink_to(case.report(tmp_path / "report.json"))
     os.mkfifo(tmp_path / "fifo.json")  # no writer ever comes: an open() that waits for one hangs
     with open(tmp_path / "huge.json", "wb") as fh:
         fh.truncate(32 * 1024 * 1024 + 1)  # sparse: costs no disk
@@ -122,9 +139,10 @@ def test_a_link_a_fifo_or_a_huge_file_is_never_read(case: ReportCase, gitlab: Fa
     assert gitlab.requests == []
 
 
-def test_a_report_that_names_no_reviewed_commit_publishes_nothing(case: ReportCase, gitlab: FakeGitLab) -> None:
+def test_a_report_that_names_no_reviewed_commit_publishes_nothing(case: Repo, gitlab: FakeGitLab,
+                                                                  tmp_path: Path) -> None:
     gitlab.add_mr(3, case.head, case.base, [])
-    staged = case.with_findings("staged", scope="staged changes", exit_code=0, findings=[])
+    staged = case.report(tmp_path / "staged.json", scope="staged changes")
     line = refused(publish_cli(case.repo, ci(gitlab), "--from", str(staged)), 0)
     assert line.startswith("ocr-hook: publish: nothing published on group/app!3: the report names no reviewed "
                            "commit"), line
@@ -144,7 +162,7 @@ MALFORMED = {
 }
 
 
-def test_a_malformed_report_is_exit_2_with_one_line(case: ReportCase, gitlab: FakeGitLab, tmp_path: Path) -> None:
+def test_a_malformed_report_is_exit_2_with_one_line(case: Repo, gitlab: FakeGitLab, tmp_path: Path) -> None:
     for name, text in MALFORMED.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
         line = refused(publish_cli(case.repo, ci(gitlab), "--from", str(tmp_path / name)), 2)

@@ -10,7 +10,9 @@ decided here once:
 * `inert` is for model text in Markdown: no line of it can start a block that changes what follows
   (a fence, so no ```` ```suggestion ````; a heading; a setext underline; a block quote, list or
   table row; a link reference definition), no `<` can open HTML (`<!--`, `<?`, `<!X`, a tag, an
-  autolink), no `@name` notifies anyone, and no line is a GitLab quick action (`/merge`, `/close`).
+  autolink), no `@name` notifies anyone (nor `&#64;name`: character references stay text), no `#1`,
+  `!2` or `group/proj#3` links or cross-references another issue or merge request, and no line is a
+  GitLab quick action (`/merge`, `/close`).
 * `code_span` and `fenced` hold text the reader should see verbatim; the delimiter is longer than
   any backtick run inside, and a code span never holds a line break (which could end the paragraph
   and let the rest be read as Markdown).
@@ -42,16 +44,24 @@ _ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])", re.M)
 _HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
 _MENTION = re.compile(r"(?<![A-Za-z0-9_])([@＠])(?=[A-Za-z0-9_])")
 _IMAGE = re.compile(r"!\[")
+# A forge's references: `#1`, `!2`, `group/proj#3`, GitLab's `&4` (epic), `%5`, `$6`, GitHub's `GH-7`. Each
+# links and, worse, posts a "mentioned in" note on that issue or merge request (a cross-reference).
+_REFERENCE = re.compile(r"([#!&%$]|\bGH-)(?=[0-9])", re.I)
+# A character reference (`&#64;`, `&commat;`) reads as its character once rendered: `&#64;name` would be a
+# mention after every other rule had passed it. The `&` is written as `&amp;`, so it stays the text it is.
+_CHAR_REF = re.compile(r"&(?=#[0-9]{1,8};|#[xX][0-9A-Fa-f]{1,8};|[A-Za-z][A-Za-z0-9]{1,31};)")
 
 
 def inert(text: str) -> str:
     """Model text for a Markdown comment: visible escapes, and nothing in it is live markup."""
     text = visible(text)
+    text = _CHAR_REF.sub("&amp;", text)
     text = _BLOCK_START.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", text)
     text = _ORDERED.sub(r"\1\\\2", text)
     text = _HTML_OPEN.sub("<" + ZWSP, text)
     text = text.replace("-->", "--" + ZWSP + ">")
     text = _IMAGE.sub("!" + ZWSP + "[", text)  # no image (a tracking pixel) from model text
+    text = _REFERENCE.sub(lambda m: m.group(1) + ZWSP, text)
     return _MENTION.sub(lambda m: m.group(1) + ZWSP, text)
 
 

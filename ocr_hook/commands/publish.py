@@ -50,6 +50,12 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
     except NotApplicable as exc:  # the report is not of this request's head
         say(f"{not_done}{' on ' + exc.target if exc.target else ''}: {exc.reason}")
         return 0
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
+        # An answer of a shape the forge's API does not give (a string for an object, "one" for an id):
+        # a refusal like any other, never a traceback or exit 4.
+        say(f"{not_done} on {adapter.target}: {adapter.forge} answered with a shape its API does not describe "
+            f"({exc.__class__.__name__}; its words are not quoted: they could hold anything)")
+        return 0
     except ApiRefusal as exc:
         hint = adapter.hints.get(exc.status or 0)
         say(f"{not_done} on {adapter.target}: {exc}" + (f" ({hint})" if hint else ""))

@@ -1,4 +1,4 @@
-"""Issue 41, items 2, 4, 6, 10 and 11: what a hostile or careless forge server, or a model's text, does to
+"""Issue 41, items 2, 4, 5, 6, 10 and 11: what a hostile or careless forge server, or a model's text, does to
 `ocr-hook publish`, through the real CLI against the fake GitLab API (tests/fake_gitlab.py) and a loopback
 server that answers one byte at a time. The report is a real review (tests/review_report_case.py).
 Each test failed on the code before.
@@ -17,7 +17,7 @@ import forked_cli
 import pytest
 from fake_gitlab import FakeGitLab, MergeRequest
 from loopback_http import LoopbackServer, QuietHandler
-from publish_support import PATH, PLAIN, ocr_hook
+from publish_support import FIXED, PATH, PLAIN, ocr_hook
 from review_report_case import ReportCase, shared_case
 
 TOKEN = "glpat-fakeTokenValue0123456789abcd"
@@ -167,3 +167,22 @@ def test_references_in_model_text_link_nothing(case: ReportCase, gitlab: FakeGit
     for body in bodies:
         assert re.findall(r"[#!&%$][0-9]|GH-[0-9]|&#64;|&commat;", body) == [], body
         assert "#\u200b1" in body and "group/proj#\u200b3" in body and "&amp;#" in body
+
+
+# -- item 5: no quick action inside a fence --------------------------------------------------------------
+
+QUICK = "x = 1\n```\n/merge\n  /approve\n```\n"
+
+
+def test_quick_actions_inside_a_fence_stay_inert(case: ReportCase, gitlab: FakeGitLab, mr: MergeRequest) -> None:
+    fixed = case.finding(FIXED)
+    plain = case.finding(PLAIN)
+    report = case.with_findings("quick", [{**fixed, "fix": {**fixed["fix"], "replacement": QUICK}},
+                                          {**plain, "suggestion": QUICK},
+                                          {**plain, "suggestion": QUICK, "anchored": False, "fingerprint": "e" * 32}])
+    assert "2 inline comment(s), 1 finding(s) in the note" in publish(case, gitlab.api, report=report)
+    bodies = [d["notes"][0]["body"] for d in mr.discussions]
+    assert len(bodies) == 3 and all("\u200b/merge" in b and "\u200b/approve" in b for b in bodies)
+    for body in bodies:  # as older GitLab reads them: no line is a quick action, no suggestion holds one
+        assert re.findall(r"^[ \t]*/(?:merge|approve)", body, re.M) == [], body
+        assert "```suggestion" not in body

@@ -80,10 +80,21 @@ def code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+# Older GitLab finds quick actions with a pattern that ends a fence at the first inner ``` (or ~~~) line,
+# whatever the fence's length: after such a line, `/merge` inside a longer fence is a live quick action
+# (and draft notes run them). Those lines get a zero-width space in front.
+_INNER_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.M)
+_QUICK_ACTION = re.compile(r"^([ \t]*)(?=/)", re.M)
+
+
+def _no_quick_actions(code: str) -> str:
+    return _QUICK_ACTION.sub(lambda m: m.group(1) + ZWSP, code) if _INNER_FENCE.search(code) else code
+
+
 def fenced(code: str, info: str = "") -> str:
     """A fenced block that the code cannot close early: one backtick more than its longest run.
     The code's hidden characters are shown escaped; `info` is ocr-hook's own (e.g. `suggestion`)."""
-    code = visible(code)
+    code = _no_quick_actions(visible(code))
     longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{code}\n{fence}" if code else f"{fence}{info}\n{fence}"
@@ -92,7 +103,7 @@ def fenced(code: str, info: str = "") -> str:
 def verbatim_ok(code: str) -> bool:
     """Whether code can go into a suggestion block unchanged (nothing `visible` would rewrite):
     a suggestion must hold the exact replacement, so one that needs escapes is shown, not offered."""
-    return not has_hidden(code)
+    return not has_hidden(code) and _no_quick_actions(code) == code
 
 
 def plain(text: str, limit: int | None = None) -> str:

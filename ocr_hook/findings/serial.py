@@ -142,13 +142,19 @@ class ReportError(FatalError):
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # far above any real report; a committed link to /dev/zero is not one
 
 
-def read_report_json(path: str, where: str) -> Any:
+def read_report_json(path: str, where: str, *, regular_only: bool = False) -> Any:
     """The decoded JSON of a report file; ReportError("{where}: ...") when it cannot be read or is not JSON.
-    Never through a link, never a FIFO or a device, never more than MAX_REPORT_BYTES (bounded_read)."""
+    `regular_only` (a report someone else may have planted, as `publish` reads): never through a link, never
+    a FIFO or a device, never more than MAX_REPORT_BYTES (bounded_read). `dismiss --from` reads what its
+    user names, a pipe included."""
     from ocr_hook.bounded_read import Refused, read_regular_file
 
     try:
-        data = read_regular_file(path, MAX_REPORT_BYTES)
+        if regular_only:
+            data = read_regular_file(path, MAX_REPORT_BYTES)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
     except Refused as exc:
         raise ReportError(f"{where}: not read: {exc}") from None
     except OSError as exc:
@@ -160,9 +166,10 @@ def read_report_json(path: str, where: str) -> Any:
 
 
 def load_report(path: str, where: str | None = None) -> Report:
-    """The report at `path`, strictly checked; ReportError naming `where` (default: the path) otherwise."""
+    """The report at `path` (a regular file: the publishers read it), strictly checked; ReportError naming
+    `where` (default: the path) otherwise."""
     where = where or path
-    data = read_report_json(path, where)
+    data = read_report_json(path, where, regular_only=True)
     try:
         return parse_report(data)
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:

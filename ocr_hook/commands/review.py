@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook import __version__
@@ -47,6 +47,9 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
         quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None,
         baseline_out: str | None = None, intent: str | None = None) -> int:
     environ = os.environ if environ is None else environ
+    # Before anything can fail: a run that stops early (exit 2 on a broken config, no key) must not leave
+    # an old report, or one the change itself committed, where a later step reads this run's verdict.
+    clear_outputs(flags.get(k) for k in ("json_output", "sarif_output", "gitlab_output"))
     # pre-commit shows a hook's output only once it has finished: progress lines would just lengthen it.
     quiet = quiet or (environ.get("PRE_COMMIT") == "1" and not sys.stderr.isatty())
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
@@ -81,6 +84,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
+        clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
         change_set = collect_changes(root, scope, relative, environ, head=head)
         if not change_set.files:
             # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
@@ -163,6 +167,18 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
     from ocr_hook.store.result_cache import run_cache_dir
 
     return open_memory(run_cache_dir(settings.cache_dir, environ), root, scope, environ, base_ref=change_set.base_ref)
+
+
+def clear_outputs(paths: Iterable[str | None]) -> None:
+    """Remove what is at each report path now (a file, a link, a FIFO: never a directory): every report this
+    run names is then either this run's or absent, whatever the exit code."""
+    for name in paths:
+        if not name or not os.path.lexists(name) or (os.path.isdir(name) and not os.path.islink(name)):
+            continue
+        try:
+            os.unlink(name)
+        except OSError as exc:
+            raise ConfigError(f"output path {name}: cannot remove what is there: {exc.strerror or exc}") from None
 
 
 def check_output_paths(paths: Mapping[str, str | None]) -> None:

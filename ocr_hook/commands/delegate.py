@@ -9,10 +9,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook.changes.scope import Scope
+
+if TYPE_CHECKING:
+    from ocr_hook.commands.review import Reviewed
+    from ocr_hook.delegate.session import Session
+    from ocr_hook.settings import Settings
 
 
 def run_start(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any],
@@ -27,7 +32,7 @@ def run_start(scope: Scope, paths: Sequence[str], config_file: str | None, flags
 def run_call(session_id: str, path: str, tool: str, raw_input: str | None, fmt: str) -> int:
     from ocr_hook.delegate import ops
 
-    answer = ops.call(os.getcwd(), session_id, path, tool, raw_input, os.environ)
+    answer = ops.call(os.getcwd(), session_id, path, tool, ops.parse_input(raw_input), os.environ)
     if fmt == "json":
         sys.stdout.write(json.dumps(answer._asdict(), indent=2) + "\n")
     else:
@@ -36,8 +41,9 @@ def run_call(session_id: str, path: str, tool: str, raw_input: str | None, fmt: 
 
 
 def finish(session_id: str, flags: Mapping[str, Any], *, cwd: str | None = None,
-           environ: Mapping[str, str] | None = None) -> Any:
-    """The review pipeline from the agent on, on the session's comments (commands.review.Reviewed)."""
+           environ: Mapping[str, str] | None = None,
+           adjust: Callable[[Settings], Settings] | None = None) -> tuple[Reviewed, Session]:
+    """The review pipeline from the agent on, on the session's comments; `adjust` as review's."""
     from ocr_hook.commands import review as review_cmd
     from ocr_hook.delegate import ops
 
@@ -47,7 +53,11 @@ def finish(session_id: str, flags: Mapping[str, Any], *, cwd: str | None = None,
     # Never the result cache: a host's findings must not pass for the configured model's in a later review.
     return review_cmd.review(session.scope, session.paths, session.config_file, {**session.flags, **flags},
                              cwd=session.repo_root, environ=environ, agent=ops.agent_for(session),
-                             adjust=lambda settings: settings._replace(cache=False)), session
+                             adjust=lambda settings: (adjust or _same)(settings._replace(cache=False))), session
+
+
+def _same(settings: Settings) -> Settings:
+    return settings
 
 
 def run_finish(session_id: str, flags: Mapping[str, Any], quiet: bool) -> int:

@@ -131,7 +131,7 @@ def fresh(session: Session, cwd: str, environ: Mapping[str, str]) -> ChangeSet:
     return change_set
 
 
-def _tool_input(raw: str | None) -> Any:
+def parse_input(raw: str | None) -> Any:
     """The call's JSON input; text that is not JSON is handed on as it came, as the SDK hands on a model's
     input that is not an object, and gets the same model-readable error."""
     if raw is None or not raw.strip():
@@ -142,9 +142,10 @@ def _tool_input(raw: str | None) -> Any:
         return raw
 
 
-def call(cwd: str, session_id: str, path: str, tool: str, raw_input: str | None,
+def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
          environ: Mapping[str, str]) -> CallAnswer:
-    """One tool call on one file of a session, answered as the agent loop answers it."""
+    """One tool call on one file of a session, answered as the agent loop answers it (`tool_input` as a
+    model would give it: normally an object)."""
     from ocr_hook.agent import prompts
     from ocr_hook.changes.snapshot import open_snapshot
 
@@ -162,7 +163,7 @@ def call(cwd: str, session_id: str, path: str, tool: str, raw_input: str | None,
         settings = load(root, session.config_file, session.flags, environ)
         snapshot = open_snapshot(root, change_set)
         try:
-            result, comments, done = hosted.answer(tool, _tool_input(raw_input), change_set=change_set,
+            result, comments, done = hosted.answer(tool, tool_input, change_set=change_set,
                                                    snapshot=snapshot, settings=settings, path=path,
                                                    comments=state.comments,
                                                    last_round=state.calls + 1 >= state.rounds)

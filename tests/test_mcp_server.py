@@ -251,7 +251,8 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
     assert "unknown ref 'no-such-branch'" in messages["unknown ref"]
     assert "outside the repository" in messages["outside"] and "outside the repository" in messages["absolute outside"]
     assert ".ocr-hook.yaml" in messages["broken config"]
-    assert "unknown tool 'delete_everything'; this server has: review, preview, delegate_start, delegate_call, delegate_finish" in messages["unknown tool"]
+    assert ("unknown tool 'delete_everything'; this server has: review, preview, delegate_start, delegate_call, "
+            "delegate_finish") in messages["unknown tool"]
     assert not out["after"].is_error and out["after"].structured_content["scope"].endswith(f"in {CALC_PATH}")
     assert fake_api.requests == []  # nothing was ever sent
     assert stderr_of(errlog) == ""

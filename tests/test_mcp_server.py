@@ -382,7 +382,8 @@ def test_standard_output_carries_protocol_only_even_after_garbage_input(tmp_path
     assert answers[2]["result"]["structuredContent"]["files"][0]["path"] == CALC_PATH
     # Arguments that are not an object: the SDK's own params check answers with a JSON-RPC error.
     assert answers[3]["error"]["code"] == types.INVALID_PARAMS
-    assert {t["name"] for t in answers[4]["result"]["tools"]} == {"review", "preview"}
+    assert {t["name"] for t in answers[4]["result"]["tools"]} == {
+        "review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
 
 
 def test_the_server_refuses_to_start_outside_a_repository(tmp_path: Path, sdk_env: dict[str, str]) -> None:

@@ -276,3 +276,25 @@ def test_the_same_loop_through_mcp(repo: Path, no_request: dict[str, str], tmp_p
         assert out[name].is_error and out[name].content[0].text.startswith("ocr-hook: error: ")
     assert "stale" in out["stale"].content[0].text
     assert "'rm' is not one of" in out["bad"].content[0].text or "must be one of" in out["bad"].content[0].text
+
+
+# ------------------------------------------------------------------------------------------------- the skill
+
+
+def test_the_skill_follows_the_agent_skills_format_and_names_what_exists() -> None:
+    import re
+
+    import yaml
+
+    from ocr_hook.agent.hosted import tool_contracts
+
+    skill = Path(__file__).resolve().parents[1] / "skills" / "ocr-hook-review" / "SKILL.md"
+    text = skill.read_text(encoding="utf-8")
+    front, body = re.fullmatch(r"---\n(.*?)\n---\n(.*)", text, re.S).groups()  # type: ignore[union-attr]
+    meta = yaml.safe_load(front)
+    assert set(meta) <= {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
+    assert meta["name"] == skill.parent.name and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", meta["name"])
+    assert len(meta["name"]) <= 64 and 0 < len(meta["description"]) <= 1024 and len(meta["compatibility"]) <= 500
+    for name in [t["name"] for t in tool_contracts()] + ["delegate start", "delegate call", "delegate finish",
+                                                          "delegate_start", "delegate_call", "delegate_finish"]:
+        assert name in body, name

@@ -298,3 +298,36 @@ def test_the_skill_follows_the_agent_skills_format_and_names_what_exists() -> No
     for name in [t["name"] for t in tool_contracts()] + ["delegate start", "delegate call", "delegate finish",
                                                           "delegate_start", "delegate_call", "delegate_finish"]:
         assert name in body, name
+
+
+def test_the_last_round_allows_only_comments_and_task_done(repo: Path, no_request: dict[str, str]) -> None:
+    write(repo, ".ocr-hook.yaml", "max_rounds: 2\n")
+    host = Host(repo, no_request)
+    started = host.start()
+    session = started["session"]
+    assert started["files"][0]["rounds"] == 2 and "at most 2\nrounds" in started["files"][0]["brief"]
+    first = host.call(session, "calc.py", "file_find", {"query_name": "calc"})
+    assert first.startswith("calc.py\n") and "last round" in first  # the loop's final-round note, as it sends it
+    refused = host.call(session, "calc.py", "file_read", {"file_path": "calc.py"})
+    assert "not available in the final phase" in refused
+    assert host.call(session, "calc.py", "task_done", {"state": "FAILED"}) == "Review of this file finished.\n"
+    proc = host.finish(session, "--format", "json", "--no-memory")
+    assert proc.returncode == 3
+    assert "task_done FAILED" in json.loads(proc.stdout)["coverage"]["failed"][0]["reason"]
+
+
+def test_expired_sessions_are_refused_and_removed(tmp_path: Path) -> None:
+    from ocr_hook.changes.scope import Scope
+    from ocr_hook.delegate.session import MAX_AGE_S, FileState, Session, SessionError, SessionStore, new_id
+
+    store = SessionStore(str(tmp_path / "cache"))
+    session = Session(id=new_id(), repo_root=str(tmp_path), scope=Scope("staged"), paths=(), config_file=None,
+                      flags={}, snapshot="x", created=1000.0, files={"a.py": FileState(rounds=3, effort="quick")})
+    store.create(session)
+    with store.locked(session.id):
+        assert store.load(session.id, now=1000.0 + MAX_AGE_S - 1).files["a.py"].rounds == 3
+    with pytest.raises(SessionError, match="expired"):
+        store.load(session.id, now=1000.0 + MAX_AGE_S + 1)
+    assert list((tmp_path / "cache" / "delegate").glob("??/*")) == []  # the session and its lock are gone
+    with pytest.raises(SessionError, match="unknown or expired"):
+        store.load(session.id)

@@ -110,7 +110,15 @@ class SessionStore:
 
     def create(self, session: Session) -> None:
         self.save(session)
-        self.store.prune(MAX_SESSIONS)
+        if self.store.prune(MAX_SESSIONS):
+            self._drop_orphan_locks()
+
+    def _drop_orphan_locks(self) -> None:
+        """The lock files of pruned sessions (a lock whose session still exists stays: a call may hold it)."""
+        for lock in self.store.directory.glob("??/*.lock"):
+            if is_key(lock.stem) and not lock.with_suffix(".json").exists() and not lock.is_symlink():
+                with contextlib.suppress(OSError):
+                    lock.unlink()
 
     def load(self, key: str, *, now: float | None = None) -> Session:
         if not is_key(key):
@@ -127,6 +135,7 @@ class SessionStore:
                                "again") from None
         if (time.time() if now is None else now) - session.created > MAX_AGE_S:
             self.store.delete(key)
+            self._drop_orphan_locks()
             raise SessionError(f"delegate session {key[:12]}… expired (older than {MAX_AGE_S / 3600:.0f} h); "
                                "run `ocr-hook delegate start` again")
         return session

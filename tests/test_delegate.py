@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -212,12 +212,11 @@ def test_concurrent_calls_on_one_session_and_sessions_side_by_side(repo: Path, n
     comments = [{**EVAL_COMMENT, "content": f"Problem {n}.", "existing_code": code}
                 for n, code in enumerate(["value = eval(expression)", "return value", "def run(expression):",
                                           "return sum(values)"])]
-    procs = [subprocess.Popen([sys.executable, "-m", "ocr_hook", "delegate", "call", first, "--file", "calc.py",
-                               "code_comment", json.dumps({"comments": [c]})], cwd=repo, env=no_request,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in comments]
-    outs = [p.communicate(timeout=60) for p in procs]
-    assert [p.returncode for p in procs] == [0] * 4, outs
-    assert sorted(out.split(" so far")[0].rsplit("(", 1)[1] for out, _ in outs) == ["1", "2", "3", "4"]
+    with ThreadPoolExecutor(len(comments)) as pool:  # four processes at once, each a read-answer-write
+        procs = list(pool.map(lambda c: host.run("call", first, "--file", "calc.py", "code_comment",
+                                                 json.dumps({"comments": [c]})), comments))
+    assert [p.returncode for p in procs] == [0] * 4, [p.stderr for p in procs]
+    assert sorted(p.stdout.split(" so far")[0].rsplit("(", 1)[1] for p in procs) == ["1", "2", "3", "4"]
     assert host.call(second, "calc.py", "task_done", {"state": "DONE"}) == "Review of this file finished.\n"
     host.call(first, "calc.py", "task_done", {"state": "DONE"})
     report_first = json.loads(host.finish(first, "--format", "json", "--no-memory",

@@ -301,6 +301,82 @@ def mcp_server(repo: str | None) -> None:
 
 
 @cli.group()
+def delegate() -> None:
+    """Let the coding agent you run (Claude Code, Codex, Cursor, ...) be the reviewer: ocr-hook picks the files,
+    writes each file's brief, answers the six review tools, anchors the comments and gates, and never calls a
+    model itself (no key needed). start, then call for each file until task_done, then finish."""
+
+
+@delegate.command("start")
+@_scope_options
+@click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
+              help="How deep each file's review goes (its rounds); default as for review.")
+@click.option("--intent", metavar="TEXT|@FILE",
+              help="What the change is for (data for the reviewer, never instructions); @FILE reads it from FILE.")
+def delegate_start(**kw: Any) -> None:
+    """Print a session as JSON: its id, each file's brief and rounds, the skipped files and the tools."""
+    from ocr_hook.commands import delegate as delegate_cmd
+
+    scope = _scope(kw)
+    intent = kw.pop("intent")
+    if intent is not None:
+        from ocr_hook.context.intent import read_flag
+
+        intent = read_flag(intent)
+    flags = {"effort": kw.pop("effort")} if kw.get("effort") else {}
+    sys.exit(delegate_cmd.run_start(scope, kw.pop("paths"), kw.pop("config_file"), flags, intent))
+
+
+@delegate.command("call")
+@click.argument("session")
+@click.option("--file", "path", required=True, metavar="PATH", help="The session's file this call is about.")
+@click.argument("tool")
+@click.argument("tool_input", required=False, metavar="[JSON]")
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="The answer as the model would see it (text), or with the file's state (json).")
+def delegate_call(session: str, path: str, tool: str, tool_input: str | None, format_: str) -> None:
+    """Run one review tool (file_read, file_read_diff, file_find, code_search, code_comment, task_done) for
+    one file of the session and print what the model would see. JSON is the tool's input; `-` reads it
+    from standard input."""
+    from ocr_hook.commands import delegate as delegate_cmd
+
+    if tool_input == "-":
+        tool_input = sys.stdin.read()
+    sys.exit(delegate_cmd.run_call(session, path, tool, tool_input, format_))
+
+
+@delegate.command("finish")
+@click.argument("session")
+@click.option("--format", "format_", type=click.Choice(["text", "json", "sarif", "github", "gitlab"]),
+              help="What to print on standard output.")
+@click.option("--sarif-output", metavar="FILE", help="Also write SARIF 2.1.0 to FILE.")
+@click.option("--json-output", metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--gitlab-output", metavar="FILE", help="Also write GitLab Code Quality JSON to FILE.")
+@click.option("--patch-output", metavar="FILE", help="Also write every suggested fix as one patch to FILE.")
+@click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "never"]),
+              help="Lowest severity that fails the run (default high).")
+@click.option("--on-error", type=click.Choice(["fail", "warn"]),
+              help="An incomplete review exits 3 (fail, default) or 0 with a warning (warn).")
+@click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
+              help="Which findings to keep by where they are (default diff_context).")
+@click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
+@click.option("--no-memory", is_flag=True, default=None, help="Neither read nor write review memory.")
+@click.option("--late-findings", type=click.Choice(["advisory", "block"]),
+              help="Whether findings raised now on lines unchanged since the last review block.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
+def delegate_finish(**kw: Any) -> None:
+    """Anchor, deduplicate, filter, suppress, remember, gate and report the session's comments exactly as
+    `review` does; exit codes as review's (a file never closed with task_done DONE: 3)."""
+    from ocr_hook.commands import delegate as delegate_cmd
+
+    session, quiet = kw.pop("session"), kw.pop("quiet")
+    kw["format"] = kw.pop("format_")
+    if kw.pop("no_memory"):
+        kw["memory"] = False
+    sys.exit(delegate_cmd.run_finish(session, kw, quiet))
+
+
+@cli.group()
 def warm() -> None:
     """The warm worker that serves commit-time reviews (setting `warm`: auto, on, off)."""
 

@@ -200,6 +200,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("context",),  # what the change uses, what calls it, what it is for (DESIGN.md 12)
     ("store",),  # what ocr-hook keeps on disk
     ("agent",),
+    ("delegate",),  # delegate sessions (DESIGN.md 15): a host agent's review through the agent's own tools
     ("gate",),
     ("reports",),
     ("publish",),

@@ -99,7 +99,7 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
             return (await client.session.list_tools()).tools
 
     listed = {tool.name: tool for tool in anyio.run(main)}
-    assert set(listed) == {"review", "preview"}
+    assert set(listed) == {"review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
     review, preview = listed["review"], listed["preview"]
     for tool in (review, preview):
         Draft202012Validator.check_schema(tool.input_schema)
@@ -251,7 +251,8 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
     assert "unknown ref 'no-such-branch'" in messages["unknown ref"]
     assert "outside the repository" in messages["outside"] and "outside the repository" in messages["absolute outside"]
     assert ".ocr-hook.yaml" in messages["broken config"]
-    assert "unknown tool 'delete_everything'; this server has: review, preview" in messages["unknown tool"]
+    assert ("unknown tool 'delete_everything'; this server has: review, preview, delegate_start, delegate_call, "
+            "delegate_finish") in messages["unknown tool"]
     assert not out["after"].is_error and out["after"].structured_content["scope"].endswith(f"in {CALC_PATH}")
     assert fake_api.requests == []  # nothing was ever sent
     assert stderr_of(errlog) == ""
@@ -381,7 +382,8 @@ def test_standard_output_carries_protocol_only_even_after_garbage_input(tmp_path
     assert answers[2]["result"]["structuredContent"]["files"][0]["path"] == CALC_PATH
     # Arguments that are not an object: the SDK's own params check answers with a JSON-RPC error.
     assert answers[3]["error"]["code"] == types.INVALID_PARAMS
-    assert {t["name"] for t in answers[4]["result"]["tools"]} == {"review", "preview"}
+    assert {t["name"] for t in answers[4]["result"]["tools"]} == {
+        "review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
 
 
 def test_the_server_refuses_to_start_outside_a_repository(tmp_path: Path, sdk_env: dict[str, str]) -> None:
@@ -417,7 +419,8 @@ def test_a_client_on_the_2026_protocol_gets_the_same_tools_progress_and_cancella
         async with Client(params) as client:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 version = client.protocol_version
-                assert {t.name for t in (await client.list_tools()).tools} == {"review", "preview"}
+                assert {t.name for t in (await client.list_tools()).tools} == {
+                    "review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
                 reviewed = await client.call_tool("review", {}, progress_callback=on_progress)
                 write(repo, CALC_PATH, "def add(a, b):\n    return a * b\n")
                 git(repo, "add", CALC_PATH)

@@ -19,7 +19,7 @@ from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
-    from ocr_hook.agent import FileGuidance
+    from ocr_hook.agent import FileGuidance, ReviewJob
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.snapshot_api import Snapshot
@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.reports import ReportContext
     from ocr_hook.store.memory import MemoryStore
+
+
+# Reviews a job's files instead of the agent (ocr_hook.agent.review_files), e.g. from a host agent's comments.
+Agent = Callable[["ReviewJob"], ReviewResult]
 
 
 def _no_event(path: str, kind: str, detail: str) -> None:
@@ -63,13 +67,15 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
            cwd: str | None = None, on_event: Callable[[str, str, str], None] = _no_event,
            shard: str | None = None, environ: Mapping[str, str] | None = None, baseline_out: str | None = None,
            adjust: Callable[[Settings], Settings] | None = None,
-           on_budget: Callable[[Budget], None] | None = None, intent: str | None = None) -> Reviewed:
+           on_budget: Callable[[Budget], None] | None = None, intent: str | None = None,
+           agent: Agent | None = None) -> Reviewed:
     """The whole review without writing anything to standard output (reports are the caller's).
 
     `cwd` (default: the process's) locates the repository and anchors relative PATHS; `adjust` may
     change the loaded settings (e.g. lower a cap) before anything uses them; `on_budget` receives the
     run's budget once it exists, so the caller can stop the run early (Budget.stop); `intent` is what the
-    change is for as its author says it (--intent, the MCP tool), else it comes from CI or the commits."""
+    change is for as its author says it (--intent, the MCP tool), else it comes from CI or the commits;
+    `agent` replaces the agent's review of the job's files (delegate mode: a host agent's comments)."""
     environ = os.environ if environ is None else environ
     started = time.monotonic()
     cwd = os.getcwd() if cwd is None else cwd
@@ -92,7 +98,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                                  elapsed_s=time.monotonic() - started, notes=list(settings.notes))
             return Reviewed(empty, change_set, {}, settings)
         return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
-                             baseline_out, intent)
+                             baseline_out, intent, agent)
 
 
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
@@ -112,7 +118,7 @@ def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
 def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
                   on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                   shard: str | None, on_budget: Callable[[Budget], None] | None, baseline_out: str | None,
-                  intent: str | None) -> Reviewed:
+                  intent: str | None, agent: Agent | None = None) -> Reviewed:
     from ocr_hook.changes.snapshot import open_snapshot
 
     snapshot = open_snapshot(root, change_set)  # (its cat-file first: the first reads come before the listings')
@@ -126,7 +132,7 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
-                                          intent=_Intent(intent, scope.kind))
+                                          intent=_Intent(intent, scope.kind), agent=agent)
         result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
@@ -211,7 +217,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                       on_budget: Callable[[Budget], None] | None = None,
                       memory: MemoryStore | None = None,
                       dismissed: Sequence[Dismissal] = (),
-                      intent: _Intent | None = None) -> tuple[ReviewResult, dict[str, str]]:
+                      intent: _Intent | None = None,
+                      agent: Agent | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
     from ocr_hook.changes.selection import select_files
@@ -236,7 +243,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     else:
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
                                           on_budget, guidance, memory,
-                                          _gather_intent(intent, change_set, settings, environ))
+                                          _gather_intent(intent, change_set, settings, environ), agent)
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
@@ -311,7 +318,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                on_budget: Callable[[Budget], None] | None,
                guidance: GuidancePlan | None = None,
                memory: MemoryStore | None = None,
-               intent: tuple[str, str] | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
+               intent: tuple[str, str] | None = None,
+               agent: Agent | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from ocr_hook.agent import FileGuidance, ReviewJob, review_files
     from ocr_hook.budget.ledger import Budget
@@ -331,7 +339,7 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                         in guidance.prompt_guidance([f.path for f in files]).items()}
     if memory is not None:
         job.memory, job.memory_id = memory.remembered(), memory.record_key
-    return review_files(job), dict(job.guidance)
+    return (agent or review_files)(job), dict(job.guidance)
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],

@@ -104,3 +104,21 @@ def preview_call(arguments: Any) -> tuple[Scope, tuple[str, ...], str | None]:
     """Scope, paths and effort (None: the configured one) of a preview call."""
     args = _checked(tools.PREVIEW, tools.PREVIEW_INPUT, arguments)
     return _scope(tools.PREVIEW, args), tuple(args.get("paths", ())), args.get("effort")
+
+
+def delegate_start_call(arguments: Any) -> tuple[Scope, tuple[str, ...], str | None, str | None]:
+    """Scope, paths, effort and intent of a delegate_start call."""
+    args = _checked(tools.DELEGATE_START, tools.DELEGATE_START_INPUT, arguments)
+    return (_scope(tools.DELEGATE_START, args), tuple(args.get("paths", ())), args.get("effort"),
+            args.get("intent"))
+
+
+def delegate_call_call(arguments: Any) -> tuple[str, str, str, Any]:
+    """Session, file, tool and the tool's input of a delegate_call call."""
+    args = _checked(tools.DELEGATE_CALL, tools.DELEGATE_CALL_INPUT, arguments)
+    return args["session"], args["file"], args["tool"], args.get("input", {})
+
+
+def delegate_finish_call(arguments: Any) -> tuple[str, str | None]:
+    args = _checked(tools.DELEGATE_FINISH, tools.DELEGATE_FINISH_INPUT, arguments)
+    return args["session"], args.get("fail_on")

@@ -89,12 +89,13 @@ def render(text: str, source: str = "given with the review") -> tuple[str, int]:
     from ocr_hook.secrets_mask import mask_secrets
 
     clean = "".join(ch for ch in text.replace("\r\n", "\n") if ch in "\n\t" or ch.isprintable()).strip()
+    # Masked first, then cut: a secret across the cut would otherwise be sent in part, unrecognised.
+    masked, count = mask_secrets(clean)
     limit = MAX_INTENT_TOKENS * 3  # bytes: the same 3 bytes a token as the budget's estimate
     cut = ""
-    encoded = clean.encode("utf-8")
+    encoded = masked.encode("utf-8")
     if len(encoded) > limit:
-        clean = encoded[:limit].decode("utf-8", "ignore").rstrip()
-        cut = f"\n[cut here: the description is {len(encoded):,} bytes; the first {limit:,} are shown]"
-    masked, count = mask_secrets(clean)
+        masked = encoded[:limit].decode("utf-8", "ignore").rstrip()
+        cut = f"\n[cut here: the description is {len(clean.encode('utf-8')):,} bytes; the first {limit:,} are shown]"
     label = config_files.read_text("prompts/intent.md").strip().replace("$source", source)
     return f"{label}\n{_fence(masked + cut)}", count

@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,10 +32,13 @@ CALLER_SITES = 3
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
+MAX_LINE = 300  # characters of one line shown
 GREP_TIMEOUT_S = 3.0
 MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
 MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
 GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
+PACK_SHARE = 0.2  # of --timeout: the most the run's packs may take together, so a review is left its time
+MAX_PACK_S = 15.0
 _NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
 _TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
                         r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
@@ -94,12 +98,22 @@ class Reader:
         from ocr_hook.changes.globs import GitIgnoreGlobs
 
         skip = [p for label, patterns in selection["default_skip"].items() if label != "lock file" for p in patterns]
-        self._skip = GitIgnoreGlobs([*skip, *(p for p in settings.exclude if p.lstrip().startswith("!"))])
+        # The user's exclude patterns in full: a file kept out of the review is kept out of every pack too.
+        self._skip = GitIgnoreGlobs([*skip, *settings.exclude])
         self._marker_lines = int(selection["marker_lines"])
         self._paths: tuple[str, ...] | None = None
         self._path_set: frozenset[str] | None = None
         self._texts: dict[str, str | None] = {}
         self.memo: dict[object, object] = {}  # per-language parse results, keyed by the language's own keys
+        # The run's packs share one deadline, inside the review's own: past it, no more is looked up.
+        self.deadline = time.monotonic() + min(MAX_PACK_S, settings.timeout * PACK_SHARE)
+
+    def expired(self) -> bool:
+        """Whether the packs' time is up; a pack cut short by it is degraded (not memoised)."""
+        if time.monotonic() < self.deadline:
+            return False
+        self.memo["degraded"] = True
+        return True
 
     def paths(self) -> tuple[str, ...]:
         if self._paths is None:
@@ -134,8 +148,14 @@ class Reader:
     def grep(self, pattern: str, specs: tuple[str, ...], max_per_file: int) -> GrepResult:
         """A bounded Perl-regexp `git grep` over the snapshot. One that fails (timed out, git failed) marks the
         run's packs as degraded: another run may find what this one missed, so they are not memoised."""
+        from ocr_hook.changes.snapshot_api import GrepResult
+
+        left = self.deadline - time.monotonic()
+        if left <= 0.05:
+            self.memo["degraded"] = True
+            return GrepResult((), (), "the context pack's time was up")
         result = self.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=max_per_file,
-                                    timeout_s=GREP_TIMEOUT_S)
+                                    timeout_s=min(GREP_TIMEOUT_S, left))
         if result.error is not None:
             self.memo["degraded"] = True
         return result
@@ -226,6 +246,8 @@ def _analysis(change: FileChange, reader: Reader) -> tuple[Language, Analysis] |
     if key in reader.memo:
         return reader.memo[key]  # type: ignore[return-value]
     result = None
+    if reader.expired():
+        return None  # the packs' time is up (not remembered: build() says so the same way)
     if not (change.is_binary or change.is_symlink or change.is_submodule or str(change.status) == "deleted"):
         added = added_lines(change)
         text = reader.text(change.path) if added else None
@@ -245,6 +267,8 @@ def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader
     found: dict[tuple[str, int], tuple[int, ContextEntry]] = {}
     order = sorted(wants, key=lambda w: (-w.uses, _distance(own, w.paths[0]) if w.paths else 99, w.name))
     for want in order[:MAX_WANTS]:
+        if reader.expired():
+            break
         located = _locate(want.symbol, want.paths, own, lang, reader)
         if located is None:
             continue
@@ -265,7 +289,7 @@ def _locate(symbol: str, paths: Sequence[str], own: str, lang: Language,
     while queue:
         symbol, candidates, hops = queue.pop(0)
         for path in candidates:
-            if path == own or (symbol, path) in seen:
+            if path == own or (symbol, path) in seen or reader.expired():
                 continue
             seen.add((symbol, path))
             text = reader.text(path)
@@ -283,8 +307,12 @@ def _locate(symbol: str, paths: Sequence[str], own: str, lang: Language,
 def _entry(kind: str, name: str, path: str, span: Span, text: str) -> ContextEntry:
     lines = file_lines(text)
     start, end = max(1, span.start), min(len(lines), span.end)
-    shown = [line if len(line) <= 300 else line[:300] + "…" for line in lines[start - 1:end]]
-    return ContextEntry(kind, name, path, start, end, "\n".join(shown))
+    return ContextEntry(kind, name, path, start, end, "\n".join(lines[start - 1:end]))
+
+
+def _cut_lines(text: str) -> str:
+    """Long lines cut to MAX_LINE characters: only ever after masking, so no part of a secret is sent."""
+    return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in text.split("\n"))
 
 
 def file_lines(text: str) -> list[str]:
@@ -312,6 +340,8 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
     if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
         rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
         for name in rare[:MAX_RETRIED_NAMES]:
+            if reader.expired():
+                break
             _grep_calls([name], extensions, reader, by_name)
     if known is None or set(names) > known[0]:  # type: ignore[index]
         reader.memo[key] = (frozenset(names), by_name)
@@ -396,16 +426,29 @@ def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tu
             merged.append(calls[i][1])
     if not merged:
         return None
-    kept: list[ContextEntry] = []
-    masked = cut = used = 0
+    # What is sent around the entries counts too: the section's heading, and the "left out" line if any.
+    used = estimate_tokens(_heading(len(merged))) + 1
+    kept: list[tuple[ContextEntry, int, int]] = []
+    cut = 0
     for entry in merged:
         text, count = mask_secrets(entry.text)
-        candidate = ContextEntry(entry.kind, entry.name, entry.path, entry.start, entry.end, text)
+        candidate = ContextEntry(entry.kind, entry.name, entry.path, entry.start, entry.end, _cut_lines(text))
         cost = estimate_tokens(candidate.render()) + 1
         if used + cost > budget:
             cut += 1
             continue
         used += cost
-        masked += count
-        kept.append(candidate)
-    return ContextPack(tuple(kept), cut=cut, masked=masked, budget=budget)
+        kept.append((candidate, cost, count))
+    while cut and kept and used + estimate_tokens(ContextPack((), cut, 0, budget).cut_line()) + 1 > budget:
+        used -= kept.pop()[1]
+        cut += 1
+    return ContextPack(tuple(e for e, _c, _n in kept), cut=cut, masked=sum(n for _e, _c, n in kept), budget=budget)
+
+
+def _heading(count: int) -> str:
+    """The context section's heading as the prompt renders it around the entries (agent/prompts.py)."""
+    from string import Template
+
+    from ocr_hook import config_files
+
+    return Template(config_files.read_text("prompts/context_pack.md")).safe_substitute(count=count, entries="")

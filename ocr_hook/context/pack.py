@@ -29,6 +29,7 @@ DEFINITION_LINES = 8  # signature plus docstring and first statements
 MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
+CALL_LINES = 12  # lines of one call site shown at most (a call over more lines is cut there)
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
@@ -258,9 +259,37 @@ def _analysis(change: FileChange, reader: Reader) -> tuple[Language, Analysis] |
             except (RecursionError, ValueError, UnicodeError):
                 analysis = None  # a file the parser cannot take: no pack, never a failed review
             if analysis is not None:
+                analysis.signatures += _removed_definitions(change, text, analysis.signatures)
                 result = (lang, analysis)
     reader.memo[key] = result
     return result
+
+
+_DEF_LINE = re.compile(r"^(\s*)(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:def|function\*?|func|fn|sub|proc)\s+"
+                       r"(?:\([^)]*\)\s*)?([A-Za-z_$][A-Za-z0-9_$]*)\s*\(")
+_BINDING_LINE = re.compile(r"^(\s*)(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s*)?"
+                           r"(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)")
+
+
+def _removed_definitions(change: FileChange, text: str, known: Sequence[str]) -> list[str]:
+    """Functions whose definition line the diff removed and the new text no longer defines under that name
+    (removed or renamed): their callers still use the old name. Read from the removed lines as they are,
+    for every language (a method, indented, as `.name`)."""
+    out: list[str] = []
+    for hunk in change.hunks:
+        for line in hunk.lines:
+            if line.kind != "-":
+                continue
+            found = _DEF_LINE.match(line.text) or _BINDING_LINE.match(line.text)
+            if found is None or found.group(2).startswith(("test", "__")):
+                continue
+            name = found.group(2)
+            label = "." + name if found.group(1) and not _BINDING_LINE.match(line.text) else name
+            still = re.search(rf"(?:def|function\*?|func|fn|sub|proc|const|let|var)\s+(?:\([^)]*\)\s*)?"
+                              rf"{re.escape(name)}\b", text)
+            if still is None and label not in known and label not in out:
+                out.append(label)
+    return out
 
 
 def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
@@ -357,17 +386,82 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
     specs = tuple(f"*{ext}" for ext in extensions)
     result = reader.grep(pattern, specs, MANY_SITES)
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
-    definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
-                            rf"({alternatives})\s*\(")
+    # A definition's own line, by the keyword right before the name (`var fn = router(` is a call).
+    definition = re.compile(rf"\b(def|function\*?|func|fn|class|sub|proc|void|static|public|private)\s+"
+                            rf"(\([^)]*\)\s*)?(\*\s*)?({alternatives})\s*\(")
     for hit in result.hits:
-        if definition.search(hit.text) or reader.text(hit.path) is None:
+        text = reader.text(hit.path)
+        if text is None:
             continue
-        for match in call.finditer(hit.text):
+        calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
+        if calls is None and definition.search(hit.text):
+            continue
+        code = hit.text if calls is not None else _code_part(hit.text)
+        for match in call.finditer(code):
+            if calls is not None and (hit.line_no, match.group(2)) not in calls:
+                continue  # the word in a docstring, a string or a comment, or a definition: not a call
             for name in (match.group(2), "." + match.group(2)) if match.group(1) else (match.group(2),):
                 sites = by_name.setdefault(name, [])
                 if hit not in sites[-3:]:
                     sites.append(hit)
     return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
+
+
+def _python_calls(path: str, text: str, reader: Reader) -> dict[tuple[int, str], int] | None:
+    """(line, callee name) → the call's last line, for every call and decorator in a Python file, from its
+    `ast` (the line is where the callee's name is written); None when the file does not parse."""
+    key = ("python-calls", path)
+    if key in reader.memo:
+        return reader.memo[key]  # type: ignore[return-value]
+    import ast
+
+    found: dict[tuple[int, str], int] | None = {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        found = None
+    else:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                callee = node.func
+                name = callee.id if isinstance(callee, ast.Name) else \
+                    callee.attr if isinstance(callee, ast.Attribute) else None
+                if name is not None:
+                    line = callee.end_lineno or callee.lineno
+                    found[(line, name)] = max(found.get((line, name), 0), node.end_lineno or node.lineno)
+    reader.memo[key] = found
+    return found
+
+
+_STRING_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`|//.*$|#.*$|/\*.*?(\*/|$)|^\s*\*.*$")
+
+
+def _code_part(line: str) -> str:
+    """The line without what it shows to be strings or comments (languages read without a grammar here)."""
+    return _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group(0)), line)
+
+
+def _call_end(lines: list[str], line_no: int, name: str) -> int:
+    """The last line of the call of `name` starting on `line_no`: where its brackets close, by counting them
+    in the code part of each line (at most CALL_LINES lines)."""
+    start = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+    at = re.search(rf"\b{re.escape(name)}\s*\(", _code_part(start))
+    depth = 0
+    for offset in range(CALL_LINES):
+        number = line_no + offset
+        if number > len(lines):
+            break
+        code = _code_part(lines[number - 1])
+        if offset == 0 and at is not None:
+            code = code[at.start():]
+        for ch in code:
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth <= 0:
+                    return number
+    return line_no
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
@@ -376,10 +470,17 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
     if not names:
         return []
     by_name = _call_sites(names, lang.extensions, reader)
+    stem = posixpath.splitext(posixpath.basename(own))[0]
+    if stem in ("__init__", "index", "mod"):
+        stem = posixpath.basename(posixpath.dirname(own)) or stem
     out: list[tuple[int, ContextEntry]] = []
     for rank, name in enumerate(names):
+        # Surest first: a call qualified by the defining module's name (`_manylinux.platform_tags(`) before a
+        # bare name that may be another definition's; then non-test and nearest.
+        qualified = re.compile(rf"\b{re.escape(stem)}\s*\.\s*{re.escape(name.lstrip('.'))}\s*\(")
         hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
-                      key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
+                      key=lambda h: (is_test_path(h.path), not qualified.search(h.text), _distance(own, h.path),
+                                     h.path, h.line_no))
         chosen: list[GrepHit] = []
         files: set[str] = set()
         for pass_no in (0, 1):  # distinct files first, then more sites in the same files
@@ -391,7 +492,13 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
                 chosen.append(hit)
                 files.add(hit.path)
         for site, hit in enumerate(chosen):
-            span = Span(hit.line_no - 1, hit.line_no + 1)
+            text = reader.text(hit.path) or ""
+            bare = name.lstrip(".")
+            calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
+            end = calls.get((hit.line_no, bare), hit.line_no) if calls is not None else \
+                _call_end(file_lines(text), hit.line_no, bare)
+            # The whole call (its arguments are what a changed signature breaks), a line before it.
+            span = Span(hit.line_no - 1, max(hit.line_no + 1, min(end, hit.line_no + CALL_LINES - 1)))
             entry = _entry("caller", name.lstrip("."), hit.path, span, reader.text(hit.path) or "")
             out.append((site * len(names) + rank, entry))
     # Each changed function's first call site before any function's second: the budget cuts the thirds.

@@ -11,185 +11,40 @@ from __future__ import annotations
 
 import posixpath
 import re
-import threading
-import time
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from ocr_hook.context import ContextEntry, ContextPack
+from ocr_hook.context.model import (  # noqa: F401  (the names the rest of the package and its tests read here)
+    DEFINITION_LINES,
+    Analysis,
+    Follow,
+    Language,
+    Reader,
+    Span,
+    Want,
+    degraded,
+    distance,
+    file_lines,
+    is_test_path,
+    reader_for,
+)
 
 if TYPE_CHECKING:
     from ocr_hook.changes.model import FileChange
-    from ocr_hook.changes.snapshot_api import GrepHit, GrepResult, Snapshot
+    from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
     from ocr_hook.settings import Settings
 
-DEFINITION_LINES = 8  # signature plus docstring and first statements
 MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
 CALL_LINES = 12  # lines of one call site shown at most (a call over more lines is cut there)
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
-MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
-MAX_AVERAGE_LINE = 300  # characters: minified or generated code
 MAX_LINE = 300  # characters of one line shown
-GREP_TIMEOUT_S = 3.0
 MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
 MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
 GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
-PACK_SHARE = 0.2  # of --timeout: the most the run's packs may take together, so a review is left its time
-MAX_PACK_S = 15.0
 _NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
-_TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
-                        r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class Want:
-    """A name used on added lines, to look for as `symbol` in the first of `paths` that defines it."""
-
-    name: str
-    symbol: str
-    paths: tuple[str, ...]
-    uses: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    start: int
-    end: int
-
-
-@dataclass(frozen=True, slots=True)
-class Follow:
-    """The file names the symbol without defining it (a re-export): look there instead."""
-
-    symbol: str
-    paths: tuple[str, ...]
-
-
-@dataclass(slots=True)
-class Analysis:
-    wants: list[Want] = field(default_factory=list)
-    signatures: list[str] = field(default_factory=list)  # functions whose signature line was added
-
-
-class Language(Protocol):
-    name: str
-    extensions: tuple[str, ...]  # the files its callers and definitions live in (for grep pathspecs)
-
-    def analyse(self, path: str, text: str, added: frozenset[int], reader: Reader) -> Analysis | None: ...
-
-    def find(self, path: str, text: str, symbol: str, reader: Reader) -> Span | Follow | None: ...
-
-
-class Reader:
-    """The reviewed snapshot as the pack may see it: sensitive files never, huge or generated ones not."""
-
-    def __init__(self, snapshot: Snapshot, settings: Settings) -> None:
-        from ocr_hook import config_files
-
-        self.snapshot = snapshot
-        self.settings = settings
-        selection = config_files.read_yaml("selection.yaml")
-        self._markers = tuple(selection["generated_markers"])
-        # Vendored, built, minified and generated paths by name (selection's default skips, lock files
-        # aside; a user's `!dist/` in exclude re-includes as it does for review).
-        from ocr_hook.changes.globs import GitIgnoreGlobs
-
-        skip = [p for label, patterns in selection["default_skip"].items() if label != "lock file" for p in patterns]
-        # The user's exclude patterns in full: a file kept out of the review is kept out of every pack too.
-        self._skip = GitIgnoreGlobs([*skip, *settings.exclude])
-        self._marker_lines = int(selection["marker_lines"])
-        self._paths: tuple[str, ...] | None = None
-        self._path_set: frozenset[str] | None = None
-        self._texts: dict[str, str | None] = {}
-        self.memo: dict[object, object] = {}  # per-language parse results, keyed by the language's own keys
-        # The run's packs share one deadline, inside the review's own: past it, no more is looked up.
-        self.deadline = time.monotonic() + min(MAX_PACK_S, settings.timeout * PACK_SHARE)
-
-    def expired(self) -> bool:
-        """Whether the packs' time is up; a pack cut short by it is degraded (not memoised)."""
-        if time.monotonic() < self.deadline:
-            return False
-        self.memo["degraded"] = True
-        return True
-
-    def paths(self) -> tuple[str, ...]:
-        if self._paths is None:
-            self._paths = self.snapshot.paths()
-        return self._paths
-
-    def exists(self, path: str) -> bool:
-        if self._path_set is None:
-            self._path_set = frozenset(self.paths())
-        return path in self._path_set
-
-    def hidden(self, path: str) -> bool:
-        from ocr_hook.changes.selection import is_sensitive
-
-        return is_sensitive(path, self.settings)
-
-    def text(self, path: str) -> str | None:
-        """The file's text, or None when it is absent, sensitive, binary, huge or generated."""
-        if path in self._texts:
-            return self._texts[path]
-        found: str | None = None
-        if self.exists(path) and not self.hidden(path) and not self._skip.check_file(path).include \
-                and not self.snapshot.is_symlink(path):
-            data = self.snapshot.read_bytes(path)
-            if data is not None and len(data) <= MAX_SOURCE_BYTES and b"\0" not in data[:8192]:
-                text = data.decode("utf-8", "surrogateescape")
-                if not self._generated(text):
-                    found = text
-        self._texts[path] = found
-        return found
-
-    def grep(self, pattern: str, specs: tuple[str, ...], max_per_file: int) -> GrepResult:
-        """A bounded Perl-regexp `git grep` over the snapshot. One that fails (timed out, git failed) marks the
-        run's packs as degraded: another run may find what this one missed, so they are not memoised."""
-        from ocr_hook.changes.snapshot_api import GrepResult
-
-        left = self.deadline - time.monotonic()
-        if left <= 0.05:
-            self.memo["degraded"] = True
-            return GrepResult((), (), "the context pack's time was up")
-        result = self.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=max_per_file,
-                                    timeout_s=min(GREP_TIMEOUT_S, left))
-        if result.error is not None:
-            self.memo["degraded"] = True
-        return result
-
-    def _generated(self, text: str) -> bool:
-        head = text.split("\n", self._marker_lines)[: self._marker_lines]
-        if any(marker in line for line in head for marker in self._markers):
-            return True
-        lines = text.count("\n") + 1
-        return len(text) > 20_000 and len(text) / lines > MAX_AVERAGE_LINE
-
-
-_READERS: weakref.WeakKeyDictionary[Any, Reader] = weakref.WeakKeyDictionary()
-_READERS_LOCK = threading.Lock()
-
-
-def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
-    """One Reader per snapshot (and settings) for the whole run: the files of a change set share their
-    imports' parses, the listing and its indexes."""
-    with _READERS_LOCK:
-        reader = _READERS.get(snapshot)
-        if reader is None or reader.settings is not settings:
-            reader = Reader(snapshot, settings)
-            try:
-                _READERS[snapshot] = reader
-            except TypeError:  # a snapshot that cannot be weakly referenced: a reader per file
-                pass
-        return reader
-
-
-def degraded(snapshot: Snapshot, settings: Settings) -> bool:
-    """Whether a search for the packs of this snapshot failed (see _grep_calls): such packs are not memoised."""
-    return bool(reader_for(snapshot, settings).memo.get("degraded"))
 
 
 def language_for(path: str) -> Language:
@@ -294,7 +149,7 @@ def _removed_definitions(change: FileChange, text: str, known: Sequence[str]) ->
 
 def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
     found: dict[tuple[str, int], tuple[int, ContextEntry]] = {}
-    order = sorted(wants, key=lambda w: (-w.uses, _distance(own, w.paths[0]) if w.paths else 99, w.name))
+    order = sorted(wants, key=lambda w: (-w.uses, distance(own, w.paths[0]) if w.paths else 99, w.name))
     for want in order[:MAX_WANTS]:
         if reader.expired():
             break
@@ -342,18 +197,6 @@ def _entry(kind: str, name: str, path: str, span: Span, text: str) -> ContextEnt
 def _cut_lines(text: str) -> str:
     """Long lines cut to MAX_LINE characters: only ever after masking, so no part of a secret is sent."""
     return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in text.split("\n"))
-
-
-def file_lines(text: str) -> list[str]:
-    """Only "\\n" ends a line, as for git and the diff's line numbers (the same rule as file_read)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
@@ -479,7 +322,7 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
         # bare name that may be another definition's; then non-test and nearest.
         qualified = re.compile(rf"\b{re.escape(stem)}\s*\.\s*{re.escape(name.lstrip('.'))}\s*\(")
         hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
-                      key=lambda h: (is_test_path(h.path), not qualified.search(h.text), _distance(own, h.path),
+                      key=lambda h: (is_test_path(h.path), not qualified.search(h.text), distance(own, h.path),
                                      h.path, h.line_no))
         chosen: list[GrepHit] = []
         files: set[str] = set()
@@ -506,24 +349,13 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
     return out
 
 
-def _distance(own: str, other: str) -> int:
-    """Directory steps between two files: the nearest entries come first."""
-    a, b = posixpath.dirname(own).split("/"), posixpath.dirname(other).split("/")
-    common = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        common += 1
-    return (len(a) - common) + (len(b) - common)
-
-
 def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tuple[int, ContextEntry]],
          budget: int) -> ContextPack | None:
     """Most used and nearest first, definitions and call sites taking turns; masked; cut to the budget."""
     from ocr_hook.budget.tokens import estimate_tokens
     from ocr_hook.secrets_mask import mask_secrets
 
-    defs = sorted(definitions, key=lambda item: (-item[0], _distance(own, item[1].path), item[1].path))
+    defs = sorted(definitions, key=lambda item: (-item[0], distance(own, item[1].path), item[1].path))
     calls = list(callers)  # already in order: per changed function, non-test and nearest first
     merged: list[ContextEntry] = []
     for i in range(max(len(defs), len(calls))):

@@ -10,7 +10,7 @@ import posixpath
 from collections import Counter
 from dataclasses import dataclass
 
-from ocr_hook.context.pack import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
+from ocr_hook.context.model import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 _BUILTINS = frozenset(dir(builtins))
 BASE_CLASS_WEIGHT = 10  # uses a base class on an added `class` line counts for, in the pack's order

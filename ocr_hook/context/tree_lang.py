@@ -20,7 +20,7 @@ from collections import Counter
 from functools import cache
 from typing import Any
 
-from ocr_hook.context.pack import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
+from ocr_hook.context.model import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 # extension → (grammar module, its language function, our name, the extensions its code lives in)
 _JS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
@@ -299,7 +299,7 @@ def _span_of(node: Any) -> Span:
 
 def _grep_wants(path: str, names: list[str], reader: Reader, extensions: tuple[str, ...]) -> list[Want]:
     """One bounded `git grep -w` for all names at once; the files naming each are its candidates."""
-    from ocr_hook.context.pack import _distance, is_test_path
+    from ocr_hook.context.model import distance, is_test_path
 
     names = [n for n in names if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*[?!]?", n)]
     if not names:
@@ -315,7 +315,7 @@ def _grep_wants(path: str, names: list[str], reader: Reader, extensions: tuple[s
             files.setdefault(match.group(1), set()).add(hit.path)
     wants = []
     for rank, name in enumerate(names):
-        found = sorted(files.get(name, ()), key=lambda p: (is_test_path(p), _distance(path, p), p))
+        found = sorted(files.get(name, ()), key=lambda p: (is_test_path(p), distance(path, p), p))
         if found:
             wants.append(Want(name, name, tuple(found[:MAX_CANDIDATES]), max(1, len(names) - rank)))
     return wants

@@ -71,3 +71,24 @@ def test_renamed_functions_whole_calls_real_calls_only_and_qualified_first(tmp_p
     js = [e for e in entries["net.js"] if e.name == "fetch"]
     assert [(e.path, e.start, e.end) for e in js] == [("user.js", 3, 7)]  # not the comment or the string
 
+
+
+def test_a_class_is_shown_by_what_calling_it_takes(tmp_path: Path) -> None:
+    doc = '    """A client.\n\n' + "    More words about it.\n" * 10 + '    """\n\n'
+    models = "from dataclasses import dataclass\n\n\nclass Client:\n" + doc + \
+        "    def __init__(self, base_url,\n                 verify=True):\n        self.base_url = base_url\n\n\n" \
+        "@dataclass\nclass Options:\n" + doc + "    retries: int\n    backoff: float = 0.5\n"
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "models.py", models)
+    write(repo, "app.py", "from models import Client, Options\n")
+    commit_all(repo, "base")
+    write(repo, "app.py", "from models import Client, Options\n\nc = Client('x', verify=Options(3))\n")
+    git(repo, "add", "-A")
+    settings = load(str(repo), None, {}, {})
+    change_set = collect_changes(str(repo), Scope("staged"), [], {})
+    with open_snapshot(str(repo), change_set) as snapshot:
+        pack = build_pack(change_set.files[0], snapshot, settings)
+    assert pack is not None
+    shown = {e.name: e.text for e in pack.entries if e.kind == "definition"}
+    assert "def __init__(self, base_url,\n                 verify=True):" in shown["Client"]
+    assert shown["Options"].endswith("    retries: int\n    backoff: float = 0.5")

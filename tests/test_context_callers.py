@@ -74,7 +74,7 @@ def test_renamed_functions_whole_calls_real_calls_only_and_qualified_first(tmp_p
 
 
 def test_a_class_is_shown_by_what_calling_it_takes(tmp_path: Path) -> None:
-    doc = '    """A client.\n\n' + "    More words about it.\n" * 10 + '    """\n\n'
+    doc = '    """A client.\n\n' + "    More words about it.\n" * 4 + '    """\n\n'
     models = "from dataclasses import dataclass\n\n\nclass Client:\n" + doc + \
         "    def __init__(self, base_url,\n                 verify=True):\n        self.base_url = base_url\n\n\n" \
         "@dataclass\nclass Options:\n" + doc + "    retries: int\n    backoff: float = 0.5\n"

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
-CALL_LINES = 12  # lines of one call site shown at most (a call over more lines is cut there)
+CALL_LINES = 10  # lines of one call site shown at most (a call over more lines is cut there)
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_LINE = 300  # characters of one line shown
 MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
@@ -358,9 +358,9 @@ def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tu
     defs = sorted(definitions, key=lambda item: (-item[0], distance(own, item[1].path), item[1].path))
     calls = list(callers)  # already in order: per changed function, non-test and nearest first
     merged: list[ContextEntry] = []
-    for i in range(max(len(defs), len(calls))):
-        if i < len(defs):
-            merged.append(defs[i][1])
+    # Two definitions to a call site: a call site shows a whole call and costs about twice a definition.
+    for i in range(max((len(defs) + 1) // 2, len(calls))):
+        merged += [entry for _uses, entry in defs[2 * i:2 * i + 2]]
         if i < len(calls):
             merged.append(calls[i][1])
     if not merged:

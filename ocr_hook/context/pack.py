@@ -358,11 +358,15 @@ def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tu
     defs = sorted(definitions, key=lambda item: (-item[0], distance(own, item[1].path), item[1].path))
     calls = list(callers)  # already in order: per changed function, non-test and nearest first
     merged: list[ContextEntry] = []
-    # Two definitions to a call site: a call site shows a whole call and costs about twice a definition.
-    for i in range(max((len(defs) + 1) // 2, len(calls))):
-        merged += [entry for _uses, entry in defs[2 * i:2 * i + 2]]
+    # Three definitions to two call sites: a call site shows a whole call and costs more than a definition.
+    taken = 0
+    for i in range(max(len(defs), len(calls))):
+        share = 2 if i % 2 == 0 else 1
+        merged += [entry for _uses, entry in defs[taken:taken + share]]
+        taken += share
         if i < len(calls):
             merged.append(calls[i][1])
+    merged += [entry for _uses, entry in defs[taken:]]
     if not merged:
         return None
     # What is sent around the entries counts too: the section's heading, and the "left out" line if any.

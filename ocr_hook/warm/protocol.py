@@ -37,13 +37,16 @@ def mode_of(value: object) -> str | None:
 
 def wanted(mode: str, environ: Mapping[str, str], platform: str = sys.platform) -> bool:
     """Whether a review should be served warm: never on Windows (no fork, no Unix socket we rely on);
-    `auto` only under pre-commit and not in CI, where every job starts on a fresh machine anyway."""
+    `auto` only at commit time (a git hook runs us: ocr_hook.hookenv) and not in CI, where every job starts on a
+    fresh machine anyway."""
     if platform not in ("linux", "darwin") or mode == "off":
         return False
     if mode == "on":
         return True
     in_ci = environ.get("CI", "").lower() not in ("", "0", "false")
-    return environ.get("PRE_COMMIT") == "1" and not in_ci
+    from ocr_hook.hookenv import commit_time
+
+    return commit_time(environ) and not in_ci
 
 
 # --- where ----------------------------------------------------------------------------------------------

@@ -64,7 +64,24 @@ def cache_dir(environ: Mapping[str, str]) -> str:
     home = _absolute(environ, "HOME")
     if home:
         return os.path.join(home, ".cache", _APP)
-    return os.path.join("/tmp", f"{_APP}-{os.getuid()}")
+    # As tempfile.gettempdir would (TMPDIR first), without importing it on the client's path.
+    tmp = _absolute(environ, "TMPDIR")
+    return os.path.join(tmp if tmp and os.path.isdir(tmp) else "/tmp", f"{_APP}-{os.getuid()}")
+
+
+def trusted_root(path: str) -> bool:
+    """Whether `path` may hold this user's sockets and logs: a real directory (not a link) of this user that
+    no one else may write to, or one that does not exist yet (it is then made 0700). Under a shared /tmp
+    another user can create the fallback directory first."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def socket_dir(environ: Mapping[str, str]) -> str:
@@ -158,7 +175,10 @@ def start_up(environ: Mapping[str, str]) -> dict[str, Any]:
     """What a fresh interpreter would have set up differently: those variables, its flags, the streams'
     encodings. A client whose start-up differs from the worker's runs cold."""
     return {
-        "env": {name: value for name, value in sorted(environ.items()) if read_at_start_up(name)},
+        # Not PYTHONUTF8: the client starts a worker with it to match its own UTF-8 mode, and that mode is in
+        # the flags compared below.
+        "env": {name: value for name, value in sorted(environ.items())
+                if read_at_start_up(name) and name != "PYTHONUTF8"},
         "flags": list(sys.flags),
         "xoptions": sorted(f"{k}={v}" for k, v in sys._xoptions.items()),
         "encoding": [getattr(s, "encoding", None) for s in (sys.stdin, sys.stdout, sys.stderr)],

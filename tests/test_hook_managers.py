@@ -18,9 +18,10 @@ import pytest
 from agent_support import is_filter
 from e2e_support import CALC_AFTER, CALC_BEFORE, CALC_PATH, comment, comment_turn
 from fake_api import Reply, task_done, text, thinking_on
-from gitrepo import commit_all, git, make_repo, write
+from gitrepo import commit_all, git, make_repo, run_cli, write
 
 from ocr_hook.commands import doctor
+from ocr_hook.hookenv import PushInputError, commit_time, pushed_refs
 
 PROJECT = Path(__file__).resolve().parent.parent
 DOC = PROJECT / "docs" / "hook-managers.md"
@@ -200,3 +201,27 @@ def test_doctor_fixes_name_the_managers_own_commands(tmp_path: Path) -> None:
     (check,) = doctor.check_pre_commit(doctor._Context(str(repo), hook_env(), None, root=str(repo)))
     assert check.status == doctor.WARN and "installed by lefthook, which does not run ocr-hook" in check.message
     assert "lefthook install" in check.fix and "pre-commit install" not in check.fix
+
+
+def test_push_given_to_the_ocr_hook_id_names_ocr_hook_push(repos: dict[str, Path]) -> None:
+    proc = run_cli(repos["plain"], "review", "--staged", "--push")  # the `ocr-hook` id's entry, plus args: [--push]
+    assert proc.returncode == 2 and "use the hook id `ocr-hook-push`" in proc.stderr, proc.stderr
+
+
+def test_the_pre_push_lines() -> None:
+    new, old, zero = "a" * 40, "b" * 40, "0" * 40
+    lines = (f"refs/heads/feat {new} refs/heads/feat {zero}\n"  # a new branch
+             f"refs/heads/main {new} refs/heads/main {old}\n"
+             f"(delete) {zero} refs/heads/gone {old}\n")
+    refs = pushed_refs(lines)
+    assert [(r.local_ref, r.new) for r in refs] == [("refs/heads/feat", True), ("refs/heads/main", False)]
+    assert pushed_refs("") == []
+    with pytest.raises(PushInputError, match="line 1 is not a pre-push line"):
+        pushed_refs("refs/heads/feat HEAD\n")
+
+
+def test_commit_time_is_what_git_or_the_manager_says() -> None:
+    in_hook = {"GIT_INDEX_FILE": ".git/index", "GIT_EXEC_PATH": "/usr/lib/git-core"}
+    assert commit_time(in_hook) and commit_time({"PRE_COMMIT": "1"})
+    assert not commit_time({}) and not commit_time({"GIT_INDEX_FILE": "/tmp/index"})  # a script's own index
+    assert not commit_time({**in_hook, "OCR_HOOK_COMMIT_TIME": "0"}) and commit_time({"OCR_HOOK_COMMIT_TIME": "1"})

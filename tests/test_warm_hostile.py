@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import forked_cli
 import pytest
 from agent_support import is_filter
 from ci_repos import without_ci
@@ -188,3 +189,18 @@ def test_warm_stop_stops_a_worker_that_is_still_starting(tmp_path: Path, capsys:
         left = _kill_leftovers(place)
         shutil.rmtree(place, ignore_errors=True)
     assert left == []
+
+
+def test_a_review_refuses_a_cache_root_another_user_made(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                         sdk_env: dict[str, str]) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir(mode=0o1777)
+    planted = shared / f"ocr-hook-{os.getuid()}"
+    planted.mkdir(mode=0o755)
+    os.chown(planted, 12345, 12345)
+    repo = calc_repo(tmp_path / "calc")
+    env = {k: v for k, v in sdk_env.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    proc = forked_cli.run(("review",), cwd=repo, env={**env, "TMPDIR": str(shared)}, timeout=60, errors="replace")
+    assert proc.returncode == 2, proc.stderr
+    assert f"the cache directory {planted} is not this user's own" in proc.stderr
+    assert list(planted.iterdir()) == [] and fake_api.requests == []  # nothing written there, nothing sent

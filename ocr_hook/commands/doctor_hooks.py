@@ -103,8 +103,9 @@ def _fix(manager: str, hook: str) -> str:
         stage = "" if hook == "pre-commit" else " --hook-type pre-push"
         return f"add `- id: {hook_id}` to .pre-commit-config.yaml ({_DOC}, {manager}), then `{manager} install{stage}`"
     if manager == "lefthook":
-        return (f"add an `ocr-hook` command running `ocr-hook review {scope}` under `{hook}:` in lefthook.yml "
-                f"({_DOC}, lefthook), then `lefthook install`")
+        what = "an `ocr-hook` command running" if hook == "pre-commit" else "a script (with use_stdin) running"
+        return f"add {what} `ocr-hook review {scope}` under `{hook}:` in lefthook.yml ({_DOC}, lefthook), then " \
+               "`lefthook install`"
     if manager == "husky":
         return f"add the line `ocr-hook review {scope}` to .husky/{hook} ({_DOC}, husky)"
     return f"add `ocr-hook review {scope}` to the {hook} hook ({_DOC}, plain git hooks)"

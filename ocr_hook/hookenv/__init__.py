@@ -75,7 +75,8 @@ def skip_hint(manager: str | None, scope_kind: str, environ: Mapping[str, str]) 
     if manager in ("pre-commit", "prek"):
         return f"SKIP={name} {command}"
     if manager == "lefthook":
-        return f"LEFTHOOK_EXCLUDE={name} {command}"
+        # The pre-push recipe is a script (docs/hook-managers.md): LEFTHOOK=0, which lefthook's hook checks.
+        return f"LEFTHOOK_EXCLUDE={name} {command}" if scope_kind == "staged" else f"LEFTHOOK=0 {command}"
     if manager == "husky":
         return f"HUSKY=0 {command}"
     if manager == "plain":

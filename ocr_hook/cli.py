@@ -34,7 +34,8 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--to", "scope_to", metavar="REF", help="End of the --from range."),
         click.option("--commit", "scope_commit", metavar="SHA", help="Review one commit against its parent."),
         click.option("--push", "scope_push", is_flag=True,
-                     help="Review the range being pushed (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)."),
+                     help="Review what is being pushed: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF under "
+                          "pre-commit, else each ref of the pre-push lines git gives on standard input."),
         click.option("--config", "config_file", metavar="FILE", type=_FILE,
                      help="Settings file instead of .ocr-hook.yaml at the repository root."),
         click.argument("paths", nargs=-1, type=_PATH),
@@ -57,6 +58,9 @@ def scope_from_flags(staged: bool, base: str | None, from_ref: str | None, to_re
         return choose_scope(named, base=base or None, from_ref=from_ref or None, to_ref=to_ref or None,
                             commit=commit or None)
     except ScopeConflict as exc:
+        if set(exc.kinds) == {"staged", "push"}:  # `args: [--push]` on the `ocr-hook` id, which runs --staged
+            raise click.UsageError("choose one scope, got --staged and --push: for pushes use the hook id "
+                                   "`ocr-hook-push` (the `ocr-hook` id runs `review --staged`)") from None
         raise click.UsageError(f"choose one scope, got {' and '.join(_FLAG_OF_SCOPE[k] for k in exc.kinds)}") from None
     except ScopeIncomplete as exc:
         flags = [_FLAG_OF_REF[ref] for ref in SCOPE_REFS[exc.kind]]
@@ -146,6 +150,8 @@ def review(**kw: Any) -> None:
         from ocr_hook.context.intent import read_flag
 
         intent = read_flag(intent)
+    if scope.kind == "push":
+        sys.exit(review_cmd.run_push(paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
     sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
 
 

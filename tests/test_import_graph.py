@@ -190,7 +190,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # the ground: no ocr_hook import
     ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze", "digest"),
     ("settings",),
-    ("cienv",),  # what the CI system says (changes' `--base auto` and memory's line of work ask it)
+    ("cienv", "hookenv"),  # what the CI system says (`--base auto`, memory's line of work); which git hook runs us
     ("changes",),
     ("findings",),  # pure, shared by everything above: the agent, the store, the reports, the commands
     ("outcome",),  # what a run produced

@@ -77,7 +77,7 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
             return Sides(git.empty_tree(repo), sha, f"commit {sha[:12]} (root commit, against the empty tree)")
         return Sides(parent, sha, f"commit {sha[:12]} against its first parent {parent[:12]}")
     if scope.kind == "push":
-        return _push(repo, environ)
+        return _push(repo, environ, scope)
     raise FatalError(f"unknown scope {scope.kind!r}")
 
 
@@ -88,9 +88,14 @@ def _staged(repo: str, head: str | None) -> Sides:
     return Sides(git.empty_tree(repo), None, "staged changes (index against the empty tree: no commits yet)")
 
 
-def _push(repo: str, environ: Mapping[str, str]) -> Sides:
-    from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
-    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+def _push(repo: str, environ: Mapping[str, str], scope: Scope) -> Sides:
+    # The range comes from pre-commit's variables, or from the line git gave a plain pre-push hook.
+    if scope.to_ref:
+        from_ref, to_ref, source = scope.from_ref or "", scope.to_ref, "pre-push line"
+    else:
+        from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
+        to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+        source = "PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF"
     if to_ref and git.is_zero_sha(to_ref):
         # A branch deletion pushes no content.
         head = git.resolve_commit(repo, "HEAD")
@@ -100,7 +105,7 @@ def _push(repo: str, environ: Mapping[str, str]) -> Sides:
         old = git.resolve_commit(repo, from_ref)
         # Like pre-commit itself: review what the push adds on top of the remote's tip.
         mb = git.merge_base_or_none(repo, old, tip) or old
-        return Sides(mb, tip, f"push range {old[:12]}..{tip[:12]} (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)")
+        return Sides(mb, tip, f"push range {old[:12]}..{tip[:12]} ({source})")
     return _unpushed(repo, tip)
 
 

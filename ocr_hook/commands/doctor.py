@@ -299,6 +299,11 @@ def check_warm(ctx: _Context) -> list[Check]:
 def check_pre_commit(ctx: _Context) -> list[Check]:
     if ctx.root is None:
         return []
+    from ocr_hook.commands.doctor_hooks import hook_rows
+
+    rows = hook_rows(ctx.root)  # prek, lefthook, husky or a plain script installed a hook: their checks
+    if rows is not None:
+        return [Check("hooks", {"ok": OK, "warn": WARN}[r.status], r.message, r.fix) for r in rows]
     import yaml
 
     config_path = Path(ctx.root) / ".pre-commit-config.yaml"

@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ocr_hook import __version__
 from ocr_hook.changes import git
@@ -15,6 +15,7 @@ from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.scope import Scope
 from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
+from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.settings import Settings, load
 
@@ -55,12 +56,41 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     # an old report, or one the change itself committed, where a later step reads this run's verdict.
     clear_outputs(flags.get(k) for k in ("json_output", "sarif_output", "gitlab_output"))
     # pre-commit shows a hook's output only once it has finished: progress lines would just lengthen it.
-    quiet = quiet or (environ.get("PRE_COMMIT") == "1" and not sys.stderr.isatty())
+    quiet = quiet or (commit_time(environ) and not sys.stderr.isatty())
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
                   baseline_out=baseline_out, intent=intent)
     return report(done.result, done.change_set, done.texts, done.settings, progress, environ,
                   scope_kind=scope.kind)
+
+
+def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *, quiet: bool = False,
+             shard: str | None = None, intent: str | None = None, environ: Mapping[str, str] | None = None,
+             stdin: TextIO | None = None) -> int:
+    """`review --push`: the range pre-commit (or prek) names, else each range of the lines git gives a
+    pre-push hook on standard input, reviewed one after the other; the worst exit code wins."""
+    environ = os.environ if environ is None else environ
+    if environ.get("PRE_COMMIT") == "1" or environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_FROM_REF"):
+        return run(Scope("push"), paths, config_file, flags, quiet=quiet, shard=shard, environ=environ,
+                   intent=intent)
+    from ocr_hook.errors import FatalError
+    from ocr_hook.hookenv import PushInputError, pushed_refs
+
+    stdin = sys.stdin if stdin is None else stdin
+    text = "" if stdin is None or stdin.isatty() else stdin.read()
+    try:
+        refs = pushed_refs(text)
+    except PushInputError as exc:
+        raise FatalError(f"review --push: {exc}") from None
+    if not refs:
+        if text.strip():
+            sys.stderr.write("ocr-hook: the push only deletes refs: nothing to review\n")
+            return 0
+        raise FatalError("review --push: no range to review: run it from a pre-push hook, which gives it the "
+                         "pushed refs on standard input (lefthook: `use_stdin: true`), or under pre-commit")
+    codes = [run(Scope("push", from_ref=None if ref.new else ref.remote_sha, to_ref=ref.local_sha), paths,
+                 config_file, flags, quiet=quiet, shard=shard, environ=environ, intent=intent) for ref in refs]
+    return max(codes)
 
 
 def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
@@ -429,14 +459,20 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
     from ocr_hook.reports import ReportContext
 
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
-    pre_commit = environ is not None and environ.get("PRE_COMMIT") == "1"
+    pre_commit = environ is not None and commit_time(environ)
     steps: tuple[str, ...] = ()
     if code == gate.EXIT_BLOCKING:
         from ocr_hook.reports.hints import next_steps
 
         kind = scope_kind or ("staged" if change_set.target is None else "base")
+        skip = None
+        if pre_commit and environ is not None:
+            from ocr_hook.commands.doctor_hooks import running_manager
+            from ocr_hook.hookenv import skip_hint
+
+            skip = skip_hint(running_manager(change_set.repo_root, kind, environ), kind, environ)
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
-                           pre_commit=pre_commit, patch_output=settings.patch_output,
+                           pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory)
     return ReportContext(

@@ -21,8 +21,10 @@ DEFAULT_PATCH = "ocr-hook-fixes.patch"
 
 
 def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool, patch_output: str | None,
-               json_output: str | None, dismissals_file: str, memory: bool = True) -> tuple[str, ...]:
-    """The hint for these blocking findings (none: no lines)."""
+               json_output: str | None, dismissals_file: str, memory: bool = True,
+               skip: str | None = None) -> tuple[str, ...]:
+    """The hint for these blocking findings (none: no lines). `skip`: the command that skips the hook once
+    under the manager that ran it (ocr_hook.hookenv.skip_hint); without it, pre-commit's."""
     blocking = list(blocking)
     if not blocking:
         return ()
@@ -43,7 +45,9 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
         lines.append(f"      ocr-hook dismiss {short}{source} --reason \"...\"")
     if len(ids) > MAX_IDS:
         lines.append(f"      (and {len(ids) - MAX_IDS} more: each finding shows its id)")
-    if pre_commit and scope_kind in HOOK_ID:
+    if skip:
+        lines.append(f"  - skip this hook once: {skip}")
+    elif pre_commit and scope_kind in HOOK_ID:
         lines.append(f"  - skip this hook once: SKIP={HOOK_ID[scope_kind]} {SKIP_COMMAND[scope_kind]}")
     return tuple(lines)
 

@@ -65,6 +65,15 @@ class FakeGitLab(FakeForge):
     def api(self) -> str:
         return self.url + "/api/v4"
 
+    def fresh(self, token: str, username: str = "ocr-bot") -> FakeGitLab:
+        """Ready for the next test: no requests, faults or merge requests, one write token for `username`."""
+        self.reset()
+        self.tokens.clear()
+        self.tokens[token] = "write"
+        self.users[token] = username
+        self.mrs.clear()
+        return self
+
     def add_mr(self, iid: int, head: str, base: str, diffs: list[dict[str, Any]]) -> MergeRequest:
         mr = MergeRequest(iid, head, base, base, diffs)
         with self.lock:

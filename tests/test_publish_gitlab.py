@@ -46,12 +46,7 @@ def server() -> Iterator[FakeGitLab]:
 
 @pytest.fixture
 def gitlab(server: FakeGitLab) -> FakeGitLab:
-    server.reset()
-    server.tokens.clear()
-    server.tokens[TOKEN] = "write"
-    server.users[TOKEN] = "ocr-bot"
-    server.mrs.clear()
-    return server
+    return server.fresh(TOKEN)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
+    from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
@@ -98,8 +99,9 @@ def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
     from ocr_hook.changes.snapshot import listing_command
 
     ahead = []  # in the order the run asks: guidance, the context pack (memory's question repo_top asked)
-    if not git.is_empty_tree(change_set.base):  # as ocr_hook.guidance.resolve.trusted_revision decides
-        ahead.append(listing_command(change_set.base))
+    trusted = change_set.guidance_rev if change_set.scan else change_set.base
+    if trusted is not None and not git.is_empty_tree(trusted):  # as guidance.resolve.trusted_revision decides
+        ahead.append(listing_command(trusted))
     if settings.context:
         ahead.append(listing_command(change_set.target))
     git.prefetch(change_set.repo_root, ahead)
@@ -198,14 +200,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                       intent: _Intent | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
-    from ocr_hook.changes.selection import select_files
-
-    selected = select_files(change_set, snapshot, settings)
-    if shard:
-        from ocr_hook.changes.shard import shard_select
-
-        mine = shard_select([s.change.path for s in selected], shard)
-        selected = [s for s in selected if s.change.path in mine]
+    selected = _select(change_set, snapshot, settings, shard)
     coverage = [FileCoverage(s.change.path, "skipped", s.reason, incomplete=s.incomplete)
                 for s in selected if s.action == "skip"]
     for item in coverage:
@@ -215,6 +210,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
     guidance = resolve_guidance(change_set, settings, [c.path for c in to_review])
     job_guidance: dict[str, FileGuidance] = {}
+    if change_set.scan and to_review:
+        on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
@@ -236,6 +233,44 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
     return result, texts
+
+
+def _select(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, shard: str | None) -> list[Selected]:
+    """The file selection of this run's share. The share is dealt before selection, so that max_files caps
+    each shard of a CI matrix, not the whole tree; the agent still sees the whole change set (file_read_diff)."""
+    from ocr_hook.changes.selection import select_files
+
+    if shard:
+        from ocr_hook.changes.shard import shard_select
+
+        mine = shard_select([c.path for c in change_set.files], shard)
+        change_set = change_set._replace(files=tuple(c for c in change_set.files if c.path in mine))
+    return select_files(change_set, snapshot, settings)
+
+
+def _scan_estimate(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings, guidance: GuidancePlan,
+                   environ: Mapping[str, str]) -> str:
+    """A scan's cost, said before its first request (preview's estimate), and where the run stops."""
+    from ocr_hook.commands.preview import estimate_cost
+    from ocr_hook.effort import profiles_for
+
+    paths = [s.change.path for s in selected if s.action == "review"]
+    estimate = estimate_cost(selected, snapshot, settings, guidance, profiles_for(paths, settings, environ))
+    files = f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
+    tokens = estimate.input_tokens + estimate.output_tokens
+    if estimate.cost_usd is None:
+        line = f"scan: {files} to review, about {tokens:,} tokens (no price for {settings.model})"
+    else:
+        line = f"scan: {files} to review, about {tokens:,} tokens, at most ${estimate.cost_usd:.2f} at list price"
+    over = []
+    if estimate.cost_usd is None or estimate.cost_usd > settings.max_cost:
+        over.append(f"max_cost ${settings.max_cost:.2f}")
+    if tokens > settings.max_tokens:
+        over.append(f"max_tokens {settings.max_tokens:,}")
+    if not over:
+        return line + f"; within max_cost ${settings.max_cost:.2f}"
+    return (line + f"; the run stops at {' or '.join(over)}: files not reached are listed and the scan is "
+            "incomplete (--shard I/N splits it, --max-cost raises the cap)")
 
 
 def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,

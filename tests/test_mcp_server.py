@@ -227,6 +227,7 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
         out: dict[str, Any] = {}
         async with serving(repo, sdk_env_without_key, errlog) as client:
             out["preview"] = await client.call("preview", {})
+            out["scan preview"] = await client.call("preview", {"scope": "scan"})
             out["no key"] = await client.call("review", {})
             out["bad scope"] = await client.call("review", {"scope": "everything"})
             out["unknown argument"] = await client.call("review", {"branch": "main"})
@@ -245,6 +246,9 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
 
     out = anyio.run(main)
     preview = out.pop("preview").structured_content
+    scanned = out.pop("scan preview").structured_content
+    assert scanned["scope"].startswith("scan of HEAD") and [(f["path"], f["status"]) for f in scanned["files"]] == [
+        (CALC_PATH, "added")]
     assert [(f["path"], f["action"]) for f in preview["files"]] == [(CALC_PATH, "review")]
     assert preview["estimate"]["input_tokens"] > 0 and preview["complete"] is True
     messages = {name: error_text(result) for name, result in out.items() if name != "after"}

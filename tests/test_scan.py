@@ -4,6 +4,7 @@ repositories with history, the real SDK, the fake Messages API."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -94,32 +95,48 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     assert any("UNSTAGED" in _body(r) for r in fake_api.requests[sent:])
 
 
-def test_adoption_baseline_then_only_a_new_finding_blocks(tmp_path: Path, fake_api: FakeMessagesAPI,
-                                                          sdk_env: dict[str, str]) -> None:
+def _recipe(heading: str) -> list[list[str]]:
+    """The commands of the first bash block under `heading` in docs/scan.md, without the program name."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "scan.md").read_text(encoding="utf-8")
+    section = page.split(f"\n## {heading}\n", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [shlex.split(line) for line in block.splitlines() if line.strip()]
+    assert all(c[0] == "ocr-hook" for c in commands)
+    return [c[1:] for c in commands]
+
+
+def test_adoption_recipe_then_only_a_new_finding_blocks(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                        sdk_env: dict[str, str]) -> None:
+    adopt, gate = _recipe("Adopt ocr-hook on existing code")
+    assert adopt[0] == "scan" and gate[0] == "review"
     repo = make_repo(tmp_path / "repo")
     write(repo, "calc.py", CALC_V1)
     commit_all(repo, "legacy")
     write(repo, "calc.py", CALC_HEAD)
     commit_all(repo, "more legacy")
     fake_api.script("def half(x)", [comment_turn(OLD_BUG), task_done()])
-    (repo / ".ocr-hook").mkdir()
-    proc = run_cli(repo, "scan", "--baseline-output", ".ocr-hook/baseline.json", "--format", "json", env=sdk_env)
+    proc = run_cli(repo, *adopt, "--format", "json", env=sdk_env)
     assert proc.returncode == 0, proc.stderr  # adoption records the findings; it does not gate on them
     (known,) = json.loads(proc.stdout)["findings"]
-    assert json.loads((repo / ".ocr-hook/baseline.json").read_text())["fingerprints"] == [known["fingerprint"]]
+    baseline = repo / ".ocr-hook/baseline.json"  # (its directory made by the scan)
+    assert json.loads(baseline.read_text())["fingerprints"] == [known["fingerprint"]]
     commit_all(repo, "adopt ocr-hook")
 
+    # A later change adds a bug; the reviewer also raises the old one again.
     write(repo, "calc.py", CALC_HEAD + "\n\ndef ratio(a, b):\n    return a / b\n")
-    commit_all(repo, "add ratio")
+    git(repo, "add", "calc.py")
     new_bug = comment("Division by zero when b is 0.", "return a / b", severity="high")
     fake_api.script("def ratio(a, b)", [comment_turn(OLD_BUG, new_bug), task_done()])
-    review = run_cli(repo, "review", "--commit", "HEAD", "--baseline", ".ocr-hook/baseline.json",
-                     "--filter-mode", "file", "--format", "json", env=sdk_env)
+    review = run_cli(repo, *gate, "--filter-mode", "file", "--format", "json", env=sdk_env)
     assert review.returncode == 1, review.stderr
     findings = {f["message"].split("\n")[0]: f for f in json.loads(review.stdout)["findings"]}
     assert findings["Subtraction in add() looks wrong."]["suppressed"] == "baseline"
     blocking = [f for f in findings.values() if f["suppressed"] is None]
     assert [(f["message"].split("\n")[0], f["start_line"]) for f in blocking] == [("Division by zero when b is 0.", 10)]
+    # Without the new bug the same gate passes: the old finding alone never blocks.
+    fake_api.script("def ratio(a, b)", [comment_turn(OLD_BUG), task_done()])
+    again = run_cli(repo, *gate, "--filter-mode", "file", "--no-cache", "--no-memory", env=sdk_env)
+    assert again.returncode == 0, again.stdout + again.stderr
 
 
 # ------------------------------------------------------------------------------ a tree of a few hundred files

@@ -79,6 +79,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         settings = load(root, config_file, flags, environ)
         if adjust is not None:
             settings = adjust(settings)
+        if baseline_out:
+            make_parent(baseline_out)
         check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
@@ -165,6 +167,17 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
     from ocr_hook.store.result_cache import run_cache_dir
 
     return open_memory(run_cache_dir(settings.cache_dir, environ), root, scope, environ, base_ref=change_set.base_ref)
+
+
+def make_parent(path: str) -> None:
+    """The baseline's directory, made when missing (`.ocr-hook/`, as `dismiss` makes it), before any paid work:
+    adopting ocr-hook is one command on a repository that has no such directory yet."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        try:
+            os.makedirs(parent)
+        except OSError as exc:
+            raise ConfigError(f"output path {path}: cannot make directory {parent}: {exc.strerror or exc}") from None
 
 
 def check_output_paths(paths: Mapping[str, str | None]) -> None:

@@ -83,6 +83,8 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     again = run_cli(repo, "scan", "--format", "json", env=sdk_env)
     assert again.returncode == 1 and len(fake_api.requests) == sent
     assert sorted(json.loads(again.stdout)["coverage"]["cached"]) == ["README.txt", "REVIEW.md", "calc.py"]
+    text = run_cli(repo, "scan", "calc.py", env=sdk_env).stdout  # the next steps name the scan, not a review
+    assert "ocr-hook scan --patch-output" in text and "--from REPORT.json" in text and len(fake_api.requests) == sent
 
     # --rev reads that revision only; --staged reads the index (here: the edit once staged).
     old = run_cli(repo, "scan", "--rev", "HEAD~1", "--format", "json", "calc.py", env=sdk_env)

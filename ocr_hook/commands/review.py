@@ -12,7 +12,7 @@ from ocr_hook import __version__
 from ocr_hook.changes import git
 from ocr_hook.changes.collect import collect_changes, diff_command, repo_relative_paths
 from ocr_hook.changes.git import repo_top
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.outcome import FileCoverage, ReviewResult
@@ -458,11 +458,11 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
     if code == gate.EXIT_BLOCKING:
         from ocr_hook.reports.hints import next_steps
 
-        kind = scope_kind or ("staged" if change_set.target is None else "base")
+        kind = scope_kind or (SCAN if change_set.scan else "staged" if change_set.target is None else "base")
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
                            pre_commit=pre_commit, patch_output=settings.patch_output,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
-                           memory=settings.memory)
+                           memory=settings.memory and kind != SCAN)  # (a scan records no memory)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,

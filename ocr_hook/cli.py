@@ -129,17 +129,21 @@ def cli(verbose: bool) -> None:
               help="Say whether the warm worker served the run and why not; an internal error prints its traceback.")
 def review(**kw: Any) -> None:
     """Review the change and gate on the findings."""
+    _run_review(_scope(kw), kw)
+
+
+def _run_review(scope: Scope, kw: dict[str, Any], baseline_out: str | None = None) -> None:
+    """`review` and `scan`: their options (scope options already taken) into the review command."""
     from ocr_hook.commands import review as review_cmd
 
     global _verbose
     kw.pop("no_warm")  # read before click, by ocr_hook.warm.client (and --verbose too)
     _verbose = kw.pop("verbose") or _verbose
-    scope = _scope(kw)
     paths, config_file, quiet, shard = kw.pop("paths"), kw.pop("config_file"), kw.pop("quiet"), kw.pop("shard")
     kw["format"] = kw.pop("format_")
     if kw.pop("no_cache"):
         kw["cache"] = False
-    if kw.pop("no_memory"):
+    if kw.pop("no_memory", None):
         kw["memory"] = False
     if kw.pop("no_review_filter"):
         kw["review_filter"] = False
@@ -152,7 +156,37 @@ def review(**kw: Any) -> None:
         intent = read_flag(intent)
     if scope.kind == "push":
         sys.exit(review_cmd.run_push(paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
-    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
+    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard, intent=intent,
+                            baseline_out=baseline_out))
+
+
+# `scan` takes review's options but not its diff scopes (nor review memory, which follows a line of work).
+_NOT_FOR_SCAN = frozenset({"scope_staged", "scope_base", "scope_from", "scope_to", "scope_commit", "scope_push",
+                           "no_memory", "late_findings"})
+
+
+@cli.command(epilog="Adopting ocr-hook on existing code: `ocr-hook scan --baseline-output .ocr-hook/baseline.json`, "
+                    "commit the file, then review with --baseline .ocr-hook/baseline.json: only new findings gate.")
+@click.option("--rev", metavar="REV", help="Scan the files as they stand at this revision (default HEAD).")
+@click.option("--staged", "scan_staged", is_flag=True, help="Scan the files as they stand in the index.")
+@click.option("--baseline-output", metavar="FILE",
+              help="Write every finding's fingerprint to FILE (for --baseline) instead of gating on them.")
+def scan(**kw: Any) -> None:
+    """Review whole files as if each were added: every selected file under PATHS (default: the whole
+    repository) at HEAD, --rev REV or the index. Selection, budgets, outputs, gate and cache as for review."""
+    from ocr_hook.changes.scope import ScopeConflict, scan_scope
+
+    try:
+        scope = scan_scope(kw.pop("rev") or None, staged=kw.pop("scan_staged"))
+    except ScopeConflict:
+        raise click.UsageError("choose one of --rev and --staged") from None
+    baseline_out = kw.pop("baseline_output")
+    if baseline_out:  # adoption: the findings are recorded, not gated (an incomplete scan still says so)
+        kw["fail_on"] = "never"
+    _run_review(scope, kw, baseline_out=baseline_out)
+
+
+scan.params[:0] = [p for p in review.params if p.name not in _NOT_FOR_SCAN]
 
 
 @cli.command()
@@ -161,14 +195,34 @@ def review(**kw: Any) -> None:
               help="Text for people, JSON for scripts.")
 @click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
               help="Show the profiles a review with this --effort would use.")
+@click.option("--scan", "scan_", is_flag=True,
+              help="Preview `ocr-hook scan`: whole files at HEAD (--rev REV, or the index with --staged).")
+@click.option("--rev", metavar="REV", help="With --scan: the revision to scan.")
 def preview(**kw: Any) -> None:
     """Show what would be reviewed, what is skipped and why, each file's effort profile, and the estimated
     cost. Calls no model."""
     from ocr_hook.commands import preview as preview_cmd
 
-    scope = _scope(kw)
+    scope = _preview_scope(kw)
     sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_"),
                              flags={"effort": kw.pop("effort")}))
+
+
+def _preview_scope(kw: dict[str, Any]) -> Scope:
+    scan_, rev = kw.pop("scan_"), kw.pop("rev")
+    if not scan_:
+        if rev:
+            raise click.UsageError("--rev goes with --scan")
+        return _scope(kw)
+    from ocr_hook.changes.scope import scan_scope
+
+    staged = kw["scope_staged"]
+    others = [flag for flag, key in (("--base", "scope_base"), ("--from", "scope_from"), ("--to", "scope_to"),
+                                     ("--commit", "scope_commit"), ("--push", "scope_push")) if kw[key]]
+    if others or (staged and rev):
+        raise click.UsageError(f"--scan takes --rev or --staged, not {' and '.join(others) or '--rev and --staged'}")
+    _scope(kw)  # (takes the scope options out)
+    return scan_scope(rev, staged=staged)
 
 
 @cli.command()

@@ -107,8 +107,8 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
         assert tool.input_schema["additionalProperties"] is False
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         props = tool.input_schema["properties"]
-        assert props["scope"]["enum"] == ["staged", "base", "range", "commit"]
-        assert set(props) >= {"scope", "base", "from", "to", "commit", "paths"}
+        assert props["scope"]["enum"] == ["staged", "base", "range", "commit", "scan"]
+        assert set(props) >= {"scope", "base", "from", "to", "commit", "rev", "paths"}
         assert "required" not in tool.input_schema  # every argument has a default on our side
     props = review.input_schema["properties"]
     assert props["fail_on"]["enum"] == ["critical", "high", "medium", "low", "never"]
@@ -180,9 +180,16 @@ def test_call_arguments_set_scope_gate_and_lower_caps(tmp_path: Path, fake_api: 
             commit = await client.call("review", {"commit": "HEAD", "fail_on": "medium"})
             ranged = await client.call("review", {"scope": "range", "from": base, "to": "HEAD", "fail_on": "low"})
             lax = await client.call("review", {"commit": "HEAD", "fail_on": "never"})
-            return staged, commit, ranged, starved, lax
+            scanned = await client.call("review", {"scope": "scan", "paths": [CALC_PATH], "fail_on": "medium"})
+            wrong = await client.call("review", {"scope": "commit", "commit": "HEAD", "rev": "HEAD"})
+            return staged, commit, ranged, starved, lax, scanned, wrong
 
-    staged, commit, ranged, starved, lax = anyio.run(main)
+    staged, commit, ranged, starved, lax, scanned, wrong = anyio.run(main)
+    # The scan scope: calc.py whole at HEAD, as an added file.
+    doc = scanned.structured_content
+    assert doc is not None and doc["scope"].startswith("scan of HEAD") and doc["exit_code"] == 1
+    assert doc["coverage"]["reviewed"] == [CALC_PATH] and doc["findings"][0]["start_line"] == CALC_LINE
+    assert wrong.is_error and "'rev' do not go with scope 'commit'" in error_text(wrong)
     # A call may make the gate stricter, never more lenient: 'never' leaves the configured 'high'.
     assert lax.structured_content["fail_on"] == "high"  # type: ignore[index]
     assert staged.structured_content["coverage"]["reviewed"] == []  # type: ignore[index]
@@ -220,6 +227,7 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
         out: dict[str, Any] = {}
         async with serving(repo, sdk_env_without_key, errlog) as client:
             out["preview"] = await client.call("preview", {})
+            out["scan preview"] = await client.call("preview", {"scope": "scan"})
             out["no key"] = await client.call("review", {})
             out["bad scope"] = await client.call("review", {"scope": "everything"})
             out["unknown argument"] = await client.call("review", {"branch": "main"})
@@ -238,11 +246,14 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
 
     out = anyio.run(main)
     preview = out.pop("preview").structured_content
+    scanned = out.pop("scan preview").structured_content
+    assert scanned["scope"].startswith("scan of HEAD") and [(f["path"], f["status"]) for f in scanned["files"]] == [
+        (CALC_PATH, "added")]
     assert [(f["path"], f["action"]) for f in preview["files"]] == [(CALC_PATH, "review")]
     assert preview["estimate"]["input_tokens"] > 0 and preview["complete"] is True
     messages = {name: error_text(result) for name, result in out.items() if name != "after"}
     assert "no API key: set ANTHROPIC_API_KEY" in messages["no key"]
-    assert "'scope' must be one of staged, base, range, commit" in messages["bad scope"]
+    assert "'scope' must be one of staged, base, range, commit, scan" in messages["bad scope"]
     assert "unknown argument 'branch'" in messages["unknown argument"] and "it takes: scope" in messages[
         "unknown argument"]
     assert "scope 'base' needs 'base'" in messages["missing ref"] and '"base": "main"' in messages["missing ref"]

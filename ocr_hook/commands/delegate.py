@@ -64,6 +64,8 @@ def run_finish(session_id: str, flags: Mapping[str, Any], quiet: bool) -> int:
     from ocr_hook.commands import review as review_cmd
     from ocr_hook.commands.progress import Progress
 
+    # As review's run: a finish that stops early (a stale session) leaves no old report behind.
+    review_cmd.clear_outputs(flags.get(k) for k in ("json_output", "sarif_output", "gitlab_output"))
     done, session = finish(session_id, flags)
     progress = Progress(sys.stderr, quiet=quiet, live=False)
     return review_cmd.report(done.result, done.change_set, done.texts, done.settings, progress, os.environ,

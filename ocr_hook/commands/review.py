@@ -12,7 +12,7 @@ from ocr_hook import __version__
 from ocr_hook.changes import git
 from ocr_hook.changes.collect import collect_changes, diff_command, repo_relative_paths
 from ocr_hook.changes.git import repo_top
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.hookenv import commit_time
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
+    from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
@@ -90,7 +91,9 @@ def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, 
                          "pushed refs on standard input (lefthook: `use_stdin: true`), or under pre-commit")
     codes = [run(Scope("push", from_ref=None if ref.new else ref.remote_sha, to_ref=ref.local_sha), paths,
                  config_file, flags, quiet=quiet, shard=shard, environ=environ, intent=intent) for ref in refs]
-    return max(codes)
+    from ocr_hook import gate
+
+    return gate.worst_exit(codes)
 
 
 def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
@@ -117,6 +120,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         settings = load(root, config_file, flags, environ)
         if adjust is not None:
             settings = adjust(settings)
+        if baseline_out:
+            make_parent(baseline_out)
         check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
@@ -138,8 +143,9 @@ def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
     from ocr_hook.changes.snapshot import listing_command
 
     ahead = []  # in the order the run asks: guidance, the context pack (memory's question repo_top asked)
-    if not git.is_empty_tree(change_set.base):  # as ocr_hook.guidance.resolve.trusted_revision decides
-        ahead.append(listing_command(change_set.base))
+    trusted = change_set.guidance_rev if change_set.scan else change_set.base
+    if trusted is not None and not git.is_empty_tree(trusted):  # as guidance.resolve.trusted_revision decides
+        ahead.append(listing_command(trusted))
     if settings.context:
         ahead.append(listing_command(change_set.target))
     git.prefetch(change_set.repo_root, ahead)
@@ -217,6 +223,17 @@ def clear_outputs(paths: Iterable[str | None]) -> None:
             raise ConfigError(f"output path {name}: cannot remove what is there: {exc.strerror or exc}") from None
 
 
+def make_parent(path: str) -> None:
+    """The baseline's directory, made when missing (`.ocr-hook/`, as `dismiss` makes it), before any paid work:
+    adopting ocr-hook is one command on a repository that has no such directory yet."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        try:
+            os.makedirs(parent)
+        except OSError as exc:
+            raise ConfigError(f"output path {path}: cannot make directory {parent}: {exc.strerror or exc}") from None
+
+
 def check_output_paths(paths: Mapping[str, str | None]) -> None:
     """Refuse unwritable output paths, and one file named for two outputs (the later write would silently
     replace the earlier), before any work, so a typo never costs a paid review. `paths`: option → path."""
@@ -251,14 +268,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                       agent: Agent | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
-    from ocr_hook.changes.selection import select_files
-
-    selected = select_files(change_set, snapshot, settings)
-    if shard:
-        from ocr_hook.changes.shard import shard_select
-
-        mine = shard_select([s.change.path for s in selected], shard)
-        selected = [s for s in selected if s.change.path in mine]
+    selected = _select(change_set, snapshot, settings, shard)
     coverage = [FileCoverage(s.change.path, "skipped", s.reason, incomplete=s.incomplete)
                 for s in selected if s.action == "skip"]
     for item in coverage:
@@ -268,6 +278,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
     guidance = resolve_guidance(change_set, settings, [c.path for c in to_review])
     job_guidance: dict[str, FileGuidance] = {}
+    if change_set.scan and to_review:
+        on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
@@ -289,6 +301,44 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
     return result, texts
+
+
+def _select(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, shard: str | None) -> list[Selected]:
+    """The file selection of this run's share. The share is dealt before selection, so that max_files caps
+    each shard of a CI matrix, not the whole tree; the agent still sees the whole change set (file_read_diff)."""
+    from ocr_hook.changes.selection import select_files
+
+    if shard:
+        from ocr_hook.changes.shard import shard_select
+
+        mine = shard_select([c.path for c in change_set.files], shard)
+        change_set = change_set._replace(files=tuple(c for c in change_set.files if c.path in mine))
+    return select_files(change_set, snapshot, settings)
+
+
+def _scan_estimate(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings, guidance: GuidancePlan,
+                   environ: Mapping[str, str]) -> str:
+    """A scan's cost, said before its first request (preview's estimate), and where the run stops."""
+    from ocr_hook.commands.preview import estimate_cost
+    from ocr_hook.effort import profiles_for
+
+    paths = [s.change.path for s in selected if s.action == "review"]
+    estimate = estimate_cost(selected, snapshot, settings, guidance, profiles_for(paths, settings, environ))
+    files = f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
+    tokens = estimate.input_tokens + estimate.output_tokens
+    if estimate.cost_usd is None:
+        line = f"scan: {files} to review, about {tokens:,} tokens (no price for {settings.model})"
+    else:
+        line = f"scan: {files} to review, about {tokens:,} tokens, at most ${estimate.cost_usd:.2f} at list price"
+    over = []
+    if estimate.cost_usd is None or estimate.cost_usd > settings.max_cost:
+        over.append(f"max_cost ${settings.max_cost:.2f}")
+    if tokens > settings.max_tokens:
+        over.append(f"max_tokens {settings.max_tokens:,}")
+    if not over:
+        return line + f"; within max_cost ${settings.max_cost:.2f}"
+    return (line + f"; the run stops at {' or '.join(over)}: files not reached are listed and the scan is "
+            "incomplete (--shard I/N splits it, --max-cost raises the cap)")
 
 
 def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
@@ -464,7 +514,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
     if code == gate.EXIT_BLOCKING:
         from ocr_hook.reports.hints import next_steps
 
-        kind = scope_kind or ("staged" if change_set.target is None else "base")
+        kind = scope_kind or (SCAN if change_set.scan else "staged" if change_set.target is None else "base")
         skip = None
         if pre_commit and environ is not None:
             from ocr_hook.commands.doctor_hooks import running_manager
@@ -474,7 +524,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
-                           memory=settings.memory)
+                           memory=settings.memory and kind != SCAN)  # (a scan records no memory)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,

@@ -12,7 +12,7 @@ from typing import Any
 from ocr_hook.findings import Category, Severity
 from ocr_hook.gate import FAIL_ON_CHOICES
 
-SCOPES = ("staged", "base", "range", "commit")
+SCOPES = ("staged", "base", "range", "commit", "scan")
 REVIEW = "review"
 PREVIEW = "preview"
 DELEGATE_START = "delegate_start"
@@ -30,8 +30,10 @@ _SCOPE_PROPERTIES: dict[str, Any] = {
             "Which change to look at. 'staged' (default): what `git add` has staged, against HEAD; use it "
             "just before committing. 'base': everything the current branch adds since it left `base` "
             "(merge-base(base, HEAD)..HEAD), as CI reviews a pull request; needs `base`. 'range': from..to; "
-            "needs `from` and `to`. 'commit': one commit against its parent; needs `commit`. When omitted, "
-            "the scope follows from the ref argument given, else it is 'staged'."
+            "needs `from` and `to`. 'commit': one commit against its parent; needs `commit`. 'scan': no diff: "
+            "whole files as they stand at `rev` (default HEAD), each reviewed as if added; use it to audit "
+            "existing code, narrowed with `paths`. When omitted, the scope follows from the ref argument "
+            "given, else it is 'staged'."
         ),
     },
     "base": {**_REF, "description": "Scope 'base': the branch, tag or commit the current branch is compared "
@@ -40,6 +42,8 @@ _SCOPE_PROPERTIES: dict[str, Any] = {
     "to": {**_REF, "description": "Scope 'range': the newer end (a branch, tag or commit), e.g. \"HEAD\"."},
     "commit": {**_REF, "description": "Scope 'commit': the commit to review against its first parent, "
                                       "e.g. \"HEAD\" or a sha."},
+    "rev": {**_REF, "description": "Scope 'scan': the revision whose files are reviewed whole, e.g. \"HEAD\" "
+                                   "(the default) or a tag."},
     "paths": {
         "type": "array",
         "items": {"type": "string", "minLength": 1},
@@ -266,7 +270,8 @@ REVIEW_DESCRIPTION = (
     "Review a change in this git repository with ocr-hook, the LLM code reviewer its pre-commit hook and CI "
     "run, and gate it the same way. Call it when you have finished a change and before you commit it "
     "(stage the files with `git add` first: the default scope reviews what is staged), or to check a branch "
-    "('base'), a range ('from'/'to') or one commit ('commit'). Returns the findings (file, lines, severity, "
+    "('base'), a range ('from'/'to') or one commit ('commit'), or to audit existing code with no diff ('scan': "
+    "whole files at a revision). Returns the findings (file, lines, severity, "
     "category, message, suggested replacement code), which files were reviewed or skipped and why, what it "
     "cost, `exit_code` (0 clean, 1 findings at or above fail_on, 3 review incomplete) and a one-line "
     "`verdict`. Fix the blocking findings and review again; an incomplete review is not a pass. It calls a "

@@ -34,7 +34,8 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
         if patch_output:
             lines.append(f"  - apply the suggested fixes: git apply {apply_flag}{_quoted(patch_output)}")
         else:
-            lines.append(f"  - apply the suggested fixes: ocr-hook review --patch-output {DEFAULT_PATCH} && "
+            command = "scan" if scope_kind == "scan" else "review"
+            lines.append(f"  - apply the suggested fixes: ocr-hook {command} --patch-output {DEFAULT_PATCH} && "
                          f"git apply {apply_flag}{DEFAULT_PATCH}")
     # Without --from, dismiss looks the id up in the last review's memory; with memory off it needs a report.
     source = f" --from {_quoted(json_output)}" if json_output else ("" if memory else " --from REPORT.json")

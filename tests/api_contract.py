@@ -58,12 +58,15 @@ def _flatten(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _openapi_to_jsonschema(node: Any, *, close: bool, flags: bool = False) -> Any:
+def _openapi_to_jsonschema(node: Any, *, close: bool, flags: bool = False, partial: bool = False) -> Any:
     """OpenAPI's dialect as JSON Schema draft 4: nullable and x-nullable add null; allOf inheritance is
     one object; objects with named properties are closed when `close` (request bodies and replies alike).
-    `flags`: Azure serialises a [Flags] enum as "edit, rename", so a string enum takes such a list."""
+    `flags`: Azure serialises a [Flags] enum as "edit, rename", so a string enum takes such a list.
+    `partial`: a reply may leave out properties the description requires (a fake sends the fields the
+    product reads, not GitHub's forty of a user); what it sends must still be named and typed, and a
+    oneOf of such partial objects is then an anyOf."""
     if isinstance(node, list):
-        return [_openapi_to_jsonschema(x, close=close, flags=flags) for x in node]
+        return [_openapi_to_jsonschema(x, close=close, flags=flags, partial=partial) for x in node]
     if not isinstance(node, dict):
         return node
     node = _flatten(node)
@@ -72,12 +75,16 @@ def _openapi_to_jsonschema(node: Any, *, close: bool, flags: bool = False) -> An
     if flags and isinstance(node.get("enum"), list) and all(isinstance(x, str) for x in node["enum"]):
         words = "|".join(re.escape(str(x)) for x in node["enum"])
         node = {**{k: v for k, v in node.items() if k != "enum"}, "pattern": rf"^({words})(, ({words}))*$"}
-    out = {k: _openapi_to_jsonschema(v, close=close, flags=flags) for k, v in node.items()
+    out = {k: _openapi_to_jsonschema(v, close=close, flags=flags, partial=partial) for k, v in node.items()
            if k not in ("nullable", "x-nullable", "readOnly", "writeOnly", "discriminator", "xml")
            and not k.startswith("x-")}
     if "properties" in node and isinstance(node["properties"], dict):
-        out["properties"] = {k: _openapi_to_jsonschema(v, close=close, flags=flags)
+        out["properties"] = {k: _openapi_to_jsonschema(v, close=close, flags=flags, partial=partial)
                              for k, v in node["properties"].items()}
+    if partial:
+        out.pop("required", None)
+        if "oneOf" in out:
+            out["anyOf"] = out.pop("oneOf")
     if node.get("nullable") or node.get("x-nullable"):
         kind = out.get("type")
         if isinstance(kind, str):
@@ -94,10 +101,16 @@ def _openapi_to_jsonschema(node: Any, *, close: bool, flags: bool = False) -> An
     return out
 
 
-def _validator(schema: Any, flags: bool) -> Draft4Validator | None:
+# forges whose fakes answer with the fields the product reads rather than the whole object. GitHub's
+# error bodies also carry "status" ("422"), which api.github.com sends and its description's
+# basic-error and validation-error do not name yet: its error replies are typed but left open.
+PARTIAL_REPLIES = {"github"}
+
+
+def _validator(schema: Any, flags: bool, partial: bool = False, close: bool = True) -> Draft4Validator | None:
     if not schema:
         return None
-    return Draft4Validator(_openapi_to_jsonschema(copy.deepcopy(schema), close=True, flags=flags))
+    return Draft4Validator(_openapi_to_jsonschema(copy.deepcopy(schema), close=close, flags=flags, partial=partial))
 
 
 @cache
@@ -115,7 +128,9 @@ def operations(forge: str) -> tuple[Operation, ...]:
             ops.append(Operation(
                 op["method"].upper(), base + op["path"], re.compile(regex, re.I if forge == "azure" else 0),
                 {(p["in"], p["name"]): p for p in op["parameters"]}, _validator(op.get("body"), forge == "azure"),
-                {status: _validator(schema, forge == "azure") for status, schema in op["responses"].items()},
+                {status: _validator(schema, forge == "azure", forge in PARTIAL_REPLIES,
+                                    close=not (forge in PARTIAL_REPLIES and status[0] in "45"))
+                 for status, schema in op["responses"].items()},
                 forge == "azure", op.get("documentation") or source))
     return tuple(ops)
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import api_contract
 from loopback_http import LoopbackServer, QuietHandler
 from unidiff import PatchSet
 
@@ -53,6 +54,8 @@ class Pull:
 
 
 class FakeGitHub:
+    contract = "github"  # its traffic is checked against GitHub's REST description (tests/api_contract.py)
+
     def __init__(self, repository: str = "octo/app", *, page_size: int = 2) -> None:
         self.repository = repository
         self.repo_id = 4242
@@ -67,6 +70,7 @@ class FakeGitHub:
         self.code_scanning: str = "enabled"  # "enabled", "not-enabled" (NOT_ENABLED), "no-ghas" (NO_GHAS)
         self.sarif_uploads: list[dict[str, Any]] = []  # {commit_sha, ref, log, ...}
         self.requests: list[Recorded] = []
+        self.violations: list[str] = []  # requests and replies GitHub's description does not allow
         self.link_base: str | None = None  # pagination links on another origin (a client must not follow)
         self._ids = itertools.count(1000)
         self._lock = threading.Lock()
@@ -102,10 +106,16 @@ class FakeGitHub:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
+    def assert_conforms(self) -> None:
+        """Raise (once) for what GitHub's API description does not allow, seen since the last call."""
+        found, self.violations = self.violations, []
+        assert not found, "traffic the API description does not allow:\n" + "\n".join(found)
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=1)
+        self.assert_conforms()
 
     def __enter__(self) -> FakeGitHub:
         return self
@@ -123,10 +133,15 @@ class FakeGitHub:
         except ValueError:
             body = raw.decode("latin-1")
         rec = Recorded(method, split.path, query, headers, body)
+        # the Link header names pages by repository id, a route GitHub serves but does not describe
+        described = re.sub(rf"^/repositories/{self.repo_id}(?=/)", f"/repos/{self.repository}", rec.path)
         with self._lock:
             self.requests.append(rec)
+            self.violations += api_contract.check(self.contract, method, described, query, body)
             status, payload, extra = self._route(rec)
             rec.status = status
+            if self.odd_items is None:  # odd items are a hostile test's deliberate off-contract reply
+                self.violations += api_contract.check_reply(self.contract, method, described, status, payload)
         return status, payload, extra
 
     def _route(self, rec: Recorded) -> tuple[int, Any, dict[str, str]]:

@@ -83,5 +83,45 @@ def test_every_vendored_description_records_its_source() -> None:
         if path.name.endswith(".extra.json"):
             assert all(op.get("documentation") for op in doc["operations"]), path.name
         else:
-            assert {"repository", "path", "commit"} <= set(doc["source"]), path.name
-            assert len(doc["source"]["commit"]) == 40
+            assert {"repository", "path"} <= set(doc["source"]), path.name
+            if "package" in doc["source"]:  # a registry package that ships the official description
+                assert doc["source"]["package"].count("@") == 2 and doc["source"]["upstream"], path.name
+            else:
+                assert len(doc["source"]["commit"]) == 40, path.name
+
+
+GH_PR = "/repos/octo/app/pulls/7"
+REVIEW = {"commit_id": "a" * 40, "event": "COMMENT", "body": "x",
+          "comments": [{"path": "app.py", "line": 3, "side": "RIGHT", "body": "y"}]}
+
+
+def test_github_requests_and_replies_are_checked() -> None:
+    assert api_contract.check("github", "POST", GH_PR + "/reviews", {}, REVIEW) == []
+    misspelt = {**REVIEW, "comments": [{**REVIEW["comments"][0], "position_line": 3}]}
+    assert any("'position_line' was unexpected" in p
+               for p in api_contract.check("github", "POST", GH_PR + "/reviews", {}, misspelt))
+    assert any("'COMMENTED' is not one of" in p for p in api_contract.check("github", "POST", GH_PR + "/reviews", {},
+                                                          {**REVIEW, "event": "COMMENTED"}))
+    sarif = {"commit_sha": "a" * 40, "ref": "refs/heads/main", "sarif": "H4sI"}
+    assert api_contract.check("github", "POST", "/repos/octo/app/code-scanning/sarifs", {}, sarif) == []
+    assert any("'ref' is a required" in p for p in api_contract.check(
+        "github", "POST", "/repos/octo/app/code-scanning/sarifs", {}, {k: sarif[k] for k in ("commit_sha", "sarif")}))
+    assert "'perpage' is not one" in api_contract.check("github", "GET", GH_PR + "/files", {"perpage": "2"}, None)[0]
+    # a reply: a field GitHub never sends, a wrong type, a status the operation does not give
+    assert api_contract.check_reply("github", "GET", "/user", 200, {"login": "bot", "id": 1, "type": "User"}) == []
+    assert any("not valid under any" in p  # neither a private nor a public user has a "username"
+               for p in api_contract.check_reply("github", "GET", "/user", 200, {"login": "bot", "username": "bot"}))
+    assert api_contract.check_reply("github", "GET", GH_PR + "/files", 200, [{"filename": 7}])
+    assert "status 201" in api_contract.check_reply("github", "POST", GH_PR + "/reviews", 201, {"id": 1})[0]
+
+
+def test_fake_github_checks_its_traffic() -> None:
+    from fake_github import FakeGitHub
+
+    fake = FakeGitHub()
+    fake.tokens["t"] = "write"
+    request = urllib.request.Request(f"{fake.url}/user?fields=login", headers={"Authorization": "Bearer t"})
+    with urllib.request.urlopen(request) as r:
+        assert json.load(r)["login"] == "ocr-bot"
+    with pytest.raises(AssertionError, match="'fields' is not one"):
+        fake.close()

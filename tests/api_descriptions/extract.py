@@ -1,8 +1,11 @@
 """Extract the operations ocr-hook calls from a forge's official API description into a small JSON file.
 
     python tests/api_descriptions/extract.py azure /path/to/clone/of/vsts-rest-api-specs
+    python tests/api_descriptions/extract.py github /path/to/unpacked/npm/package   # npm pack @octokit/openapi
 
-reads the description at its path in the clone (Swagger 2.0 or OpenAPI 3, JSON or YAML), keeps only the
+reads the description at its path in the clone, or in an unpacked registry package that ships the
+forge's official description (`package.json` there: its name and version are recorded instead of a
+commit, with the upstream the description names) (Swagger 2.0 or OpenAPI 3, JSON or YAML), keeps only the
 operations listed in OPERATIONS below, resolves every $ref they need (a cycle becomes `{}`, open), drops
 the prose, and writes tests/api_descriptions/<forge>.json with the source repository, path and commit
 (`git -C CLONE rev-parse HEAD`). tests/api_contract.py validates the fakes' traffic against those files.
@@ -25,7 +28,10 @@ HERE = Path(__file__).resolve().parent
 SOURCES: dict[str, dict[str, str]] = {
     "azure": {"repository": "MicrosoftDocs/vsts-rest-api-specs", "path": "specification/git/7.1/git.json"},
     "github": {"repository": "github/rest-api-description",
-               "path": "descriptions/api.github.com/api.github.com.json"},
+               "path": "descriptions/api.github.com/api.github.com.json",
+               # github/rest-api-description is over the mirror's size limit; @octokit/openapi ships the
+               # same description (its generator adds only `x-octokit`, which is dropped here)
+               "package_path": "generated/api.github.com.json"},
     "gitea": {"repository": "go-gitea/gitea", "path": "templates/swagger/v1_json.tmpl"},
     "gitlab": {"repository": "gitlabhq/gitlabhq", "path": "doc/api/openapi/openapi_v2.yaml"},
 }
@@ -50,7 +56,7 @@ OPERATIONS: dict[str, list[tuple[str, str]]] = {
     "gitlab": [],
 }
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
-          "x-github", "x-ms-examples", "title"}
+          "x-github", "x-ms-examples", "title", "x-octokit"}
 
 
 def _git_commit(clone: Path) -> str:
@@ -114,10 +120,23 @@ def _operation(doc: dict[str, Any], method: str, template: str) -> dict[str, Any
             "responses": responses}
 
 
-def extract(forge: str, clone: Path) -> dict[str, Any]:
-    source = SOURCES[forge]
-    doc = _load(clone / source["path"])
-    return {"source": {**source, "commit": _git_commit(clone)},
+def _source(forge: str, root: Path) -> tuple[dict[str, str], Path]:
+    """Where the description is and what to record of it: a clone's commit, or a package's name@version."""
+    source = {k: v for k, v in SOURCES[forge].items() if k != "package_path"}
+    manifest = root / "package.json"
+    if manifest.exists() and "package_path" in SOURCES[forge]:
+        package = json.loads(manifest.read_text(encoding="utf-8"))
+        path = root / SOURCES[forge]["package_path"]
+        info = _load(path).get("info", {})
+        return {"repository": source["repository"], "package": f"npm:{package['name']}@{package['version']}",
+                "path": SOURCES[forge]["package_path"], "upstream": info.get("description", "")}, path
+    return {**source, "commit": _git_commit(root)}, root / source["path"]
+
+
+def extract(forge: str, root: Path) -> dict[str, Any]:
+    source, path = _source(forge, root)
+    doc = _load(path)
+    return {"source": source,
             "dialect": "swagger2" if "swagger" in doc else "openapi3",
             "basePath": doc.get("basePath", "").rstrip("/"),
             "operations": [_operation(doc, m, t) for m, t in OPERATIONS[forge]]}
@@ -125,7 +144,7 @@ def extract(forge: str, clone: Path) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or argv[0] not in SOURCES:
-        print(f"usage: extract.py {{{','.join(SOURCES)}}} PATH_OF_A_LOCAL_CLONE", file=sys.stderr)
+        print(f"usage: extract.py {{{','.join(SOURCES)}}} PATH_OF_A_LOCAL_CLONE_OR_PACKAGE", file=sys.stderr)
         return 2
     out = HERE / f"{argv[0]}.json"
     out.write_text(json.dumps(extract(argv[0], Path(argv[1])), indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -8,7 +8,7 @@
   python bench/bench_quality.py estimate --config a.yaml [...] [--cases FILE] [--repos DIR]
       what `run` would cost: `ocr-hook preview` on every case (no key, no requests)
 
-See README.md, "Measuring review quality".
+See docs/quality.md, "Measuring review quality".
 """
 
 from __future__ import annotations

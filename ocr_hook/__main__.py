@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 
 def main() -> None:
+    _open_standard_streams()
     from ocr_hook.warm.client import delegate
 
     served = delegate(sys.argv[1:])
@@ -22,6 +23,24 @@ def main() -> None:
         _start_first_git_call()
     run_cli = _load_cli()
     run_cli()
+
+
+def _open_standard_streams() -> None:
+    """A standard stream closed by the caller (`2>&-`) is /dev/null for this run, as for a daemon: Python
+    leaves sys.stderr None, and the first write would crash with exit 1, which reads as "findings"."""
+    import os
+
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, closefd=False, errors="backslashreplace"))
 
 
 def _start_first_git_call() -> None:

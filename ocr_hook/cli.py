@@ -34,7 +34,8 @@ def _scope_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--to", "scope_to", metavar="REF", help="End of the --from range."),
         click.option("--commit", "scope_commit", metavar="SHA", help="Review one commit against its parent."),
         click.option("--push", "scope_push", is_flag=True,
-                     help="Review the range being pushed (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)."),
+                     help="Review what is being pushed: PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF under "
+                          "pre-commit, else each ref of the pre-push lines git gives on standard input."),
         click.option("--config", "config_file", metavar="FILE", type=_FILE,
                      help="Settings file instead of .ocr-hook.yaml at the repository root."),
         click.argument("paths", nargs=-1, type=_PATH),
@@ -57,6 +58,9 @@ def scope_from_flags(staged: bool, base: str | None, from_ref: str | None, to_re
         return choose_scope(named, base=base or None, from_ref=from_ref or None, to_ref=to_ref or None,
                             commit=commit or None)
     except ScopeConflict as exc:
+        if set(exc.kinds) == {"staged", "push"}:  # `args: [--push]` on the `ocr-hook` id, which runs --staged
+            raise click.UsageError("choose one scope, got --staged and --push: for pushes use the hook id "
+                                   "`ocr-hook-push` (the `ocr-hook` id runs `review --staged`)") from None
         raise click.UsageError(f"choose one scope, got {' and '.join(_FLAG_OF_SCOPE[k] for k in exc.kinds)}") from None
     except ScopeIncomplete as exc:
         flags = [_FLAG_OF_REF[ref] for ref in SCOPE_REFS[exc.kind]]
@@ -125,17 +129,21 @@ def cli(verbose: bool) -> None:
               help="Say whether the warm worker served the run and why not; an internal error prints its traceback.")
 def review(**kw: Any) -> None:
     """Review the change and gate on the findings."""
+    _run_review(_scope(kw), kw)
+
+
+def _run_review(scope: Scope, kw: dict[str, Any], baseline_out: str | None = None) -> None:
+    """`review` and `scan`: their options (scope options already taken) into the review command."""
     from ocr_hook.commands import review as review_cmd
 
     global _verbose
     kw.pop("no_warm")  # read before click, by ocr_hook.warm.client (and --verbose too)
     _verbose = kw.pop("verbose") or _verbose
-    scope = _scope(kw)
     paths, config_file, quiet, shard = kw.pop("paths"), kw.pop("config_file"), kw.pop("quiet"), kw.pop("shard")
     kw["format"] = kw.pop("format_")
     if kw.pop("no_cache"):
         kw["cache"] = False
-    if kw.pop("no_memory"):
+    if kw.pop("no_memory", None):
         kw["memory"] = False
     if kw.pop("no_review_filter"):
         kw["review_filter"] = False
@@ -146,7 +154,39 @@ def review(**kw: Any) -> None:
         from ocr_hook.context.intent import read_flag
 
         intent = read_flag(intent)
-    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
+    if scope.kind == "push":
+        sys.exit(review_cmd.run_push(paths, config_file, kw, quiet=quiet, shard=shard, intent=intent))
+    sys.exit(review_cmd.run(scope, paths, config_file, kw, quiet=quiet, shard=shard, intent=intent,
+                            baseline_out=baseline_out))
+
+
+# `scan` takes review's options but not its diff scopes (nor review memory, which follows a line of work).
+_NOT_FOR_SCAN = frozenset({"scope_staged", "scope_base", "scope_from", "scope_to", "scope_commit", "scope_push",
+                           "no_memory", "late_findings"})
+
+
+@cli.command(epilog="Adopting ocr-hook on existing code: `ocr-hook scan --baseline-output .ocr-hook/baseline.json`, "
+                    "commit the file, then review with --baseline .ocr-hook/baseline.json: only new findings gate.")
+@click.option("--rev", metavar="REV", help="Scan the files as they stand at this revision (default HEAD).")
+@click.option("--staged", "scan_staged", is_flag=True, help="Scan the files as they stand in the index.")
+@click.option("--baseline-output", metavar="FILE",
+              help="Write every finding's fingerprint to FILE (for --baseline) instead of gating on them.")
+def scan(**kw: Any) -> None:
+    """Review whole files as if each were added: every selected file under PATHS (default: the whole
+    repository) at HEAD, --rev REV or the index. Selection, budgets, outputs, gate and cache as for review."""
+    from ocr_hook.changes.scope import ScopeConflict, scan_scope
+
+    try:
+        scope = scan_scope(kw.pop("rev") or None, staged=kw.pop("scan_staged"))
+    except ScopeConflict:
+        raise click.UsageError("choose one of --rev and --staged") from None
+    baseline_out = kw.pop("baseline_output")
+    if baseline_out:  # adoption: the findings are recorded, not gated (an incomplete scan still says so)
+        kw["fail_on"] = "never"
+    _run_review(scope, kw, baseline_out=baseline_out)
+
+
+scan.params[:0] = [p for p in review.params if p.name not in _NOT_FOR_SCAN]
 
 
 @cli.command()
@@ -155,14 +195,34 @@ def review(**kw: Any) -> None:
               help="Text for people, JSON for scripts.")
 @click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
               help="Show the profiles a review with this --effort would use.")
+@click.option("--scan", "scan_", is_flag=True,
+              help="Preview `ocr-hook scan`: whole files at HEAD (--rev REV, or the index with --staged).")
+@click.option("--rev", metavar="REV", help="With --scan: the revision to scan.")
 def preview(**kw: Any) -> None:
     """Show what would be reviewed, what is skipped and why, each file's effort profile, and the estimated
     cost. Calls no model."""
     from ocr_hook.commands import preview as preview_cmd
 
-    scope = _scope(kw)
+    scope = _preview_scope(kw)
     sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_"),
                              flags={"effort": kw.pop("effort")}))
+
+
+def _preview_scope(kw: dict[str, Any]) -> Scope:
+    scan_, rev = kw.pop("scan_"), kw.pop("rev")
+    if not scan_:
+        if rev:
+            raise click.UsageError("--rev goes with --scan")
+        return _scope(kw)
+    from ocr_hook.changes.scope import scan_scope
+
+    staged = kw["scope_staged"]
+    others = [flag for flag, key in (("--base", "scope_base"), ("--from", "scope_from"), ("--to", "scope_to"),
+                                     ("--commit", "scope_commit"), ("--push", "scope_push")) if kw[key]]
+    if others or (staged and rev):
+        raise click.UsageError(f"--scan takes --rev or --staged, not {' and '.join(others) or '--rev and --staged'}")
+    _scope(kw)  # (takes the scope options out)
+    return scan_scope(rev, staged=staged)
 
 
 @cli.command()
@@ -298,6 +358,82 @@ def mcp_server(repo: str | None) -> None:
     from ocr_hook.mcp_server import command as mcp_cmd
 
     sys.exit(mcp_cmd.run(repo))
+
+
+@cli.group()
+def delegate() -> None:
+    """Let the coding agent you run (Claude Code, Codex, Cursor, ...) be the reviewer: ocr-hook picks the files,
+    writes each file's brief, answers the six review tools, anchors the comments and gates, and never calls a
+    model itself (no key needed). start, then call for each file until task_done, then finish."""
+
+
+@delegate.command("start")
+@_scope_options
+@click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
+              help="How deep each file's review goes (its rounds); default as for review.")
+@click.option("--intent", metavar="TEXT|@FILE",
+              help="What the change is for (data for the reviewer, never instructions); @FILE reads it from FILE.")
+def delegate_start(**kw: Any) -> None:
+    """Print a session as JSON: its id, each file's brief and rounds, the skipped files and the tools."""
+    from ocr_hook.commands import delegate as delegate_cmd
+
+    scope = _scope(kw)
+    intent = kw.pop("intent")
+    if intent is not None:
+        from ocr_hook.context.intent import read_flag
+
+        intent = read_flag(intent)
+    flags = {"effort": kw.pop("effort")} if kw.get("effort") else {}
+    sys.exit(delegate_cmd.run_start(scope, kw.pop("paths"), kw.pop("config_file"), flags, intent))
+
+
+@delegate.command("call")
+@click.argument("session")
+@click.option("--file", "path", required=True, metavar="PATH", help="The session's file this call is about.")
+@click.argument("tool")
+@click.argument("tool_input", required=False, metavar="[JSON]")
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="The answer as the model would see it (text), or with the file's state (json).")
+def delegate_call(session: str, path: str, tool: str, tool_input: str | None, format_: str) -> None:
+    """Run one review tool (file_read, file_read_diff, file_find, code_search, code_comment, task_done) for
+    one file of the session and print what the model would see. JSON is the tool's input; `-` reads it
+    from standard input."""
+    from ocr_hook.commands import delegate as delegate_cmd
+
+    if tool_input == "-":
+        tool_input = sys.stdin.read()
+    sys.exit(delegate_cmd.run_call(session, path, tool, tool_input, format_))
+
+
+@delegate.command("finish")
+@click.argument("session")
+@click.option("--format", "format_", type=click.Choice(["text", "json", "sarif", "github", "gitlab"]),
+              help="What to print on standard output.")
+@click.option("--sarif-output", metavar="FILE", help="Also write SARIF 2.1.0 to FILE.")
+@click.option("--json-output", metavar="FILE", help="Also write the JSON report to FILE.")
+@click.option("--gitlab-output", metavar="FILE", help="Also write GitLab Code Quality JSON to FILE.")
+@click.option("--patch-output", metavar="FILE", help="Also write every suggested fix as one patch to FILE.")
+@click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "never"]),
+              help="Lowest severity that fails the run (default high).")
+@click.option("--on-error", type=click.Choice(["fail", "warn"]),
+              help="An incomplete review exits 3 (fail, default) or 0 with a warning (warn).")
+@click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
+              help="Which findings to keep by where they are (default diff_context).")
+@click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
+@click.option("--no-memory", is_flag=True, default=None, help="Neither read nor write review memory.")
+@click.option("--late-findings", type=click.Choice(["advisory", "block"]),
+              help="Whether findings raised now on lines unchanged since the last review block.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
+def delegate_finish(**kw: Any) -> None:
+    """Anchor, deduplicate, filter, suppress, remember, gate and report the session's comments exactly as
+    `review` does; exit codes as review's (a file never closed with task_done DONE: 3)."""
+    from ocr_hook.commands import delegate as delegate_cmd
+
+    session, quiet = kw.pop("session"), kw.pop("quiet")
+    kw["format"] = kw.pop("format_")
+    if kw.pop("no_memory"):
+        kw["memory"] = False
+    sys.exit(delegate_cmd.run_finish(session, kw, quiet))
 
 
 @cli.group()

@@ -1,7 +1,8 @@
 """Effort per file (DESIGN.md section 8): how deep each file's review goes, decided before the agent runs.
 
-`effort: auto` picks `quick` under pre-commit (PRE_COMMIT=1) and `standard` in CI and elsewhere; a file
-on a risky path (`risk_paths`) is raised one level, and a `rules:` entry with `effort:` sets its paths'
+`effort: auto` picks `quick` when a git hook runs the review (pre-commit, prek, lefthook, husky or a plain
+hook: ocr_hook.hookenv) and `standard` in CI and elsewhere; a file on a risky path (`risk_paths`) is raised
+one level, and a `rules:` entry with `effort:` sets its paths'
 profile. An explicit `quick`, `standard` or `deep` applies to every file as it is.
 
 Pure: settings and the environment in, one Profile per path out. The agent reads the Profile; the
@@ -62,9 +63,11 @@ def raised(name: str) -> str:
 
 
 def auto_base(environ: Mapping[str, str]) -> tuple[str, str]:
-    """The profile auto starts from, and why: pre-commit sets PRE_COMMIT=1 for every hook it runs."""
-    if environ.get("PRE_COMMIT") == "1":
-        return "quick", "pre-commit"
+    """The profile auto starts from, and why: quick when a git hook runs the review (ocr_hook.hookenv)."""
+    from ocr_hook.hookenv import commit_time, why_commit_time
+
+    if commit_time(environ):
+        return "quick", why_commit_time(environ)
     if environ.get("CI", "").lower() == "true":
         return "standard", "CI"
     return "standard", ""

@@ -96,3 +96,13 @@ def verdict_line(result: ReviewResult, fail_on: str, on_error: str) -> str:
         else:
             parts.append(f"PASSED — review complete, no finding at or above '{fail_on}'")
     return " · ".join(parts) + f" [exit {code}]"
+
+
+def worst_exit(codes: Iterable[int]) -> int:
+    """One exit code for several reviews in one run (a push of several refs): a blocking finding in any of
+    them blocks, even beside an incomplete one (as within one review); else any incomplete one is the run's."""
+    seen = set(codes)
+    for code in (EXIT_BLOCKING, EXIT_INCOMPLETE):
+        if code in seen:
+            return code
+    return max(seen, default=EXIT_CLEAN)

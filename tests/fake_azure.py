@@ -60,6 +60,7 @@ class AzurePull:
 
 
 class FakeAzure(FakeForge):
+    contract = "azure"
     name = "azure"
 
     def __init__(self, organization: str = "contoso", project: str = "Fabrikam", repository_id: str =
@@ -106,8 +107,9 @@ class FakeAzure(FakeForge):
                                'api-version=1.0") or as a query parameter (e.g. "?api-version=1.0").',
                           "VssVersionNotSpecifiedException", "Microsoft.VisualStudio.Services.WebApi")
         if rec.path == f"/{self.organization}/_apis/connectionData":
-            return 200, {"authenticatedUser": {**self.identity, "isActive": True},
-                         "authorizedUser": {**self.identity, "isActive": True}}, {}
+            # connectionData's users are Identity objects (providerDisplayName), not IdentityRefs
+            me = {"id": self.identity["id"], "providerDisplayName": self.identity["displayName"], "isActive": True}
+            return 200, {"authenticatedUser": me, "authorizedUser": me}, {}
         prefix = f"/{self.organization}/{self.project}/_apis/git/repositories/{self.repository_id}"
         if not rec.path.startswith(prefix + "/"):
             return _error(404, "TF200016: The following project does not exist: " + rec.path.split("/")[2],

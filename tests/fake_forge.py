@@ -5,6 +5,10 @@ pagination in small pages, and one-shot faults a test queues (a 429 with Retry-A
 A subclass implements `route(rec, token)` → (status, payload, headers); a payload that is `str` goes
 out as text (a diff, GitLab's plain "Retry later"), anything else as JSON. `auth(headers)` pulls the
 token out of the request the way that forge takes it.
+
+A subclass that names its `contract` (a forge in tests/api_descriptions/) has every request and reply
+checked against that forge's API description (tests/api_contract.py); a violation is recorded and fails
+the test loudly at the next `reset()` or at `close()`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import api_contract
 from loopback_http import LoopbackServer, QuietHandler
 
 Answer = tuple[int, Any, dict[str, str]]
@@ -43,12 +48,14 @@ class Fault:
 
 class FakeForge:
     name = "forge"
+    contract: str | None = None  # the API description its traffic is checked against
 
     def __init__(self, *, page_size: int = 2) -> None:
         self.page_size = page_size  # small, so one request already needs several pages
         self.tokens: dict[str, str] = {}  # token → its scope ("write", "read")
         self.requests: list[Recorded] = []
         self.faults: list[Fault] = []
+        self.violations: list[str] = []  # requests and replies the forge's description does not allow
         self.link_base: str | None = None  # pagination links on another origin (a client must not follow)
         self.link_header: str | None = None  # a Link header to send instead of the real one
         self.ids = itertools.count(100)
@@ -71,7 +78,13 @@ class FakeForge:
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method != "GET"]
 
+    def assert_conforms(self) -> None:
+        """Raise (once) for what the forge's API description does not allow, seen since the last call."""
+        found, self.violations = self.violations, []
+        assert not found, "traffic the API description does not allow:\n" + "\n".join(found)
+
     def reset(self) -> None:
+        self.assert_conforms()
         with self.lock:
             self.requests.clear()
             self.faults.clear()
@@ -81,6 +94,7 @@ class FakeForge:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=1)
+        self.assert_conforms()
 
     def __enter__(self) -> FakeForge:
         return self
@@ -107,6 +121,8 @@ class FakeForge:
         rec = Recorded(method, unquote(split.path), query, headers, body)
         with self.lock:
             self.requests.append(rec)
+            if self.contract:
+                self.violations += api_contract.check(self.contract, method, rec.path, query, body)
             for fault in self.faults:
                 if fault.times > 0 and re.search(fault.pattern, f"{method} {rec.path}"):
                     fault.times -= 1
@@ -114,6 +130,8 @@ class FakeForge:
                     return fault.status, fault.payload, fault.headers
             status, payload, extra = self.route(rec, self.auth(headers))
             rec.status = status
+            if self.contract:
+                self.violations += api_contract.check_reply(self.contract, method, rec.path, status, payload)
         return status, payload, extra
 
     def page(self, rec: Recorded, items: list[Any], *, size_param: str = "per_page") -> Answer:

@@ -19,6 +19,7 @@ merge requests, discussions, notes and draft notes) and the error bodies GitLab 
   the fake refuses at creation, which is where the adapter can still move that finding to the note).
 * GET …/draft_notes → the token user's pending drafts; DELETE …/draft_notes/:id → 204.
 * POST …/draft_notes/bulk_publish → 204; the drafts become discussions by their author.
+* PUT …/draft_notes/:id/publish → 204; that one draft becomes a discussion.
 * POST …/notes {body} → 201; PUT …/notes/:note_id {body} → 200 (only its author: else 403).
 * PUT …/discussions/:discussion_id?resolved=true → 200.
 * A `read_api` token (or GitLab CI's CI_JOB_TOKEN, which may not write notes) is 403 {"error":
@@ -64,6 +65,15 @@ class FakeGitLab(FakeForge):
     def api(self) -> str:
         return self.url + "/api/v4"
 
+    def fresh(self, token: str, username: str = "ocr-bot") -> FakeGitLab:
+        """Ready for the next test: no requests, faults or merge requests, one write token for `username`."""
+        self.reset()
+        self.tokens.clear()
+        self.tokens[token] = "write"
+        self.users[token] = username
+        self.mrs.clear()
+        return self
+
     def add_mr(self, iid: int, head: str, base: str, diffs: list[dict[str, Any]]) -> MergeRequest:
         mr = MergeRequest(iid, head, base, base, diffs)
         with self.lock:
@@ -74,6 +84,13 @@ class FakeGitLab(FakeForge):
         """A note somebody else wrote (a person, or someone posing as ocr-hook)."""
         with self.lock:
             self._discussion(self.mrs[iid], body, username, position)
+
+    def add_draft(self, iid: int, body: str, username: str) -> None:
+        """A pending draft of `username`'s own (a person reviewing with the token's account)."""
+        with self.lock:
+            self.mrs[iid].drafts.append({"id": next(self.ids), "author_id": 7, "author": username,
+                                         "merge_request_id": iid, "note": body, "position": None,
+                                         "line_code": None, "discussion_id": None})
 
     def notes(self, iid: int) -> list[dict[str, Any]]:
         return [d["notes"][0] for d in self.mrs[iid].discussions]
@@ -120,6 +137,13 @@ class FakeGitLab(FakeForge):
             draft = next((x for x in mr.drafts if x["id"] == int(dn.group(1)) and x["author"] == username), None)
             if draft is None:
                 return 404, {"message": "404 Not found"}, {}
+            mr.drafts.remove(draft)
+            return 204, None, {}
+        if (dn := re.fullmatch(r"/draft_notes/(\d+)/publish", rest)) and rec.method == "PUT":
+            draft = next((x for x in mr.drafts if x["id"] == int(dn.group(1)) and x["author"] == username), None)
+            if draft is None:
+                return 404, {"message": "404 Not found"}, {}
+            self._discussion(mr, draft["note"], username, draft["position"])
             mr.drafts.remove(draft)
             return 204, None, {}
         if rec.method == "POST" and rest == "/draft_notes/bulk_publish":

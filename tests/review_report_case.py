@@ -1,7 +1,7 @@
 """The publishing tests' reviewed change (tests/publish_support.py), with what the Bitbucket and Azure
 DevOps tests need besides: reports with other findings (more than 100 or 1,000: the real report's
 finding repeated under new fingerprints), a passing report, the clone a CI job makes of the repository,
-and the model's script for running the review again (the README recipes run it as written).
+and the model's script for running the review again (the recipes of docs/recipes/ run it as written).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from publish_support import (
 )
 
 __all__ = ["AFTER", "CONTEXT", "FIXED", "LIB_AFTER", "LONG_MESSAGE", "NEW_NAME", "OLD_NAME", "OUTSIDE", "PATH",
-           "PLAIN", "RENAMED", "UNANCHORED", "ReportCase", "readme_block", "run_step", "script_review", "shared_case"]
+           "PLAIN", "RENAMED", "UNANCHORED", "ReportCase", "docs_block", "run_step", "script_review", "shared_case"]
 
 LONG_MESSAGE = ("This message is long on purpose. " * 20).strip()  # 659 characters: over Bitbucket's 450
 
@@ -103,17 +103,20 @@ def shared_case(factory: Any) -> ReportCase:
     return _SHARED[0]
 
 
-# --- the README's recipes, run as written ------------------------------------------------------------------
+# --- the documentation's recipes, run as written -----------------------------------------------------------
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
-def readme_block(heading: str, language: str = "yaml") -> Any:
-    text = README.read_text(encoding="utf-8")
+def docs_block(page: str, heading: str, language: str = "yaml") -> Any:
+    """The first ```language block under `heading` (up to the next heading of its level) of docs/`page`."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    level = heading.split(" ", 1)[0]
+    assert f"\n{heading}\n" in text, f"docs/{page} has no heading {heading}"
     section = text.split(f"\n{heading}\n", 1)[1]
-    section = section.split("\n### ", 1)[0]
+    section = section.split(f"\n{level} ", 1)[0]
     block = re.search(rf"```{language}\n(.*?)\n```", section, re.S)
-    assert block, f"no {language} block under {heading}"
+    assert block, f"no {language} block under {heading} in docs/{page}"
     return yaml.safe_load(block.group(1))
 
 

@@ -1,6 +1,6 @@
 """The GitHub Action (action.yml + action/run.sh), outside GitHub.
 
-Its metadata and every workflow that uses it (tests/workflows/, the README's snippets) pass
+Its metadata and every workflow that uses it (tests/workflows/, the docs' recipes) pass
 SchemaStore's schemas (check-jsonschema's vendored copies, no network) and actionlint; its script
 passes shellcheck. The script then runs as the composite step would: the environment action.yml maps
 from its inputs, a simulated runner (event payload, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, RUNNER_TEMP)
@@ -46,10 +46,20 @@ def action() -> dict[str, Any]:
     return yaml.safe_load(ACTION.read_text(encoding="utf-8"))
 
 
-def readme_workflows() -> list[str]:
-    """Every ```yaml block of the README that is a GitHub workflow (has `jobs:` and `runs-on:`)."""
-    blocks = re.findall(r"```ya?ml\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
-    return [b for b in blocks if re.search(r"^jobs:", b, re.M) and "runs-on:" in b]
+# The pages whose GitHub workflows (a ```yaml block with `jobs:` and `runs-on:`) are checked, and how many
+# each holds: a recipe that goes missing fails the test.
+WORKFLOW_PAGES = {"docs/recipes/github.md": 3, "docs/recipes/gitea.md": 1, "docs/recipes/reviewdog.md": 1}
+
+
+def docs_workflows() -> list[str]:
+    """Every GitHub workflow in the recipe pages of docs/."""
+    found = []
+    for page, count in WORKFLOW_PAGES.items():
+        blocks = re.findall(r"```ya?ml\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), re.S)
+        workflows = [b for b in blocks if re.search(r"^jobs:", b, re.M) and "runs-on:" in b]
+        assert len(workflows) == count, f"{page}: {len(workflows)} workflows, expected {count}"
+        found += workflows
+    return found
 
 
 # --- metadata and workflows --------------------------------------------------------------------------
@@ -134,17 +144,17 @@ def test_actionlint_catches_an_unknown_input(tmp_path: Path) -> None:
     assert lint.returncode == 1 and 'input "fail-onn" is not defined' in lint.stdout, lint.stdout
 
 
-def test_readme_workflows_pass_the_schema_and_actionlint(tmp_path: Path) -> None:
-    snippets = readme_workflows()
+def test_docs_workflows_pass_the_schema_and_actionlint(tmp_path: Path) -> None:
+    snippets = docs_workflows()
     assert len(snippets) >= 2  # the Action's minimal workflow and the reviewdog/plain recipes
     files = []
     for i, body in enumerate(snippets):
-        path = tmp_path / f"readme-{i}.yml"
+        path = tmp_path / f"docs-{i}.yml"
         path.write_text(body, encoding="utf-8")
         files.append(path)
     proc = schema_check("vendor.github-workflows", *files)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # The README names the action by its published name; point it at this checkout so that actionlint
+    # The docs name the action by its published name; point it at this checkout so that actionlint
     # checks the snippets' inputs against action.yml.
     local = {p.name: re.sub(r"uses: [\w.-]+/ocr-hook@[\w.-]+", "uses: ./", p.read_text(encoding="utf-8"))
              for p in files}
@@ -277,7 +287,7 @@ class Runner:
         for name in [n for n in env if n.startswith("ANTHROPIC_") and n != "ANTHROPIC_BASE_URL"]:
             del env[name]
         self.job_env = dict(env)
-        # The key reaches the script only as the input (a secret), as in the README's workflows.
+        # The key reaches the script only as the input (a secret), as in the docs' workflows.
         env.update(step_env({"anthropic-api-key": sdk["ANTHROPIC_API_KEY"] if key else "", **inputs}, self.temp))
         return subprocess.run(["bash", str(ROOT / "action" / "run.sh")], cwd=self.workspace, env=env,
                               capture_output=True, text=True, timeout=300)

@@ -106,11 +106,25 @@ def test_a_base_range_brings_its_commit_messages_and_a_pull_request_its_descript
     event = tmp_path / "event.json"
     token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
     event.write_text(json.dumps({"pull_request": {"title": "Normalised lookups", "body": f"Uses {token} once."}}))
-    done = run_cli(repo, "review", "--base", "main", env={**sdk_env, "GITHUB_EVENT_PATH": str(event)})
+    github = {**sdk_env, "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
+    done = run_cli(repo, "review", "--base", "main", env=github)
     assert done.returncode == 0, done.stderr
     first = _first(fake_api, "app.py")
-    assert "(the pull request's title and description)" in first and "Normalised lookups\n\nUses " in first
-    assert token not in first and "Commit 1" not in first
+    assert "(the pull request's title and description, then its commit messages)" in first
+    assert "Normalised lookups\n\nUses " in first and token not in first  # the request first, masked
+    assert first.index("Uses ") < first.index("Commit 1: Add a helper") < first.index("Commit 2: Look users up")
+
+    # A long template body cannot push the range's commits out: all reach the first request, within the cap.
+    body = "## Checklist\n" + "- [ ] a box nobody ticked\n" * 400
+    event.write_text(json.dumps({"pull_request": {"title": "Normalised lookups", "body": body}}))
+    done = run_cli(repo, "review", "--base", "main", env=github)
+    assert done.returncode == 0, done.stderr
+    first = _first(fake_api, "app.py")
+    label = "What the author says this change is for"
+    intent = first[first.index(label):first.index("Context from other files")]  # the pack's section follows
+    assert "Normalised lookups\n\n## Checklist" in intent and "[the description cut here:" in intent
+    assert "Commit 1: Add a helper" in intent and "Commit 2: Look users up by their normalised name" in intent
+    assert len(intent.encode()) <= 3_000 + 600  # the cap (3,000 bytes of text) plus the label and the fence
 
 
 def test_the_mcp_review_tool_takes_an_intent(repo: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:

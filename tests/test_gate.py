@@ -98,3 +98,9 @@ def test_memory_statuses_at_the_gate(statuses, late_findings, expected) -> None:
     res.late_findings = late_findings
     assert gate.exit_code(res, "high", "fail") == expected
     assert gate.verdict_line(res, "high", "fail").endswith(f"[exit {expected}]")
+
+
+def test_several_reviews_in_one_run_block_on_any_blocking_one_even_beside_an_incomplete_one() -> None:
+    assert gate.worst_exit([gate.EXIT_INCOMPLETE, gate.EXIT_BLOCKING, gate.EXIT_CLEAN]) == gate.EXIT_BLOCKING
+    assert gate.worst_exit([gate.EXIT_CLEAN, gate.EXIT_INCOMPLETE]) == gate.EXIT_INCOMPLETE
+    assert gate.worst_exit([gate.EXIT_CLEAN, gate.EXIT_CLEAN]) == gate.EXIT_CLEAN

@@ -190,7 +190,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     # the ground: no ocr_hook import
     ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze", "digest"),
     ("settings",),
-    ("cienv",),  # what the CI system says (changes' `--base auto` and memory's line of work ask it)
+    ("cienv", "hookenv"),  # what the CI system says (`--base auto`, memory's line of work); which git hook runs us
     ("changes",),
     ("findings",),  # pure, shared by everything above: the agent, the store, the reports, the commands
     ("outcome",),  # what a run produced
@@ -200,6 +200,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("context",),  # what the change uses, what calls it, what it is for (DESIGN.md 12)
     ("store",),  # what ocr-hook keeps on disk
     ("agent",),
+    ("delegate",),  # delegate sessions (DESIGN.md 15): a host agent's review through the agent's own tools
     ("gate",),
     ("reports",),
     ("publish",),

@@ -99,7 +99,7 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
             return (await client.session.list_tools()).tools
 
     listed = {tool.name: tool for tool in anyio.run(main)}
-    assert set(listed) == {"review", "preview"}
+    assert set(listed) == {"review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
     review, preview = listed["review"], listed["preview"]
     for tool in (review, preview):
         Draft202012Validator.check_schema(tool.input_schema)
@@ -107,8 +107,8 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
         assert tool.input_schema["additionalProperties"] is False
         assert tool.annotations is not None and tool.annotations.read_only_hint is True
         props = tool.input_schema["properties"]
-        assert props["scope"]["enum"] == ["staged", "base", "range", "commit"]
-        assert set(props) >= {"scope", "base", "from", "to", "commit", "paths"}
+        assert props["scope"]["enum"] == ["staged", "base", "range", "commit", "scan"]
+        assert set(props) >= {"scope", "base", "from", "to", "commit", "rev", "paths"}
         assert "required" not in tool.input_schema  # every argument has a default on our side
     props = review.input_schema["properties"]
     assert props["fail_on"]["enum"] == ["critical", "high", "medium", "low", "never"]
@@ -180,9 +180,16 @@ def test_call_arguments_set_scope_gate_and_lower_caps(tmp_path: Path, fake_api: 
             commit = await client.call("review", {"commit": "HEAD", "fail_on": "medium"})
             ranged = await client.call("review", {"scope": "range", "from": base, "to": "HEAD", "fail_on": "low"})
             lax = await client.call("review", {"commit": "HEAD", "fail_on": "never"})
-            return staged, commit, ranged, starved, lax
+            scanned = await client.call("review", {"scope": "scan", "paths": [CALC_PATH], "fail_on": "medium"})
+            wrong = await client.call("review", {"scope": "commit", "commit": "HEAD", "rev": "HEAD"})
+            return staged, commit, ranged, starved, lax, scanned, wrong
 
-    staged, commit, ranged, starved, lax = anyio.run(main)
+    staged, commit, ranged, starved, lax, scanned, wrong = anyio.run(main)
+    # The scan scope: calc.py whole at HEAD, as an added file.
+    doc = scanned.structured_content
+    assert doc is not None and doc["scope"].startswith("scan of HEAD") and doc["exit_code"] == 1
+    assert doc["coverage"]["reviewed"] == [CALC_PATH] and doc["findings"][0]["start_line"] == CALC_LINE
+    assert wrong.is_error and "'rev' do not go with scope 'commit'" in error_text(wrong)
     # A call may make the gate stricter, never more lenient: 'never' leaves the configured 'high'.
     assert lax.structured_content["fail_on"] == "high"  # type: ignore[index]
     assert staged.structured_content["coverage"]["reviewed"] == []  # type: ignore[index]
@@ -220,6 +227,7 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
         out: dict[str, Any] = {}
         async with serving(repo, sdk_env_without_key, errlog) as client:
             out["preview"] = await client.call("preview", {})
+            out["scan preview"] = await client.call("preview", {"scope": "scan"})
             out["no key"] = await client.call("review", {})
             out["bad scope"] = await client.call("review", {"scope": "everything"})
             out["unknown argument"] = await client.call("review", {"branch": "main"})
@@ -238,11 +246,14 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
 
     out = anyio.run(main)
     preview = out.pop("preview").structured_content
+    scanned = out.pop("scan preview").structured_content
+    assert scanned["scope"].startswith("scan of HEAD") and [(f["path"], f["status"]) for f in scanned["files"]] == [
+        (CALC_PATH, "added")]
     assert [(f["path"], f["action"]) for f in preview["files"]] == [(CALC_PATH, "review")]
     assert preview["estimate"]["input_tokens"] > 0 and preview["complete"] is True
     messages = {name: error_text(result) for name, result in out.items() if name != "after"}
     assert "no API key: set ANTHROPIC_API_KEY" in messages["no key"]
-    assert "'scope' must be one of staged, base, range, commit" in messages["bad scope"]
+    assert "'scope' must be one of staged, base, range, commit, scan" in messages["bad scope"]
     assert "unknown argument 'branch'" in messages["unknown argument"] and "it takes: scope" in messages[
         "unknown argument"]
     assert "scope 'base' needs 'base'" in messages["missing ref"] and '"base": "main"' in messages["missing ref"]
@@ -251,7 +262,8 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
     assert "unknown ref 'no-such-branch'" in messages["unknown ref"]
     assert "outside the repository" in messages["outside"] and "outside the repository" in messages["absolute outside"]
     assert ".ocr-hook.yaml" in messages["broken config"]
-    assert "unknown tool 'delete_everything'; this server has: review, preview" in messages["unknown tool"]
+    assert ("unknown tool 'delete_everything'; this server has: review, preview, delegate_start, delegate_call, "
+            "delegate_finish") in messages["unknown tool"]
     assert not out["after"].is_error and out["after"].structured_content["scope"].endswith(f"in {CALC_PATH}")
     assert fake_api.requests == []  # nothing was ever sent
     assert stderr_of(errlog) == ""
@@ -381,7 +393,8 @@ def test_standard_output_carries_protocol_only_even_after_garbage_input(tmp_path
     assert answers[2]["result"]["structuredContent"]["files"][0]["path"] == CALC_PATH
     # Arguments that are not an object: the SDK's own params check answers with a JSON-RPC error.
     assert answers[3]["error"]["code"] == types.INVALID_PARAMS
-    assert {t["name"] for t in answers[4]["result"]["tools"]} == {"review", "preview"}
+    assert {t["name"] for t in answers[4]["result"]["tools"]} == {
+        "review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
 
 
 def test_the_server_refuses_to_start_outside_a_repository(tmp_path: Path, sdk_env: dict[str, str]) -> None:
@@ -417,7 +430,8 @@ def test_a_client_on_the_2026_protocol_gets_the_same_tools_progress_and_cancella
         async with Client(params) as client:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 version = client.protocol_version
-                assert {t.name for t in (await client.list_tools()).tools} == {"review", "preview"}
+                assert {t.name for t in (await client.list_tools()).tools} == {
+                    "review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
                 reviewed = await client.call_tool("review", {}, progress_callback=on_progress)
                 write(repo, CALC_PATH, "def add(a, b):\n    return a * b\n")
                 git(repo, "add", CALC_PATH)

@@ -153,7 +153,7 @@ def test_on_a_crlf_work_tree_the_fixes_patch_applies_and_a_fix_resolves_the_find
     first = run_cli(repo, "review", "--format", "text", "--patch-output", str(patch), env=env)
     assert first.returncode == 1, first.stderr
     assert "return b + a" in first.stdout  # the suggested code shown is what the patch applies
-    # The README's command: the fix goes into the index and the work tree, which keeps its CRLF.
+    # docs/commands.md's command: the fix goes into the index and the work tree, which keeps its CRLF.
     git(repo, "apply", "--index", str(patch))
     assert git(repo, "show", f":{CALC_PATH}").splitlines()[1] == "    return b + a"
     assert (repo / CALC_PATH).read_bytes().split(b"\n")[1] == b"    return b + a\r"

@@ -30,7 +30,7 @@ from review_report_case import (
     RENAMED,
     UNANCHORED,
     ReportCase,
-    readme_block,
+    docs_block,
     run_step,
     script_review,
     shared_case,
@@ -202,12 +202,11 @@ def test_lines_that_read_differently_on_the_head_go_in_the_general_thread(case: 
     assert summary["comments"][0]["content"].count("these lines read differently on the pull request's head") == 4
 
 
-def test_a_report_of_another_commit_opens_no_thread_on_a_line(case: ReportCase, azure: FakeAzure) -> None:
+def test_a_report_of_another_commit_publishes_nothing(case: ReportCase, azure: FakeAzure) -> None:
     other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
     line = one_line(publish(case, pr_env(case, azure), other))
-    assert "0 inline comment(s), 6 finding(s) in the general thread" in line
-    assert f"the report is of commit {'e' * 12}, not of the head {case.head[:12]}: nothing inline" in line
-    assert by_fingerprint(azure) == {} and len(general(azure)) == 1
+    assert f"the report is of commit {'e' * 12}, not of the head {case.head[:12]}" in line
+    assert by_fingerprint(azure) == {} and general(azure) == [] and azure.writes() == []
 
 
 def test_a_passing_review_is_a_succeeded_status(case: ReportCase, azure: FakeAzure) -> None:
@@ -277,10 +276,10 @@ def test_the_token_goes_to_the_collection_only(case: ReportCase, azure: FakeAzur
     assert "a redirect; not followed with the token" in line
 
 
-def test_the_readme_recipe_runs_as_written(case: ReportCase, azure: FakeAzure, tmp_path: Path) -> None:
+def test_the_docs_recipe_runs_as_written(case: ReportCase, azure: FakeAzure, tmp_path: Path) -> None:
     from fake_api import FakeMessagesAPI
 
-    pipeline = readme_block("### Pull-request threads on Azure DevOps (`ocr-hook publish`)")
+    pipeline = docs_block("recipes/azure.md", "## Pull-request threads on Azure DevOps (`ocr-hook publish`)")
     steps = pipeline["steps"]
     assert steps[0] == {"checkout": "self", "fetchDepth": 0}
     scripts = [s for s in steps if "script" in s]
@@ -305,3 +304,26 @@ def test_the_readme_recipe_runs_as_written(case: ReportCase, azure: FakeAzure, t
         r"fingerprints=([0-9a-f,]*)", t["comments"][0]["content"])[0].split(",") if f}
     assert {f["fingerprint"] for f in reviewed["findings"]} == posted
     assert pull(azure).statuses[-1]["state"] == "failed"
+
+
+def test_a_guid_mention_in_model_text_stays_inert(case: ReportCase, azure: FakeAzure) -> None:
+    # Issue 41, item 3: Azure DevOps mentions by `@<GUID>`; most GUIDs start with a digit.
+    guid = "6f1a3b2c-0d4e-4f5a-9b8c-7d6e5f4a3b2c"
+    report = case.with_findings("guid", [{**case.finding(PLAIN), "message": f"Ask @<{guid}> or @<A{guid[1:]}>."}])
+    one_line(publish(case, pr_env(case, azure), report))
+    [thread] = by_fingerprint(azure).values()
+    content = thread["comments"][0]["content"]
+    assert f"@\u200b<{guid}>" in content and "@<" not in content
+
+
+@pytest.mark.parametrize(("pattern", "payload"), [
+    (r"GET .*/connectionData$", {"authenticatedUser": "not an object"}),
+    (r"GET .*/iterations$", {"value": [{"id": "one"}]}),
+])
+def test_answers_of_the_wrong_shape_are_one_line(case: ReportCase, azure: FakeAzure, pattern: str,
+                                                 payload: Any) -> None:
+    # Issue 41, item 8: a string where an object is due, "one" for an id: one line, exit 0 (was exit 4).
+    azure.fail(pattern, 200, payload)
+    line = one_line(publish(case, pr_env(case, azure)))
+    assert "nothing published on " in line and "Azure DevOps answered with a shape its API does not describe" in line
+    assert azure.writes() == []

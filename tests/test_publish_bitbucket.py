@@ -26,7 +26,7 @@ from review_report_case import (
     RENAMED,
     UNANCHORED,
     ReportCase,
-    readme_block,
+    docs_block,
     run_step,
     shared_case,
 )
@@ -171,14 +171,12 @@ def test_lines_that_read_differently_on_the_commit_are_not_annotated_there(case:
     assert len(moved) == 5 and sum("(its lines read differently on the commit)" in a["details"] for a in moved) == 4
 
 
-def test_a_report_of_another_commit_puts_nothing_on_lines(case: ReportCase, bitbucket: FakeBitbucket) -> None:
+def test_a_report_of_another_commit_publishes_nothing(case: ReportCase, bitbucket: FakeBitbucket) -> None:
     other = case.with_findings("other", scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})")
     line = one_line(publish(case, pipelines_env(case, bitbucket), other))
-    assert "0 annotation(s) on lines, 6 on files" in line
-    assert line.endswith(f"; the report is of commit {'e' * 12}, not {case.head[:12]}: no annotation on a line")
-    assert all("line" not in a for a in annotations(bitbucket, case).values())
-    assert "The review was of commit eeeeeeeeeeee, not this one" in bitbucket.reports[(case.head, "ocr-hook")][
-        "details"]
+    assert f"nothing published on team/app@{case.head[:12]} (pull request #7): the report is of commit " \
+           f"{'e' * 12}, not of the head {case.head[:12]}" in line
+    assert bitbucket.writes() == [] and (case.head, "ocr-hook") not in bitbucket.reports
 
 
 def test_inside_pipelines_the_proxy_signs_and_no_credential_is_sent(case: ReportCase,
@@ -259,14 +257,14 @@ def test_a_redirect_is_not_followed_with_the_token(case: ReportCase, bitbucket: 
     assert bitbucket.writes() == []
 
 
-# --- the README's recipe, run as written ----------------------------------------------------------------------
+# --- the docs' recipe, run as written ------------------------------------------------------------------------
 
 
-def test_the_readme_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbucket, tmp_path: Path) -> None:
+def test_the_docs_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbucket, tmp_path: Path) -> None:
     from fake_api import FakeMessagesAPI
     from review_report_case import script_review
 
-    pipeline = readme_block("### Code Insights on Bitbucket Cloud (`ocr-hook publish`)")
+    pipeline = docs_block("recipes/bitbucket.md", "## Code Insights on Bitbucket Cloud (`ocr-hook publish`)")
     [step] = [s["step"] for s in pipeline["pipelines"]["pull-requests"]["**"]]
     assert step["clone"]["depth"] == "full"
     clone = case.ci_clone(tmp_path, single_branch=True)

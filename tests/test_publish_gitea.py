@@ -147,3 +147,11 @@ def test_not_a_pull_request_run(case: Reviewed, gitea: FakeGitea, tmp_path: Path
     line = run(case, gitea, tmp_path, GITHUB_EVENT_PATH=str(push), GITHUB_EVENT_NAME="push")
     assert line == "ocr-hook: publish: nothing published: not a pull request (event push)"
     assert gitea.requests == []
+
+
+def test_the_other_forges_bot_name_is_an_ordinary_user(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                                      tmp_path: Path) -> None:
+    # Issue 41, item 9: on Gitea, `forgejo-actions` is a name anyone may register; its markers count for nothing.
+    fps = ",".join(f["fingerprint"] for f in case.report["findings"])
+    gitea.add_review(7, f"<!-- ocr-hook review exit=1 status=complete fingerprints={fps} -->", "forgejo-actions")
+    assert "4 inline comment(s), 2 finding(s) in the body" in run(case, gitea, tmp_path, GITEA_TOKEN="")

@@ -46,12 +46,7 @@ def server() -> Iterator[FakeGitLab]:
 
 @pytest.fixture
 def gitlab(server: FakeGitLab) -> FakeGitLab:
-    server.reset()
-    server.tokens.clear()
-    server.tokens[TOKEN] = "write"
-    server.users[TOKEN] = "ocr-bot"
-    server.mrs.clear()
-    return server
+    return server.fresh(TOKEN)
 
 
 @pytest.fixture
@@ -116,7 +111,7 @@ def test_discussions_at_their_lines_and_one_note_with_the_rest(case: Reviewed, g
     fp = case.finding(FIXED)["fingerprint"]
     assert fixed["note"].startswith(f"<!-- ocr-hook fingerprint={fp} -->")
     # Published at once; the discussions exist with their positions.
-    assert [r.path.rsplit("/", 1)[1] for r in gitlab.writes()].count("bulk_publish") == 1
+    assert [r.path.rsplit("/", 1)[1] for r in gitlab.writes()].count("publish") == 4  # each draft by its id
     assert mr.drafts == [] and len([d for d in mr.discussions if d["notes"][0]["position"]]) == 4
     [note] = summary_notes(mr)
     assert OUTSIDE in note["body"] and UNANCHORED in note["body"] and FIXED not in note["body"]
@@ -194,7 +189,7 @@ def test_refusals_are_one_line(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequ
     elif setup == "bad-token":
         del gitlab.tokens[TOKEN]
     elif setup == "500":
-        gitlab.fail(r"POST .*/bulk_publish$", 500, {"message": "500 Internal Server Error"})
+        gitlab.fail(r"PUT .*/draft_notes/\d+/publish$", 500, {"message": "500 Internal Server Error"})
     else:
         gitlab.fail(r"GET .*/discussions$", 429, "Retry later\n", {"Retry-After": "3600"})
     line = run(case, gitlab, **env)
@@ -204,7 +199,7 @@ def test_refusals_are_one_line(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequ
 
 def test_drafts_a_failed_publish_left_are_not_published_twice(case: Reviewed, gitlab: FakeGitLab,
                                                              mr: MergeRequest) -> None:
-    gitlab.fail(r"POST .*/bulk_publish$", 500, {"message": "500 Internal Server Error"})
+    gitlab.fail(r"PUT .*/draft_notes/\d+/publish$", 500, {"message": "500 Internal Server Error"})
     assert "HTTP 500" in run(case, gitlab)
     assert len(mr.drafts) == 4  # pending, seen by nobody else
     assert "4 inline comment(s), 2 finding(s) in the note" in run(case, gitlab)
@@ -244,15 +239,14 @@ def test_an_unreachable_api_and_an_off_host_link(case: Reviewed, gitlab: FakeGit
     assert gitlab.writes() == []
 
 
-def test_a_report_of_another_commit_puts_nothing_inline(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequest,
-                                                        tmp_path: Path) -> None:
+def test_a_report_of_another_commit_publishes_nothing(case: Reviewed, gitlab: FakeGitLab, mr: MergeRequest,
+                                                       tmp_path: Path) -> None:
     other = case.variant(tmp_path, "other.json",
                          lambda d: d.update(scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})"))
     line = run(case, gitlab, report=other)
-    assert "0 inline comment(s), 6 finding(s) in the note" in line
-    assert f"the report is of commit {'e' * 12}, not of the head {case.head[:12]}: nothing inline" in line
-    assert drafts(gitlab) == []
-    assert "Nothing is commented inline: the report is of another commit" in summary_notes(mr)[0]["body"]
+    assert f"nothing published on group/app!3: the report is of commit {'e' * 12}, not of the head " \
+           f"{case.head[:12]}" in line
+    assert gitlab.writes() == [] and summary_notes(mr) == []
 
 
 def test_a_file_that_is_not_a_report_is_exit_2(case: Reviewed, gitlab: FakeGitLab, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The README's publishing recipes (issue 29), run as written: the GitLab CI job and the Gitea Actions
-workflow are read from the README, and their command lines run in a real reviewed repository with the
+"""The documentation's publishing recipes (issue 29), run as written: the GitLab CI job and the Gitea Actions
+workflow are read from their pages in docs/recipes/, and their command lines run in a real reviewed repository with the
 variables those runners set, against the fake Messages API and the fake forge. Only the install line
 (`pip install …`) is skipped: the test's environment is the install.
 """
@@ -24,10 +24,13 @@ ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "fakeForgeToken0123456789abcdefABCDEF"
 
 
+PAGES = {"gitlab-publish": "docs/recipes/gitlab.md", "gitea-publish": "docs/recipes/gitea.md"}
+
+
 def recipe(name: str) -> Any:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    match = re.search(rf"<!-- recipe: {name} -->\n```yaml\n(.*?)```", readme, re.S)
-    assert match, f"the README has no {name} recipe"
+    text = (ROOT / PAGES[name]).read_text(encoding="utf-8")
+    match = re.search(rf"<!-- recipe: {name} -->\n```yaml\n(.*?)```", text, re.S)
+    assert match, f"{PAGES[name]} has no {name} recipe"
     return yaml.safe_load(match.group(1))
 
 

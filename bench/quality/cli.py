@@ -151,7 +151,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run = sub.add_parser("run", help="review every case with every configuration; print the table")
     run.add_argument("--config", action="append", required=True, help="an ocr-hook configuration (repeatable)")
     run.add_argument("--cases", default=str(DEFAULT_CASES), help="the case file (JSONL)")
-    run.add_argument("--repos", help="directory of local clones (default: the user cache); see README")
+    run.add_argument("--repos", help="directory of local clones (default: the user cache); see docs/quality.md")
     run.add_argument("--no-clone", action="store_true", help="never clone: a project without a clone is reported")
     run.add_argument("--max-cost", type=float, default=10.0, help="USD for the whole run, judge included")
     run.add_argument("--judge-model", help="ask this model whether each located finding describes the bug")

@@ -35,7 +35,7 @@ def _is_git_dir(path: Path) -> bool:
 
 
 def find_clone(repos: Path, case: Case) -> Path | None:
-    """A local clone of the case's project under `repos`, in any of the layouts README names:
+    """A local clone of the case's project under `repos`, in any of the layouts docs/quality.md names:
     OWNER+NAME/repo (what the mirror tool writes), OWNER+NAME, OWNER+NAME.git, NAME, NAME.git."""
     name = case.slug.split("+", 1)[1]
     for candidate in (repos / case.slug / "repo", repos / case.slug, repos / f"{case.slug}.git",

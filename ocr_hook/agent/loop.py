@@ -248,7 +248,7 @@ class FileReview:
         conv = self._new_conversation("plan", await self._context_window(self.settings.model_for("plan")))
         conv.add_user([text_block(prompts.plan_message(
             self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-            self.task.other_paths, rounds, self._context_text(), self.task.intent))])
+            self.task.other_paths, rounds, _context_text(self.task, self.mask), self.task.intent))])
         model = self.settings.model_for("plan")
         for round_no in range(1, rounds + 1):
             if round_no == rounds:
@@ -268,17 +268,10 @@ class FileReview:
     # --- main phase ------------------------------------------------------------------------------
 
     async def _main(self, rounds: int, checklist: str | None = None) -> None:
-        change = self.task.change
         self._answered.clear()  # the plan's answers are not part of this conversation
         self.repeats = 0
         conv = self._new_conversation("main", await self._context_window(self.settings.model_for("main")))
-        opening = await self._rereview_text(rounds)
-        if opening is None:
-            opening = prompts.main_message(
-                self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-                self.task.other_paths, rounds, self.mask(checklist) if checklist else None,
-                await self._opening_text(), self._context_text(), self.task.intent)
-        conv.add_user([text_block(opening)])
+        conv.add_user([text_block(await first_main_message(self.task, self.mask, rounds, checklist))])
         model = self.settings.model_for("main")
         nudges = cut_offs = overflows = answered = 0
         for round_no in range(1, rounds + 1):
@@ -330,46 +323,6 @@ class FileReview:
         # The grace round was answered: the model has said all it had to say.
         self.main_finished = answered == rounds
         raise _End("model", f"no task_done within the limit of {self.rounds_limit} rounds")
-
-    async def _opening_text(self) -> tuple[str, str] | None:
-        """The file as it is after the change, numbered like file_read, masked as a whole (line breaks
-        kept), and how much of it is shown; None when there is no text to show."""
-        from ocr_hook.agent.excerpt import opening_excerpt
-
-        text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
-        if not text:
-            return None
-        return opening_excerpt(self.mask(text), self.task.change.hunks, tools.MAX_READ_LINE_CHARS)
-
-    async def _rereview_text(self, rounds: int) -> str | None:
-        """A re-review's first message (agent/rereview.py): the interdiff since the last review and today's
-        lines around it, the findings to re-check and the carried ones; None for a first review, or when
-        the content is the remembered one (cache off): a plain review then, classified after."""
-        memory = self.task.memory
-        if memory is None or not memory.interdiff.changed:
-            return None
-        from ocr_hook.agent.rereview import rereview_message, touched_names
-
-        text = await asyncio.to_thread(self.task.snapshot.read_text, self.path)
-        change = self.task.change
-        # The context pack's entries for the names the interdiff touches (DESIGN.md 7 and 12).
-        pack_text = self._context_text(touched_names(memory))
-        return self.mask(rereview_message(memory, self.mask(text or ""), status=str(change.status),
-                                          changed_lines=change.changed_lines, rounds=rounds,
-                                          other_paths=self.task.other_paths, pack_text=pack_text))
-
-    def _context_text(self, names: Collection[str] | None = None) -> str | None:
-        """The context pack's section of the first message (only the entries for `names` when given); its
-        entries were masked when it was built (passing the mask again keeps the text sendable and finds
-        nothing more to count)."""
-        pack = self.task.context
-        if pack is None or not pack.entries:
-            return None
-        text = pack.render(names)
-        if not text.strip():
-            return None
-        return self.mask(prompts.context_section(text, len(pack.entries)))
-
 
     def _older_turns_changed(self) -> None:
         # Summarised or elided answers are no longer in the conversation: asking again is legitimate,
@@ -461,16 +414,12 @@ class FileReview:
                     "its answer is in that earlier tool result. Use it, or call with different input."))
                 continue
             self._answered[key] = round_no
-            error = registry.validate_input(name, tool_input, phase)
-            if error is not None:
-                pending.append(ToolResult(error, is_error=True))
-            elif name == "task_done":
-                done = done or str(tool_input["state"])
-                pending.append(ToolResult("Review of this file finished."))
-            elif name == "code_comment":
-                pending.append(ToolResult(self.box.take(tool_input)))
+            answer, state = answer_in_loop(name, tool_input, phase, self.box)
+            done = done or state
+            if answer is not None:
+                pending.append(answer)
             else:
-                pending.append(asyncio.create_task(asyncio.to_thread(self._run_tool, name, dict(tool_input))))
+                pending.append(asyncio.create_task(asyncio.to_thread(run_tool, name, dict(tool_input), self.ctx)))
         tasks = [p for p in pending if isinstance(p, asyncio.Task)]
         if tasks:
             try:
@@ -482,22 +431,95 @@ class FileReview:
                 raise BudgetStop(self.task.budget.exhausted_reason or "the time limit was reached") from None
         blocks = []
         for call, item in zip(calls, pending, strict=True):
-            if isinstance(item, asyncio.Task):
-                result = item.result()
-                text = self.mask(result.text)
-                self.mask.count += result.masked  # what the tool masked itself, in its file's context
-                if len(text) > MAX_TOOL_RESULT_CHARS:
-                    text = text[:MAX_TOOL_RESULT_CHARS] + "\n[output cut here: ask for less, e.g. a narrower range]"
-                result = ToolResult(text, result.is_error)
-            else:
-                result = item
+            result = as_shown(item.result(), self.mask) if isinstance(item, asyncio.Task) else item
             blocks.append(tool_result_block(call.id, result.text or "(empty)", result.is_error))
         return blocks, done
 
-    def _run_tool(self, name: str, tool_input: dict[str, Any]) -> ToolResult:
-        """Runs in a worker thread; masking happens back on the event loop."""
-        try:
-            return tools.run_context_tool(name, tool_input, self.ctx)
-        except Exception as exc:  # a tool bug must cost one call, not the file
-            return ToolResult(f"The tool {name} failed on our side ({type(exc).__name__}); "
-                              "try different input or continue without it.", is_error=True)
+
+# --- what the loop answers, as functions: delegate mode (ocr_hook.delegate) answers a host agent with them ---
+
+
+async def first_main_message(task: FileTask, mask: SecretMasker, rounds: int, checklist: str | None = None) -> str:
+    """The main loop's first user message for the file: a re-review's (agent/rereview.py) when memory has an
+    interdiff, else the change, the file's lines, the context pack and the intent."""
+    opening = await _rereview_text(task, mask, rounds)
+    if opening is None:
+        change = task.change
+        opening = prompts.main_message(
+            change.path, str(change.status), change.changed_lines, mask(change.patch),
+            task.other_paths, rounds, mask(checklist) if checklist else None,
+            await _opening_text(task, mask), _context_text(task, mask), task.intent)
+    return opening
+
+
+def answer_in_loop(name: str, tool_input: Any, phase: str, box: CommentBox) -> tuple[ToolResult | None, str | None]:
+    """A call the loop answers itself (a refused input, task_done, code_comment) and task_done's state; (None,
+    None) for a valid context tool call, which run_tool answers."""
+    error = registry.validate_input(name, tool_input, phase)
+    if error is not None:
+        return ToolResult(error, is_error=True), None
+    if name == "task_done":
+        return ToolResult("Review of this file finished."), str(tool_input["state"])
+    if name == "code_comment":
+        return ToolResult(box.take(tool_input)), None
+    return None, None
+
+
+def run_tool(name: str, tool_input: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """A context tool (may run in a worker thread; masking is as_shown's)."""
+    try:
+        return tools.run_context_tool(name, tool_input, ctx)
+    except Exception as exc:  # a tool bug must cost one call, not the file
+        return ToolResult(f"The tool {name} failed on our side ({type(exc).__name__}); "
+                          "try different input or continue without it.", is_error=True)
+
+
+def as_shown(result: ToolResult, mask: SecretMasker) -> ToolResult:
+    """A context tool's answer as the model gets it: masked, counted, cut to MAX_TOOL_RESULT_CHARS."""
+    text = mask(result.text)
+    mask.count += result.masked  # what the tool masked itself, in its file's context
+    if len(text) > MAX_TOOL_RESULT_CHARS:
+        text = text[:MAX_TOOL_RESULT_CHARS] + "\n[output cut here: ask for less, e.g. a narrower range]"
+    return ToolResult(text, result.is_error)
+
+
+async def _opening_text(task: FileTask, mask: SecretMasker) -> tuple[str, str] | None:
+    """The file as it is after the change, numbered like file_read, masked as a whole (line breaks
+    kept), and how much of it is shown; None when there is no text to show."""
+    from ocr_hook.agent.excerpt import opening_excerpt
+
+    text = await asyncio.to_thread(task.snapshot.read_text, task.change.path)
+    if not text:
+        return None
+    return opening_excerpt(mask(text), task.change.hunks, tools.MAX_READ_LINE_CHARS)
+
+
+async def _rereview_text(task: FileTask, mask: SecretMasker, rounds: int) -> str | None:
+    """A re-review's first message (agent/rereview.py): the interdiff since the last review and today's
+    lines around it, the findings to re-check and the carried ones; None for a first review, or when
+    the content is the remembered one (cache off): a plain review then, classified after."""
+    memory = task.memory
+    if memory is None or not memory.interdiff.changed:
+        return None
+    from ocr_hook.agent.rereview import rereview_message, touched_names
+
+    text = await asyncio.to_thread(task.snapshot.read_text, task.change.path)
+    change = task.change
+    # The context pack's entries for the names the interdiff touches (DESIGN.md 7 and 12).
+    pack_text = _context_text(task, mask, touched_names(memory))
+    return mask(rereview_message(memory, mask(text or ""), status=str(change.status),
+                                 changed_lines=change.changed_lines, rounds=rounds,
+                                 other_paths=task.other_paths, pack_text=pack_text))
+
+
+def _context_text(task: FileTask, mask: SecretMasker, names: Collection[str] | None = None) -> str | None:
+    """The context pack's section of the first message (only the entries for `names` when given); its
+    entries were masked when it was built (passing the mask again keeps the text sendable and finds
+    nothing more to count)."""
+    pack = task.context
+    if pack is None or not pack.entries:
+        return None
+    text = pack.render(names)
+    if not text.strip():
+        return None
+    return mask(prompts.context_section(text, len(pack.entries)))

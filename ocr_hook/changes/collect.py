@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.changes import git
 from ocr_hook.changes.model import ChangeSet, FileChange
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.errors import FatalError, GitError
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
 
     `head`: HEAD's commit (None before the first commit) when the caller already asked git, e.g. with
     git.repo_top, which saves the staged scope a git call."""
+    if scope.kind == SCAN:
+        return _scan(repo_root, scope, paths, head)
     sides = resolve_sides(repo_root, scope, environ, head=head)
     staged = scope.kind == "staged"
     if staged and paths:
@@ -49,6 +51,25 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
         description += " in " + ", ".join(paths)
     return ChangeSet(repo_root=repo_root, description=description, base=sides.base, target=sides.target,
                      files=tuple(files), base_ref=sides.base_ref, auto_base=sides.auto_base)
+
+
+def _scan(repo: str, scope: Scope, paths: tuple[str, ...], head: str | _Lookup | None) -> ChangeSet:
+    """Every file at the revision (or in the index) as added, whole: the diff from the empty tree gives
+    each its one hunk, so selection, the agent and the reports see an ordinary change set."""
+    if scope.rev is None:
+        head = git.head_commit(repo) if isinstance(head, _Lookup) else head
+        target, description, trusted = None, "scan of the index (whole files)", head
+    else:
+        target = trusted = git.resolve_commit(repo, scope.rev)
+        description = f"scan of {scope.rev} ({target[:12]}, whole files)"
+    base = git.empty_tree(repo)
+    files = diff_files(repo, base, target, paths, check_unmerged=target is None and not paths)
+    if target is None and paths:
+        git.check_no_unmerged(repo)
+    if paths:
+        description += " in " + ", ".join(paths)
+    return ChangeSet(repo_root=repo, description=description, base=base, target=target, files=tuple(files),
+                     scan=True, guidance_rev=trusted)
 
 
 def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
@@ -77,7 +98,7 @@ def resolve_sides(repo: str, scope: Scope, environ: Mapping[str, str], *,
             return Sides(git.empty_tree(repo), sha, f"commit {sha[:12]} (root commit, against the empty tree)")
         return Sides(parent, sha, f"commit {sha[:12]} against its first parent {parent[:12]}")
     if scope.kind == "push":
-        return _push(repo, environ)
+        return _push(repo, environ, scope)
     raise FatalError(f"unknown scope {scope.kind!r}")
 
 
@@ -88,9 +109,14 @@ def _staged(repo: str, head: str | None) -> Sides:
     return Sides(git.empty_tree(repo), None, "staged changes (index against the empty tree: no commits yet)")
 
 
-def _push(repo: str, environ: Mapping[str, str]) -> Sides:
-    from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
-    to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+def _push(repo: str, environ: Mapping[str, str], scope: Scope) -> Sides:
+    # The range comes from pre-commit's variables, or from the line git gave a plain pre-push hook.
+    if scope.to_ref:
+        from_ref, to_ref, source = scope.from_ref or "", scope.to_ref, "pre-push line"
+    else:
+        from_ref = environ.get("PRE_COMMIT_FROM_REF", "")
+        to_ref = environ.get("PRE_COMMIT_TO_REF", "")
+        source = "PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF"
     if to_ref and git.is_zero_sha(to_ref):
         # A branch deletion pushes no content.
         head = git.resolve_commit(repo, "HEAD")
@@ -100,7 +126,7 @@ def _push(repo: str, environ: Mapping[str, str]) -> Sides:
         old = git.resolve_commit(repo, from_ref)
         # Like pre-commit itself: review what the push adds on top of the remote's tip.
         mb = git.merge_base_or_none(repo, old, tip) or old
-        return Sides(mb, tip, f"push range {old[:12]}..{tip[:12]} (PRE_COMMIT_FROM_REF..PRE_COMMIT_TO_REF)")
+        return Sides(mb, tip, f"push range {old[:12]}..{tip[:12]} ({source})")
     return _unpushed(repo, tip)
 
 

@@ -74,6 +74,10 @@ class ChangeSet(NamedTuple):
     files: tuple[FileChange, ...]
     base_ref: str | None = None  # `--base`: the ref the base came from (after `--base auto` detection)
     auto_base: "AutoBase | None" = None  # what `--base auto` detected (the one place it is detected)
+    # A scan (DESIGN.md 16): every file at the target as if added (base is the empty tree), and guidance read
+    # from the scanned commit itself (HEAD for the index), since there is no side before the change to trust.
+    scan: bool = False
+    guidance_rev: str | None = None
 
     def by_path(self) -> dict[str, FileChange]:
         return {f.path: f for f in self.files}

@@ -11,11 +11,13 @@ from typing import NamedTuple
 
 
 class Scope(NamedTuple):
-    kind: str  # "staged" | "base" | "range" | "commit" | "push"
+    kind: str  # "staged" | "base" | "range" | "commit" | "push" | "scan"
     base: str | None = None  # --base REF
     from_ref: str | None = None  # --from REF
     to_ref: str | None = None  # --to REF
     commit: str | None = None  # --commit SHA
+    rev: str | None = None  # scan: the revision whose whole files are reviewed; None: the index
+
 
 
 # In the order errors list them. The refs are Scope's field names.
@@ -74,3 +76,13 @@ def choose_scope(named: Iterable[str] = (), *, base: str | None = None, from_ref
     if missing:
         raise ScopeIncomplete(kind, missing)
     return Scope(kind, **{ref: refs[ref] for ref in SCOPE_REFS[kind]})
+
+
+SCAN = "scan"  # not a diff, so not among SCOPE_REFS: `ocr-hook scan` (DESIGN.md 16) builds it with scan_scope
+
+
+def scan_scope(rev: str | None = None, *, staged: bool = False) -> Scope:
+    """Whole files as they stand at `rev` (default HEAD), or in the index with `staged`."""
+    if staged and rev:
+        raise ScopeConflict(("staged", "rev"))
+    return Scope(SCAN, rev=None if staged else (rev or "HEAD"))

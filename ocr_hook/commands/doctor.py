@@ -299,10 +299,15 @@ def check_warm(ctx: _Context) -> list[Check]:
 def check_pre_commit(ctx: _Context) -> list[Check]:
     if ctx.root is None:
         return []
+    from ocr_hook.commands.doctor_hooks import hook_rows
+
+    rows = hook_rows(ctx.root)  # prek, lefthook, husky or a plain script installed a hook: their checks
+    if rows is not None:
+        return [Check("hooks", {"ok": OK, "warn": WARN}[r.status], r.message, r.fix) for r in rows]
     import yaml
 
     config_path = Path(ctx.root) / ".pre-commit-config.yaml"
-    snippet = "README, recipe `pre-commit`"
+    snippet = "docs/recipes/pre-commit.md"
     if not config_path.is_file():
         return [Check("pre-commit", WARN, "no .pre-commit-config.yaml: ocr-hook does not run on commit",
                       f"add the ocr-hook hooks to .pre-commit-config.yaml ({snippet}), then `pre-commit install`")]

@@ -180,10 +180,11 @@ def render_text(change_set: ChangeSet, selected: Sequence[Selected], estimate: E
     lines = [f"ocr-hook preview: {change_set.description}"]
     if ci is not None:
         lines.append(f"--base auto detected {ci.describe()}")
+    noun = "file" if change_set.scan else "changed file"
     if not selected:
-        lines.append("No changed files: nothing to review.")
+        lines.append(f"No {noun}s: nothing to review.")
         return "\n".join(lines) + "\n"
-    lines.append(f"{len(selected)} changed file{'s' if len(selected) != 1 else ''}: {reviews} to review, "
+    lines.append(f"{len(selected)} {noun}{'s' if len(selected) != 1 else ''}: {reviews} to review, "
                  f"{len(selected) - reviews} skipped")
     names = [_display_name(s) for s in selected]
     width = min(60, max(len(n) for n in names))

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from ocr_hook.ci_log import neutralize_commands
 
-KINDS = ("reviewing", "done", "cached", "skipped", "failed")
+KINDS = ("reviewing", "done", "cached", "skipped", "failed", "estimate")  # estimate: a run's, no path
 _PERMANENT_WHEN_LIVE = ("skipped", "failed")
 _PREFIX = "ocr-hook: "
 _UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
@@ -100,6 +100,10 @@ class Progress:
         shown_path, shown_detail = sanitise(path), sanitise(detail)
         with self._lock:
             if self._closed:
+                return
+            if kind == "estimate":  # about the run, not a file: one permanent line
+                self._write(self._clear() + f"{_PREFIX}{shown_detail}\n")
+                self._status_len = 0
                 return
             self._seen.add(path)
             if kind == "reviewing":

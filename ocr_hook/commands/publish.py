@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ocr_hook.publish.report_input import load_report
+from ocr_hook.publish.report_input import ReportError, load_report
 
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GITLAB_TOKEN", "GITEA_TOKEN", "BITBUCKET_ACCESS_TOKEN", "SYSTEM_ACCESSTOKEN")
 DEFAULT_TIMEOUT_S = 120.0
@@ -23,15 +23,19 @@ DEFAULT_TIMEOUT_S = 120.0
 def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout: float = DEFAULT_TIMEOUT_S,
         environ: Mapping[str, str] | None = None) -> int:
     env = dict(os.environ if environ is None else environ)
+    from ocr_hook.publish.publishing import checkout_root, publish, tracked
+
+    checkout = checkout_root(Path.cwd())
+    if checkout is not None and tracked(checkout, report_path):
+        raise ReportError(f"{command}: {report_path}: git tracks this file, so the change itself can write it; "
+                          "give the review's --json-output a path no commit holds")
     report = load_report(report_path, f"{command}: {report_path}")
     say = _sayer(command, [env.get(name, "").strip() for name in TOKEN_VARIABLES])
     not_done = "review not published" if command == "github-review" else "nothing published"
 
     from ocr_hook.publish.api_client import ApiRefusal
     from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
-    from ocr_hook.publish.publishing import checkout_root, publish
 
-    checkout = checkout_root(Path.cwd())
     try:
         forge = detect(env) if to == "auto" else to
         adapter = open_adapter(forge, Setup(env, time.monotonic() + timeout, checkout))
@@ -43,6 +47,15 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
         return 0
     try:
         line = publish(adapter, report, checkout)
+    except NotApplicable as exc:  # the report is not of this request's head
+        say(f"{not_done}{' on ' + exc.target if exc.target else ''}: {exc.reason}")
+        return 0
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
+        # An answer of a shape the forge's API does not give (a string for an object, "one" for an id):
+        # a refusal like any other, never a traceback or exit 4.
+        say(f"{not_done} on {adapter.target}: {adapter.forge} answered with a shape its API does not describe "
+            f"({exc.__class__.__name__}; its words are not quoted: they could hold anything)")
+        return 0
     except ApiRefusal as exc:
         hint = adapter.hints.get(exc.status or 0)
         say(f"{not_done} on {adapter.target}: {exc}" + (f" ({hint})" if hint else ""))

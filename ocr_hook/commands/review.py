@@ -5,29 +5,35 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ocr_hook import __version__
 from ocr_hook.changes import git
 from ocr_hook.changes.collect import collect_changes, diff_command, repo_relative_paths
 from ocr_hook.changes.git import repo_top
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
+from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
-    from ocr_hook.agent import FileGuidance
+    from ocr_hook.agent import FileGuidance, ReviewJob
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
+    from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.reports import ReportContext
     from ocr_hook.store.memory import MemoryStore
+
+
+# Reviews a job's files instead of the agent (ocr_hook.agent.review_files), e.g. from a host agent's comments.
+Agent = Callable[["ReviewJob"], ReviewResult]
 
 
 def _no_event(path: str, kind: str, detail: str) -> None:
@@ -47,8 +53,11 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
         quiet: bool = False, shard: str | None = None, environ: Mapping[str, str] | None = None,
         baseline_out: str | None = None, intent: str | None = None) -> int:
     environ = os.environ if environ is None else environ
+    # Before anything can fail: a run that stops early (exit 2 on a broken config, no key) must not leave
+    # an old report, or one the change itself committed, where a later step reads this run's verdict.
+    clear_outputs(flags.get(k) for k in ("json_output", "sarif_output", "gitlab_output"))
     # pre-commit shows a hook's output only once it has finished: progress lines would just lengthen it.
-    quiet = quiet or (environ.get("PRE_COMMIT") == "1" and not sys.stderr.isatty())
+    quiet = quiet or (commit_time(environ) and not sys.stderr.isatty())
     progress = Progress(sys.stderr, quiet=quiet, live=sys.stderr.isatty())
     done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
                   baseline_out=baseline_out, intent=intent)
@@ -56,17 +65,50 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
                   scope_kind=scope.kind)
 
 
+def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *, quiet: bool = False,
+             shard: str | None = None, intent: str | None = None, environ: Mapping[str, str] | None = None,
+             stdin: TextIO | None = None) -> int:
+    """`review --push`: the range pre-commit (or prek) names, else each range of the lines git gives a
+    pre-push hook on standard input, reviewed one after the other; the worst exit code wins."""
+    environ = os.environ if environ is None else environ
+    if environ.get("PRE_COMMIT") == "1" or environ.get("PRE_COMMIT_TO_REF") or environ.get("PRE_COMMIT_FROM_REF"):
+        return run(Scope("push"), paths, config_file, flags, quiet=quiet, shard=shard, environ=environ,
+                   intent=intent)
+    from ocr_hook.errors import FatalError
+    from ocr_hook.hookenv import PushInputError, pushed_refs
+
+    stdin = sys.stdin if stdin is None else stdin
+    text = "" if stdin is None or stdin.isatty() else stdin.read()
+    try:
+        refs = pushed_refs(text)
+    except PushInputError as exc:
+        raise FatalError(f"review --push: {exc}") from None
+    if not refs:
+        if text.strip():
+            sys.stderr.write("ocr-hook: the push only deletes refs: nothing to review\n")
+            return 0
+        raise FatalError("review --push: no range to review: run it from a pre-push hook, which gives it the "
+                         "pushed refs on standard input (lefthook: `use_stdin: true`), or under pre-commit")
+    codes = [run(Scope("push", from_ref=None if ref.new else ref.remote_sha, to_ref=ref.local_sha), paths,
+                 config_file, flags, quiet=quiet, shard=shard, environ=environ, intent=intent) for ref in refs]
+    from ocr_hook import gate
+
+    return gate.worst_exit(codes)
+
+
 def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
            cwd: str | None = None, on_event: Callable[[str, str, str], None] = _no_event,
            shard: str | None = None, environ: Mapping[str, str] | None = None, baseline_out: str | None = None,
            adjust: Callable[[Settings], Settings] | None = None,
-           on_budget: Callable[[Budget], None] | None = None, intent: str | None = None) -> Reviewed:
+           on_budget: Callable[[Budget], None] | None = None, intent: str | None = None,
+           agent: Agent | None = None) -> Reviewed:
     """The whole review without writing anything to standard output (reports are the caller's).
 
     `cwd` (default: the process's) locates the repository and anchors relative PATHS; `adjust` may
     change the loaded settings (e.g. lower a cap) before anything uses them; `on_budget` receives the
     run's budget once it exists, so the caller can stop the run early (Budget.stop); `intent` is what the
-    change is for as its author says it (--intent, the MCP tool), else it comes from CI or the commits."""
+    change is for as its author says it (--intent, the MCP tool), else it comes from CI or the commits;
+    `agent` replaces the agent's review of the job's files (delegate mode: a host agent's comments)."""
     environ = os.environ if environ is None else environ
     started = time.monotonic()
     cwd = os.getcwd() if cwd is None else cwd
@@ -78,9 +120,12 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         settings = load(root, config_file, flags, environ)
         if adjust is not None:
             settings = adjust(settings)
+        if baseline_out:
+            make_parent(baseline_out)
         check_output_paths({"--sarif-output": settings.sarif_output, "--json-output": settings.json_output,
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
+        clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
         change_set = collect_changes(root, scope, relative, environ, head=head)
         if not change_set.files:
             # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
@@ -88,7 +133,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                                  elapsed_s=time.monotonic() - started, notes=list(settings.notes))
             return Reviewed(empty, change_set, {}, settings)
         return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
-                             baseline_out, intent)
+                             baseline_out, intent, agent)
 
 
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
@@ -98,8 +143,9 @@ def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
     from ocr_hook.changes.snapshot import listing_command
 
     ahead = []  # in the order the run asks: guidance, the context pack (memory's question repo_top asked)
-    if not git.is_empty_tree(change_set.base):  # as ocr_hook.guidance.resolve.trusted_revision decides
-        ahead.append(listing_command(change_set.base))
+    trusted = change_set.guidance_rev if change_set.scan else change_set.base
+    if trusted is not None and not git.is_empty_tree(trusted):  # as guidance.resolve.trusted_revision decides
+        ahead.append(listing_command(trusted))
     if settings.context:
         ahead.append(listing_command(change_set.target))
     git.prefetch(change_set.repo_root, ahead)
@@ -108,7 +154,7 @@ def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
 def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
                   on_event: Callable[[str, str, str], None], environ: Mapping[str, str], started: float,
                   shard: str | None, on_budget: Callable[[Budget], None] | None, baseline_out: str | None,
-                  intent: str | None) -> Reviewed:
+                  intent: str | None, agent: Agent | None = None) -> Reviewed:
     from ocr_hook.changes.snapshot import open_snapshot
 
     snapshot = open_snapshot(root, change_set)  # (its cat-file first: the first reads come before the listings')
@@ -122,7 +168,7 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
-                                          intent=_Intent(intent, scope.kind))
+                                          intent=_Intent(intent, scope.kind), agent=agent)
         result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
@@ -165,6 +211,29 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
     return open_memory(run_cache_dir(settings.cache_dir, environ), root, scope, environ, base_ref=change_set.base_ref)
 
 
+def clear_outputs(paths: Iterable[str | None]) -> None:
+    """Remove what is at each report path now (a file, a link, a FIFO: never a directory): every report this
+    run names is then either this run's or absent, whatever the exit code."""
+    for name in paths:
+        if not name or not os.path.lexists(name) or (os.path.isdir(name) and not os.path.islink(name)):
+            continue
+        try:
+            os.unlink(name)
+        except OSError as exc:
+            raise ConfigError(f"output path {name}: cannot remove what is there: {exc.strerror or exc}") from None
+
+
+def make_parent(path: str) -> None:
+    """The baseline's directory, made when missing (`.ocr-hook/`, as `dismiss` makes it), before any paid work:
+    adopting ocr-hook is one command on a repository that has no such directory yet."""
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        try:
+            os.makedirs(parent)
+        except OSError as exc:
+            raise ConfigError(f"output path {path}: cannot make directory {parent}: {exc.strerror or exc}") from None
+
+
 def check_output_paths(paths: Mapping[str, str | None]) -> None:
     """Refuse unwritable output paths, and one file named for two outputs (the later write would silently
     replace the earlier), before any work, so a typo never costs a paid review. `paths`: option → path."""
@@ -195,17 +264,11 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                       on_budget: Callable[[Budget], None] | None = None,
                       memory: MemoryStore | None = None,
                       dismissed: Sequence[Dismissal] = (),
-                      intent: _Intent | None = None) -> tuple[ReviewResult, dict[str, str]]:
+                      intent: _Intent | None = None,
+                      agent: Agent | None = None) -> tuple[ReviewResult, dict[str, str]]:
     """The review with filter mode and suppressions applied, and the reviewed text of every file with
     a finding (inline markers and SARIF line hashes read it)."""
-    from ocr_hook.changes.selection import select_files
-
-    selected = select_files(change_set, snapshot, settings)
-    if shard:
-        from ocr_hook.changes.shard import shard_select
-
-        mine = shard_select([s.change.path for s in selected], shard)
-        selected = [s for s in selected if s.change.path in mine]
+    selected = _select(change_set, snapshot, settings, shard)
     coverage = [FileCoverage(s.change.path, "skipped", s.reason, incomplete=s.incomplete)
                 for s in selected if s.action == "skip"]
     for item in coverage:
@@ -215,12 +278,14 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
     guidance = resolve_guidance(change_set, settings, [c.path for c in to_review])
     job_guidance: dict[str, FileGuidance] = {}
+    if change_set.scan and to_review:
+        on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
                                           on_budget, guidance, memory,
-                                          _gather_intent(intent, change_set, settings, environ))
+                                          _gather_intent(intent, change_set, settings, environ), agent)
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
@@ -236,6 +301,44 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
     return result, texts
+
+
+def _select(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, shard: str | None) -> list[Selected]:
+    """The file selection of this run's share. The share is dealt before selection, so that max_files caps
+    each shard of a CI matrix, not the whole tree; the agent still sees the whole change set (file_read_diff)."""
+    from ocr_hook.changes.selection import select_files
+
+    if shard:
+        from ocr_hook.changes.shard import shard_select
+
+        mine = shard_select([c.path for c in change_set.files], shard)
+        change_set = change_set._replace(files=tuple(c for c in change_set.files if c.path in mine))
+    return select_files(change_set, snapshot, settings)
+
+
+def _scan_estimate(selected: Sequence[Selected], snapshot: Snapshot, settings: Settings, guidance: GuidancePlan,
+                   environ: Mapping[str, str]) -> str:
+    """A scan's cost, said before its first request (preview's estimate), and where the run stops."""
+    from ocr_hook.commands.preview import estimate_cost
+    from ocr_hook.effort import profiles_for
+
+    paths = [s.change.path for s in selected if s.action == "review"]
+    estimate = estimate_cost(selected, snapshot, settings, guidance, profiles_for(paths, settings, environ))
+    files = f"{len(paths)} file{'s' if len(paths) != 1 else ''}"
+    tokens = estimate.input_tokens + estimate.output_tokens
+    if estimate.cost_usd is None:
+        line = f"scan: {files} to review, about {tokens:,} tokens (no price for {settings.model})"
+    else:
+        line = f"scan: {files} to review, about {tokens:,} tokens, at most ${estimate.cost_usd:.2f} at list price"
+    over = []
+    if estimate.cost_usd is None or estimate.cost_usd > settings.max_cost:
+        over.append(f"max_cost ${settings.max_cost:.2f}")
+    if tokens > settings.max_tokens:
+        over.append(f"max_tokens {settings.max_tokens:,}")
+    if not over:
+        return line + f"; within max_cost ${settings.max_cost:.2f}"
+    return (line + f"; the run stops at {' or '.join(over)}: files not reached are listed and the scan is "
+            "incomplete (--shard I/N splits it, --max-cost raises the cap)")
 
 
 def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
@@ -295,7 +398,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                on_budget: Callable[[Budget], None] | None,
                guidance: GuidancePlan | None = None,
                memory: MemoryStore | None = None,
-               intent: tuple[str, str] | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
+               intent: tuple[str, str] | None = None,
+               agent: Agent | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from ocr_hook.agent import FileGuidance, ReviewJob, review_files
     from ocr_hook.budget.ledger import Budget
@@ -315,7 +419,7 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                         in guidance.prompt_guidance([f.path for f in files]).items()}
     if memory is not None:
         job.memory, job.memory_id = memory.remembered(), memory.record_key
-    return review_files(job), dict(job.guidance)
+    return (agent or review_files)(job), dict(job.guidance)
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
@@ -405,16 +509,22 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
     from ocr_hook.reports import ReportContext
 
     code = gate.exit_code(result, settings.fail_on, settings.on_error)
-    pre_commit = environ is not None and environ.get("PRE_COMMIT") == "1"
+    pre_commit = environ is not None and commit_time(environ)
     steps: tuple[str, ...] = ()
     if code == gate.EXIT_BLOCKING:
         from ocr_hook.reports.hints import next_steps
 
-        kind = scope_kind or ("staged" if change_set.target is None else "base")
+        kind = scope_kind or (SCAN if change_set.scan else "staged" if change_set.target is None else "base")
+        skip = None
+        if pre_commit and environ is not None:
+            from ocr_hook.commands.doctor_hooks import running_manager
+            from ocr_hook.hookenv import skip_hint
+
+            skip = skip_hint(running_manager(change_set.repo_root, kind, environ), kind, environ)
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
-                           pre_commit=pre_commit, patch_output=settings.patch_output,
+                           pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
-                           memory=settings.memory)
+                           memory=settings.memory and kind != SCAN)  # (a scan records no memory)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,

@@ -50,9 +50,12 @@ class ContextPack(NamedTuple):
             return ""
         parts = [e.render() for e in shown]
         if self.cut and names is None:
-            parts.append(f"[{self.cut} more context entr{'y' if self.cut == 1 else 'ies'} left out to stay within "
-                         f"context_tokens {self.budget}; file_read and code_search find the rest]")
+            parts.append(self.cut_line())
         return "\n".join(parts)
+
+    def cut_line(self) -> str:
+        return (f"[{self.cut} more context entr{'y' if self.cut == 1 else 'ies'} left out to stay within "
+                f"context_tokens {self.budget}; file_read and code_search find the rest]")
 
     @property
     def names(self) -> frozenset[str]:

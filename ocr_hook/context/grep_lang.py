@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ocr_hook.context.pack import DEFINITION_LINES, Analysis, Follow, Reader, Span, file_lines
+from ocr_hook.context.model import DEFINITION_LINES, Analysis, Follow, Reader, Span, file_lines
 
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _KEYWORDS = frozenset("if for while switch return sizeof catch elif else and or not in function def fn func sub "

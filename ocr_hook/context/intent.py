@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 MAX_INTENT_TOKENS = 1_000
 MAX_COMMITS = 30
 MAX_FILE_BYTES = 1_000_000
+REQUEST_SHARE = 0.6  # of the cap, the most a pull request's title and body take when its commits follow
 
 
 def read_flag(value: str) -> str:
@@ -42,41 +43,80 @@ def from_ci(environ: Mapping[str, str]) -> str | None:
     return request_text(environ)
 
 
-def from_commits(repo_root: str, change_set: ChangeSet) -> str | None:
-    """Subjects and bodies of the reviewed range's commits (newest first, merges left out); None for
-    staged changes (their message is not written yet)."""
+def commit_messages(repo_root: str, change_set: ChangeSet) -> list[str]:
+    """Messages of the reviewed range's commits (newest first, merges left out); none for staged changes
+    (their message is not written yet)."""
     from ocr_hook.changes import git
     from ocr_hook.errors import GitError
 
     if change_set.target is None:
-        return None
+        return []
     empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
     spec = [change_set.target] if change_set.base == empty_tree else [f"{change_set.base}..{change_set.target}"]
     try:
         out = git.git_text(repo_root, ["log", "--no-merges", f"-n{MAX_COMMITS}", "--format=%B%x00", *spec, "--"])
     except GitError:
-        return None
-    messages = [m.strip() for m in out.split("\0") if m.strip()]
+        return []
+    return [m.strip() for m in out.split("\0") if m.strip()]
+
+
+def from_commits(repo_root: str, change_set: ChangeSet) -> str | None:
+    """Subjects and bodies of the reviewed range's commits, numbered when there are several."""
+    return _commits_text(commit_messages(repo_root, change_set))
+
+
+def _commits_text(messages: list[str], subjects_only: bool = False) -> str | None:
+    if subjects_only:
+        messages = [m.split("\n", 1)[0] for m in messages]
     if not messages:
         return None
     if len(messages) == 1:
         return messages[0]
-    return "\n\n".join(f"Commit {i}: {m}" for i, m in enumerate(messages, start=1))
+    return ("\n" if subjects_only else "\n\n").join(f"Commit {i}: {m}" for i, m in enumerate(messages, start=1))
+
+
+def _combined(request: str, messages: list[str]) -> str:
+    """The request's title and body, then the range's commits, within the cap together: the request takes at
+    most REQUEST_SHARE of it (a long body must not push the commits out) and the commits fall back to their
+    subjects when their bodies do not fit. Masked here, before anything is cut (render masks again, to no
+    effect)."""
+    from ocr_hook.secrets_mask import mask_secrets
+
+    limit = MAX_INTENT_TOKENS * 3
+    masked_request = _cut(mask_secrets(request.strip())[0], int(limit * REQUEST_SHARE), "the description")
+    left = limit - len(masked_request.encode("utf-8")) - 40
+    commits = mask_secrets(_commits_text(messages) or "")[0]
+    if len(commits.encode("utf-8")) > left:
+        commits = _cut(mask_secrets(_commits_text(messages, subjects_only=True) or "")[0], left, "the subjects")
+    return f"{masked_request}\n\nThe commits of the range:\n{commits}"
+
+
+def _cut(text: str, limit: int, what: str) -> str:
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    kept = encoded[:max(0, limit - 80)].decode("utf-8", "ignore").rstrip()
+    return f"{kept}\n[{what} cut here: {len(encoded):,} bytes]"
 
 
 def gather(explicit: str | None, environ: Mapping[str, str], repo_root: str, change_set: ChangeSet,
            scope_kind: str) -> tuple[str, str] | None:
-    """(text, where it came from): the explicit intent, else the request's description in CI, else the
-    commit messages of a --base/--push/--commit/--from..--to range."""
+    """(text, where it came from): the explicit intent, else for a --base/--push/--commit/--from..--to range
+    the request's title and description in CI followed by the range's commit messages (either alone when
+    the other is missing)."""
     if explicit is not None and explicit.strip():
         return explicit, "given with the review"
-    request = from_ci(environ) if scope_kind in ("base", "push", "range", "commit") else None
+    if scope_kind not in ("base", "push", "range", "commit"):
+        return None
+    request = from_ci(environ)
+    messages = commit_messages(repo_root, change_set)
+    if request and messages:
+        return _combined(request, messages), "the pull request's title and description, then its commit messages"
     if request:
         return request, "the pull request's title and description"
-    if scope_kind in ("base", "push", "range", "commit"):
-        commits = from_commits(repo_root, change_set)
-        if commits:
-            return commits, "the commit messages of the reviewed range"
+    commits = _commits_text(messages)
+    if commits:
+        return commits, "the commit messages of the reviewed range"
     return None
 
 
@@ -89,12 +129,13 @@ def render(text: str, source: str = "given with the review") -> tuple[str, int]:
     from ocr_hook.secrets_mask import mask_secrets
 
     clean = "".join(ch for ch in text.replace("\r\n", "\n") if ch in "\n\t" or ch.isprintable()).strip()
+    # Masked first, then cut: a secret across the cut would otherwise be sent in part, unrecognised.
+    masked, count = mask_secrets(clean)
     limit = MAX_INTENT_TOKENS * 3  # bytes: the same 3 bytes a token as the budget's estimate
     cut = ""
-    encoded = clean.encode("utf-8")
+    encoded = masked.encode("utf-8")
     if len(encoded) > limit:
-        clean = encoded[:limit].decode("utf-8", "ignore").rstrip()
-        cut = f"\n[cut here: the description is {len(encoded):,} bytes; the first {limit:,} are shown]"
-    masked, count = mask_secrets(clean)
+        masked = encoded[:limit].decode("utf-8", "ignore").rstrip()
+        cut = f"\n[cut here: the description is {len(clean.encode('utf-8')):,} bytes; the first {limit:,} are shown]"
     label = config_files.read_text("prompts/intent.md").strip().replace("$source", source)
     return f"{label}\n{_fence(masked + cut)}", count

@@ -11,164 +11,40 @@ from __future__ import annotations
 
 import posixpath
 import re
-import threading
-import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from ocr_hook.context import ContextEntry, ContextPack
+from ocr_hook.context.model import (  # noqa: F401  (the names the rest of the package and its tests read here)
+    DEFINITION_LINES,
+    Analysis,
+    Follow,
+    Language,
+    Reader,
+    Span,
+    Want,
+    degraded,
+    distance,
+    file_lines,
+    is_test_path,
+    reader_for,
+)
 
 if TYPE_CHECKING:
     from ocr_hook.changes.model import FileChange
-    from ocr_hook.changes.snapshot_api import GrepHit, GrepResult, Snapshot
+    from ocr_hook.changes.snapshot_api import GrepHit, Snapshot
     from ocr_hook.settings import Settings
 
-DEFINITION_LINES = 8  # signature plus docstring and first statements
 MAX_WANTS = 200  # names looked up per file (the most used first; the budget decides what is shown)
 MAX_FOLLOW = 3  # re-export hops (a package's __init__, `export … from`) after the import itself
 CALLER_SITES = 3
+CALL_LINES = 10  # lines of one call site shown at most (a call over more lines is cut there)
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
-MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
-MAX_AVERAGE_LINE = 300  # characters: minified or generated code
-GREP_TIMEOUT_S = 3.0
+MAX_LINE = 300  # characters of one line shown
 MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
 MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
 GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
 _NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
-_TEST_PATH = re.compile(r"(^|/)(tests?|__tests__|spec|testdata|test_helpers)/|(^|/)test_[^/]*$|"
-                        r"_test\.[^/]+$|\.(test|spec)\.[^/]+$|(^|/)conftest\.py$|Tests?\.[^/.]+$")
-
-
-@dataclass(frozen=True, slots=True)
-class Want:
-    """A name used on added lines, to look for as `symbol` in the first of `paths` that defines it."""
-
-    name: str
-    symbol: str
-    paths: tuple[str, ...]
-    uses: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    start: int
-    end: int
-
-
-@dataclass(frozen=True, slots=True)
-class Follow:
-    """The file names the symbol without defining it (a re-export): look there instead."""
-
-    symbol: str
-    paths: tuple[str, ...]
-
-
-@dataclass(slots=True)
-class Analysis:
-    wants: list[Want] = field(default_factory=list)
-    signatures: list[str] = field(default_factory=list)  # functions whose signature line was added
-
-
-class Language(Protocol):
-    name: str
-    extensions: tuple[str, ...]  # the files its callers and definitions live in (for grep pathspecs)
-
-    def analyse(self, path: str, text: str, added: frozenset[int], reader: Reader) -> Analysis | None: ...
-
-    def find(self, path: str, text: str, symbol: str, reader: Reader) -> Span | Follow | None: ...
-
-
-class Reader:
-    """The reviewed snapshot as the pack may see it: sensitive files never, huge or generated ones not."""
-
-    def __init__(self, snapshot: Snapshot, settings: Settings) -> None:
-        from ocr_hook import config_files
-
-        self.snapshot = snapshot
-        self.settings = settings
-        selection = config_files.read_yaml("selection.yaml")
-        self._markers = tuple(selection["generated_markers"])
-        # Vendored, built, minified and generated paths by name (selection's default skips, lock files
-        # aside; a user's `!dist/` in exclude re-includes as it does for review).
-        from ocr_hook.changes.globs import GitIgnoreGlobs
-
-        skip = [p for label, patterns in selection["default_skip"].items() if label != "lock file" for p in patterns]
-        self._skip = GitIgnoreGlobs([*skip, *(p for p in settings.exclude if p.lstrip().startswith("!"))])
-        self._marker_lines = int(selection["marker_lines"])
-        self._paths: tuple[str, ...] | None = None
-        self._path_set: frozenset[str] | None = None
-        self._texts: dict[str, str | None] = {}
-        self.memo: dict[object, object] = {}  # per-language parse results, keyed by the language's own keys
-
-    def paths(self) -> tuple[str, ...]:
-        if self._paths is None:
-            self._paths = self.snapshot.paths()
-        return self._paths
-
-    def exists(self, path: str) -> bool:
-        if self._path_set is None:
-            self._path_set = frozenset(self.paths())
-        return path in self._path_set
-
-    def hidden(self, path: str) -> bool:
-        from ocr_hook.changes.selection import is_sensitive
-
-        return is_sensitive(path, self.settings)
-
-    def text(self, path: str) -> str | None:
-        """The file's text, or None when it is absent, sensitive, binary, huge or generated."""
-        if path in self._texts:
-            return self._texts[path]
-        found: str | None = None
-        if self.exists(path) and not self.hidden(path) and not self._skip.check_file(path).include \
-                and not self.snapshot.is_symlink(path):
-            data = self.snapshot.read_bytes(path)
-            if data is not None and len(data) <= MAX_SOURCE_BYTES and b"\0" not in data[:8192]:
-                text = data.decode("utf-8", "surrogateescape")
-                if not self._generated(text):
-                    found = text
-        self._texts[path] = found
-        return found
-
-    def grep(self, pattern: str, specs: tuple[str, ...], max_per_file: int) -> GrepResult:
-        """A bounded Perl-regexp `git grep` over the snapshot. One that fails (timed out, git failed) marks the
-        run's packs as degraded: another run may find what this one missed, so they are not memoised."""
-        result = self.snapshot.grep(pattern, specs, ignore_case=False, perl_regexp=True, max_per_file=max_per_file,
-                                    timeout_s=GREP_TIMEOUT_S)
-        if result.error is not None:
-            self.memo["degraded"] = True
-        return result
-
-    def _generated(self, text: str) -> bool:
-        head = text.split("\n", self._marker_lines)[: self._marker_lines]
-        if any(marker in line for line in head for marker in self._markers):
-            return True
-        lines = text.count("\n") + 1
-        return len(text) > 20_000 and len(text) / lines > MAX_AVERAGE_LINE
-
-
-_READERS: weakref.WeakKeyDictionary[Any, Reader] = weakref.WeakKeyDictionary()
-_READERS_LOCK = threading.Lock()
-
-
-def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
-    """One Reader per snapshot (and settings) for the whole run: the files of a change set share their
-    imports' parses, the listing and its indexes."""
-    with _READERS_LOCK:
-        reader = _READERS.get(snapshot)
-        if reader is None or reader.settings is not settings:
-            reader = Reader(snapshot, settings)
-            try:
-                _READERS[snapshot] = reader
-            except TypeError:  # a snapshot that cannot be weakly referenced: a reader per file
-                pass
-        return reader
-
-
-def degraded(snapshot: Snapshot, settings: Settings) -> bool:
-    """Whether a search for the packs of this snapshot failed (see _grep_calls): such packs are not memoised."""
-    return bool(reader_for(snapshot, settings).memo.get("degraded"))
 
 
 def language_for(path: str) -> Language:
@@ -226,6 +102,8 @@ def _analysis(change: FileChange, reader: Reader) -> tuple[Language, Analysis] |
     if key in reader.memo:
         return reader.memo[key]  # type: ignore[return-value]
     result = None
+    if reader.expired():
+        return None  # the packs' time is up (not remembered: build() says so the same way)
     if not (change.is_binary or change.is_symlink or change.is_submodule or str(change.status) == "deleted"):
         added = added_lines(change)
         text = reader.text(change.path) if added else None
@@ -236,15 +114,45 @@ def _analysis(change: FileChange, reader: Reader) -> tuple[Language, Analysis] |
             except (RecursionError, ValueError, UnicodeError):
                 analysis = None  # a file the parser cannot take: no pack, never a failed review
             if analysis is not None:
+                analysis.signatures += _removed_definitions(change, text, analysis.signatures)
                 result = (lang, analysis)
     reader.memo[key] = result
     return result
 
 
+_DEF_LINE = re.compile(r"^(\s*)(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:def|function\*?|func|fn|sub|proc)\s+"
+                       r"(?:\([^)]*\)\s*)?([A-Za-z_$][A-Za-z0-9_$]*)\s*\(")
+_BINDING_LINE = re.compile(r"^(\s*)(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s*)?"
+                           r"(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)")
+
+
+def _removed_definitions(change: FileChange, text: str, known: Sequence[str]) -> list[str]:
+    """Functions whose definition line the diff removed and the new text no longer defines under that name
+    (removed or renamed): their callers still use the old name. Read from the removed lines as they are,
+    for every language (a method, indented, as `.name`)."""
+    out: list[str] = []
+    for hunk in change.hunks:
+        for line in hunk.lines:
+            if line.kind != "-":
+                continue
+            found = _DEF_LINE.match(line.text) or _BINDING_LINE.match(line.text)
+            if found is None or found.group(2).startswith(("test", "__")):
+                continue
+            name = found.group(2)
+            label = "." + name if found.group(1) and not _BINDING_LINE.match(line.text) else name
+            still = re.search(rf"(?:def|function\*?|func|fn|sub|proc|const|let|var)\s+(?:\([^)]*\)\s*)?"
+                              rf"{re.escape(name)}\b", text)
+            if still is None and label not in known and label not in out:
+                out.append(label)
+    return out
+
+
 def _definitions(own: str, wants: Sequence[Want], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
     found: dict[tuple[str, int], tuple[int, ContextEntry]] = {}
-    order = sorted(wants, key=lambda w: (-w.uses, _distance(own, w.paths[0]) if w.paths else 99, w.name))
+    order = sorted(wants, key=lambda w: (-w.uses, distance(own, w.paths[0]) if w.paths else 99, w.name))
     for want in order[:MAX_WANTS]:
+        if reader.expired():
+            break
         located = _locate(want.symbol, want.paths, own, lang, reader)
         if located is None:
             continue
@@ -265,7 +173,7 @@ def _locate(symbol: str, paths: Sequence[str], own: str, lang: Language,
     while queue:
         symbol, candidates, hops = queue.pop(0)
         for path in candidates:
-            if path == own or (symbol, path) in seen:
+            if path == own or (symbol, path) in seen or reader.expired():
                 continue
             seen.add((symbol, path))
             text = reader.text(path)
@@ -283,20 +191,12 @@ def _locate(symbol: str, paths: Sequence[str], own: str, lang: Language,
 def _entry(kind: str, name: str, path: str, span: Span, text: str) -> ContextEntry:
     lines = file_lines(text)
     start, end = max(1, span.start), min(len(lines), span.end)
-    shown = [line if len(line) <= 300 else line[:300] + "…" for line in lines[start - 1:end]]
-    return ContextEntry(kind, name, path, start, end, "\n".join(shown))
+    return ContextEntry(kind, name, path, start, end, "\n".join(lines[start - 1:end]))
 
 
-def file_lines(text: str) -> list[str]:
-    """Only "\\n" ends a line, as for git and the diff's line numbers (the same rule as file_read)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
+def _cut_lines(text: str) -> str:
+    """Long lines cut to MAX_LINE characters: only ever after masking, so no part of a secret is sent."""
+    return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in text.split("\n"))
 
 
 def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
@@ -312,6 +212,8 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
     if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
         rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
         for name in rare[:MAX_RETRIED_NAMES]:
+            if reader.expired():
+                break
             _grep_calls([name], extensions, reader, by_name)
     if known is None or set(names) > known[0]:  # type: ignore[index]
         reader.memo[key] = (frozenset(names), by_name)
@@ -327,17 +229,82 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
     specs = tuple(f"*{ext}" for ext in extensions)
     result = reader.grep(pattern, specs, MANY_SITES)
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
-    definition = re.compile(rf"\b(def|function|func|fn|class|sub|proc|void|static|public|private|async)\b[^(]*\b"
-                            rf"({alternatives})\s*\(")
+    # A definition's own line, by the keyword right before the name (`var fn = router(` is a call).
+    definition = re.compile(rf"\b(def|function\*?|func|fn|class|sub|proc|void|static|public|private)\s+"
+                            rf"(\([^)]*\)\s*)?(\*\s*)?({alternatives})\s*\(")
     for hit in result.hits:
-        if definition.search(hit.text) or reader.text(hit.path) is None:
+        text = reader.text(hit.path)
+        if text is None:
             continue
-        for match in call.finditer(hit.text):
+        calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
+        if calls is None and definition.search(hit.text):
+            continue
+        code = hit.text if calls is not None else _code_part(hit.text)
+        for match in call.finditer(code):
+            if calls is not None and (hit.line_no, match.group(2)) not in calls:
+                continue  # the word in a docstring, a string or a comment, or a definition: not a call
             for name in (match.group(2), "." + match.group(2)) if match.group(1) else (match.group(2),):
                 sites = by_name.setdefault(name, [])
                 if hit not in sites[-3:]:
                     sites.append(hit)
     return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
+
+
+def _python_calls(path: str, text: str, reader: Reader) -> dict[tuple[int, str], int] | None:
+    """(line, callee name) → the call's last line, for every call and decorator in a Python file, from its
+    `ast` (the line is where the callee's name is written); None when the file does not parse."""
+    key = ("python-calls", path)
+    if key in reader.memo:
+        return reader.memo[key]  # type: ignore[return-value]
+    import ast
+
+    found: dict[tuple[int, str], int] | None = {}
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        found = None
+    else:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                callee = node.func
+                name = callee.id if isinstance(callee, ast.Name) else \
+                    callee.attr if isinstance(callee, ast.Attribute) else None
+                if name is not None:
+                    line = callee.end_lineno or callee.lineno
+                    found[(line, name)] = max(found.get((line, name), 0), node.end_lineno or node.lineno)
+    reader.memo[key] = found
+    return found
+
+
+_STRING_OR_COMMENT = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`|//.*$|#.*$|/\*.*?(\*/|$)|^\s*\*.*$")
+
+
+def _code_part(line: str) -> str:
+    """The line without what it shows to be strings or comments (languages read without a grammar here)."""
+    return _STRING_OR_COMMENT.sub(lambda m: " " * len(m.group(0)), line)
+
+
+def _call_end(lines: list[str], line_no: int, name: str) -> int:
+    """The last line of the call of `name` starting on `line_no`: where its brackets close, by counting them
+    in the code part of each line (at most CALL_LINES lines)."""
+    start = lines[line_no - 1] if 0 < line_no <= len(lines) else ""
+    at = re.search(rf"\b{re.escape(name)}\s*\(", _code_part(start))
+    depth = 0
+    for offset in range(CALL_LINES):
+        number = line_no + offset
+        if number > len(lines):
+            break
+        code = _code_part(lines[number - 1])
+        if offset == 0 and at is not None:
+            code = code[at.start():]
+        for ch in code:
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth <= 0:
+                    return number
+    return line_no
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
@@ -346,10 +313,17 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
     if not names:
         return []
     by_name = _call_sites(names, lang.extensions, reader)
+    stem = posixpath.splitext(posixpath.basename(own))[0]
+    if stem in ("__init__", "index", "mod"):
+        stem = posixpath.basename(posixpath.dirname(own)) or stem
     out: list[tuple[int, ContextEntry]] = []
     for rank, name in enumerate(names):
+        # Surest first: a call qualified by the defining module's name (`_manylinux.platform_tags(`) before a
+        # bare name that may be another definition's; then non-test and nearest.
+        qualified = re.compile(rf"\b{re.escape(stem)}\s*\.\s*{re.escape(name.lstrip('.'))}\s*\(")
         hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
-                      key=lambda h: (is_test_path(h.path), _distance(own, h.path), h.path, h.line_no))
+                      key=lambda h: (is_test_path(h.path), not qualified.search(h.text), distance(own, h.path),
+                                     h.path, h.line_no))
         chosen: list[GrepHit] = []
         files: set[str] = set()
         for pass_no in (0, 1):  # distinct files first, then more sites in the same files
@@ -361,23 +335,18 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
                 chosen.append(hit)
                 files.add(hit.path)
         for site, hit in enumerate(chosen):
-            span = Span(hit.line_no - 1, hit.line_no + 1)
+            text = reader.text(hit.path) or ""
+            bare = name.lstrip(".")
+            calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
+            end = calls.get((hit.line_no, bare), hit.line_no) if calls is not None else \
+                _call_end(file_lines(text), hit.line_no, bare)
+            # The whole call (its arguments are what a changed signature breaks), a line before it.
+            span = Span(hit.line_no - 1, max(hit.line_no + 1, min(end, hit.line_no + CALL_LINES - 1)))
             entry = _entry("caller", name.lstrip("."), hit.path, span, reader.text(hit.path) or "")
             out.append((site * len(names) + rank, entry))
     # Each changed function's first call site before any function's second: the budget cuts the thirds.
     out.sort(key=lambda item: item[0])
     return out
-
-
-def _distance(own: str, other: str) -> int:
-    """Directory steps between two files: the nearest entries come first."""
-    a, b = posixpath.dirname(own).split("/"), posixpath.dirname(other).split("/")
-    common = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        common += 1
-    return (len(a) - common) + (len(b) - common)
 
 
 def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tuple[int, ContextEntry]],
@@ -386,26 +355,43 @@ def _fit(own: str, definitions: list[tuple[int, ContextEntry]], callers: list[tu
     from ocr_hook.budget.tokens import estimate_tokens
     from ocr_hook.secrets_mask import mask_secrets
 
-    defs = sorted(definitions, key=lambda item: (-item[0], _distance(own, item[1].path), item[1].path))
+    defs = sorted(definitions, key=lambda item: (-item[0], distance(own, item[1].path), item[1].path))
     calls = list(callers)  # already in order: per changed function, non-test and nearest first
     merged: list[ContextEntry] = []
+    # Three definitions to two call sites: a call site shows a whole call and costs more than a definition.
+    taken = 0
     for i in range(max(len(defs), len(calls))):
-        if i < len(defs):
-            merged.append(defs[i][1])
+        share = 2 if i % 2 == 0 else 1
+        merged += [entry for _uses, entry in defs[taken:taken + share]]
+        taken += share
         if i < len(calls):
             merged.append(calls[i][1])
+    merged += [entry for _uses, entry in defs[taken:]]
     if not merged:
         return None
-    kept: list[ContextEntry] = []
-    masked = cut = used = 0
+    # What is sent around the entries counts too: the section's heading, and the "left out" line if any.
+    used = estimate_tokens(_heading(len(merged))) + 1
+    kept: list[tuple[ContextEntry, int, int]] = []
+    cut = 0
     for entry in merged:
         text, count = mask_secrets(entry.text)
-        candidate = ContextEntry(entry.kind, entry.name, entry.path, entry.start, entry.end, text)
+        candidate = ContextEntry(entry.kind, entry.name, entry.path, entry.start, entry.end, _cut_lines(text))
         cost = estimate_tokens(candidate.render()) + 1
         if used + cost > budget:
             cut += 1
             continue
         used += cost
-        masked += count
-        kept.append(candidate)
-    return ContextPack(tuple(kept), cut=cut, masked=masked, budget=budget)
+        kept.append((candidate, cost, count))
+    while cut and kept and used + estimate_tokens(ContextPack((), cut, 0, budget).cut_line()) + 1 > budget:
+        used -= kept.pop()[1]
+        cut += 1
+    return ContextPack(tuple(e for e, _c, _n in kept), cut=cut, masked=sum(n for _e, _c, n in kept), budget=budget)
+
+
+def _heading(count: int) -> str:
+    """The context section's heading as the prompt renders it around the entries (agent/prompts.py)."""
+    from string import Template
+
+    from ocr_hook import config_files
+
+    return Template(config_files.read_text("prompts/context_pack.md")).safe_substitute(count=count, entries="")

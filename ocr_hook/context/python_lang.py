@@ -10,9 +10,10 @@ import posixpath
 from collections import Counter
 from dataclasses import dataclass
 
-from ocr_hook.context.pack import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
+from ocr_hook.context.model import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 _BUILTINS = frozenset(dir(builtins))
+CLASS_LINES = 12  # a class's entry may run this far to reach the end of its constructor's signature
 BASE_CLASS_WEIGHT = 10  # uses a base class on an added `class` line counts for, in the pack's order
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -134,7 +135,23 @@ def _assigned(node: ast.Assign | ast.AnnAssign) -> set[str]:
 def _span(node: _Def) -> Span:
     start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     end = node.end_lineno or node.lineno
+    if isinstance(node, ast.ClassDef):  # what a caller must match: the constructor, not the docstring
+        through = _constructor_end(node)
+        if through is not None and through - start < CLASS_LINES:
+            return Span(start, max(through, min(end, start + DEFINITION_LINES - 1)))
     return Span(start, min(end, start + DEFINITION_LINES - 1))
+
+
+def _constructor_end(node: ast.ClassDef) -> int | None:
+    """The last line of the class's `__init__` signature, else of its annotated fields (a dataclass, attrs,
+    a NamedTuple or TypedDict): what calling the class takes."""
+    fields = [item for item in node.body if isinstance(item, ast.AnnAssign)]
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name == "__init__":
+            return item.body[0].lineno - 1 if item.body and item.body[0].lineno > item.lineno else item.lineno
+    if fields:
+        return fields[-1].end_lineno or fields[-1].lineno
+    return None
 
 
 def _chain(node: ast.Attribute) -> tuple[str, ...] | None:

@@ -139,40 +139,66 @@ class ReportError(FatalError):
     """A file given as a JSON report is not one (exit 2)."""
 
 
-def read_report_json(path: str, where: str) -> Any:
-    """The decoded JSON of a report file; ReportError("{where}: ...") when it cannot be read or is not JSON."""
+MAX_REPORT_BYTES = 32 * 1024 * 1024  # far above any real report; a committed link to /dev/zero is not one
+
+
+def read_report_json(path: str, where: str, *, regular_only: bool = False) -> Any:
+    """The decoded JSON of a report file; ReportError("{where}: ...") when it cannot be read or is not JSON.
+    `regular_only` (a report someone else may have planted, as `publish` reads): never through a link, never
+    a FIFO or a device, never more than MAX_REPORT_BYTES (bounded_read). `dismiss --from` reads what its
+    user names, a pipe included."""
+    from ocr_hook.bounded_read import Refused, read_regular_file
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        if regular_only:
+            data = read_regular_file(path, MAX_REPORT_BYTES)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except Refused as exc:
+        raise ReportError(f"{where}: not read: {exc}") from None
     except OSError as exc:
         raise ReportError(f"{where}: cannot read it: {exc.strerror or exc}") from None
-    except ValueError:  # JSONDecodeError and UnicodeDecodeError both are
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError both are ValueErrors
         raise ReportError(f"{where}: not a JSON report (write one with --format json or --json-output)") from None
 
 
 def load_report(path: str, where: str | None = None) -> Report:
-    """The report at `path`, strictly checked; ReportError naming `where` (default: the path) otherwise."""
+    """The report at `path` (a regular file: the publishers read it), strictly checked; ReportError naming
+    `where` (default: the path) otherwise."""
     where = where or path
-    data = read_report_json(path, where)
+    data = read_report_json(path, where, regular_only=True)
     try:
         return parse_report(data)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ReportError(f"{where}: is not an ocr-hook --format json report ({exc!r})") from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError, RecursionError) as exc:
+        raise ReportError(f"{where}: is not an ocr-hook --format json report ({_short(exc)})") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(repr(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
 
 
 def parse_report(data: Any) -> Report:
     """Strict: ValueError, KeyError or TypeError on anything that is not what ocr-hook writes."""
-    if not isinstance(data, dict) or data.get("tool", {}).get("name") != "ocr-hook":
+    if not isinstance(data, dict) or not isinstance(data.get("tool"), dict) or data["tool"].get("name") != "ocr-hook":
         raise ValueError("no tool.name ocr-hook")
     coverage = data.get("coverage") or {}
+    findings, resolved = data["findings"], data.get("resolved") or []
+    if not isinstance(coverage, dict) or not isinstance(findings, list) or not isinstance(resolved, list):
+        raise TypeError("coverage must be an object, findings and resolved lists")
+    if not all(isinstance(f, dict) for f in findings):
+        raise TypeError("a finding is not an object")
     return Report(
         status=str(data["status"]),
         exit_code=int(data["exit_code"]),
         verdict=str(data.get("verdict") or ""),
-        findings=tuple(finding_from_report(f) for f in data["findings"]),
+        findings=tuple(finding_from_report(f) for f in findings),
         skipped=len(coverage.get("skipped") or []),
         failed=len(coverage.get("failed") or []),
-        resolved=tuple(_fingerprint(r["fingerprint"]) for r in data.get("resolved") or ()
+        resolved=tuple(_fingerprint(r["fingerprint"]) for r in resolved
                        if isinstance(r, dict) and "fingerprint" in r),
         commit=reviewed_commit(data.get("scope")),
     )

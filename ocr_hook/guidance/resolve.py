@@ -113,6 +113,8 @@ def describe(item: GuidanceText) -> dict[str, object]:
 def trusted_revision(change_set: ChangeSet) -> str | None:
     from ocr_hook.changes import git
 
+    if change_set.scan:
+        return change_set.guidance_rev
     if git.is_empty_tree(change_set.base):
         return None
     return change_set.base
@@ -124,6 +126,8 @@ def resolve_guidance(change_set: ChangeSet, settings: Settings, paths: Iterable[
     rules = rules_of(settings)
     revision = trusted_revision(change_set)
     side = "HEAD" if change_set.target is None else "the side before the change"
+    if change_set.scan and change_set.target is not None:
+        side = "the scanned revision"
     label = f"{revision[:12]} ({side})" if revision else "(none: no commit yet)"
     snapshot = None
     if revision is not None:

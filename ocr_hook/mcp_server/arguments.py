@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ocr_hook.changes.scope import SCOPE_REFS, Scope, ScopeConflict, ScopeIncomplete, choose_scope
+from ocr_hook.changes.scope import (
+    SCAN,
+    SCOPE_REFS,
+    Scope,
+    ScopeConflict,
+    ScopeIncomplete,
+    choose_scope,
+    scan_scope,
+)
 from ocr_hook.mcp_server import tools
 
 _REF_ARGS = ("base", "from", "to", "commit")
@@ -22,6 +30,7 @@ _EXAMPLES = {
     "base": {"scope": "base", "base": "main"},
     "range": {"scope": "range", "from": "v1.0", "to": "HEAD"},
     "commit": {"scope": "commit", "commit": "HEAD"},
+    SCAN: {"scope": SCAN, "rev": "HEAD", "paths": ["src/"]},
 }
 
 
@@ -65,6 +74,12 @@ def _schema_error(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, 
 def _scope(tool: str, args: Mapping[str, Any]) -> Scope:
     given = [name for name in _REF_ARGS if name in args]
     scope = args.get("scope")
+    if scope == SCAN or "rev" in args:
+        if scope != SCAN or given:
+            extra = given if scope == SCAN else ["rev"]
+            raise ArgumentError(f"{tool}: {', '.join(map(repr, extra))} do not go with scope "
+                                f"'{scope or 'staged'}'; call it like {json.dumps(_EXAMPLES[SCAN])}")
+        return scan_scope(args.get("rev"))
     try:
         return choose_scope(() if scope is None else (scope,), base=args.get("base"), from_ref=args.get("from"),
                             to_ref=args.get("to"), commit=args.get("commit"))
@@ -104,3 +119,21 @@ def preview_call(arguments: Any) -> tuple[Scope, tuple[str, ...], str | None]:
     """Scope, paths and effort (None: the configured one) of a preview call."""
     args = _checked(tools.PREVIEW, tools.PREVIEW_INPUT, arguments)
     return _scope(tools.PREVIEW, args), tuple(args.get("paths", ())), args.get("effort")
+
+
+def delegate_start_call(arguments: Any) -> tuple[Scope, tuple[str, ...], str | None, str | None]:
+    """Scope, paths, effort and intent of a delegate_start call."""
+    args = _checked(tools.DELEGATE_START, tools.DELEGATE_START_INPUT, arguments)
+    return (_scope(tools.DELEGATE_START, args), tuple(args.get("paths", ())), args.get("effort"),
+            args.get("intent"))
+
+
+def delegate_call_call(arguments: Any) -> tuple[str, str, str, Any]:
+    """Session, file, tool and the tool's input of a delegate_call call."""
+    args = _checked(tools.DELEGATE_CALL, tools.DELEGATE_CALL_INPUT, arguments)
+    return args["session"], args["file"], args["tool"], args.get("input", {})
+
+
+def delegate_finish_call(arguments: Any) -> tuple[str, str | None]:
+    args = _checked(tools.DELEGATE_FINISH, tools.DELEGATE_FINISH_INPUT, arguments)
+    return args["session"], args.get("fail_on")

@@ -90,3 +90,32 @@ def run_preview(root: str, scope: Scope, paths: tuple[str, ...], effort: str | N
 
     seen = preview_cmd.preview(scope, paths, None, cwd=root, environ=os.environ, flags={"effort": effort})
     return preview_cmd.preview_dict(*seen)
+
+
+# --- delegate mode (DESIGN.md 15): the calling agent reviews; no model request is made -------------------------
+
+
+def run_delegate_start(root: str, scope: Scope, paths: tuple[str, ...], effort: str | None,
+                       intent: str | None) -> dict[str, Any]:
+    from ocr_hook.delegate import ops
+
+    return ops.start(root, scope, paths, None, {"effort": effort} if effort else {}, os.environ, intent)
+
+
+def run_delegate_call(root: str, session: str, path: str, tool: str, tool_input: Any) -> dict[str, Any]:
+    from ocr_hook.delegate import ops
+
+    return ops.call(root, session, path, tool, tool_input, os.environ)._asdict()
+
+
+def run_delegate_finish(root: str, session: str, fail_on: str | None) -> dict[str, Any]:
+    """The `review --format json` document of the session; no output files, a gate only stricter."""
+    from ocr_hook.commands import delegate as delegate_cmd
+    from ocr_hook.commands import review as review_cmd
+    from ocr_hook.reports.json_report import report_dict
+
+    call = ReviewCall(scope=Scope("staged"), paths=(), fail_on=fail_on)
+    done, _ = delegate_cmd.finish(session, {}, cwd=root, environ=os.environ,
+                                  adjust=lambda settings: capped(settings, call))
+    ctx = review_cmd.report_context(done.result, done.change_set, done.texts, done.settings)
+    return report_dict(done.result, ctx)

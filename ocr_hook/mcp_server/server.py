@@ -35,7 +35,9 @@ STOPPING_WAIT_S = 10.0
 INSTRUCTIONS = (
     "ocr-hook reviews git changes in one repository with an LLM code reviewer and gates them like its "
     "pre-commit hook and CI job. Call `review` on staged changes before committing; `preview` tells what "
-    "would be reviewed and what it may cost, for free."
+    "would be reviewed and what it may cost, for free. To review a change yourself, with no model of "
+    "ocr-hook's: `delegate_start`, then `delegate_call` with the review tools for each file, then "
+    "`delegate_finish`."
 )
 
 
@@ -88,8 +90,21 @@ class ReviewServer:
                 scope, paths, effort = arguments.preview_call(params.arguments)
                 doc = await anyio.to_thread.run_sync(runner.run_preview, self.root, scope, paths, effort)
                 return _document(doc)
-            return _error(f"ocr-hook: error: unknown tool {params.name!r}; this server has: {tools.REVIEW}, "
-                          f"{tools.PREVIEW}")
+            if params.name == tools.DELEGATE_START:
+                scope, paths, effort, intent = arguments.delegate_start_call(params.arguments)
+                doc = await anyio.to_thread.run_sync(runner.run_delegate_start, self.root, scope, paths, effort,
+                                                     intent)
+                return _document(doc)
+            if params.name == tools.DELEGATE_CALL:
+                doc = await anyio.to_thread.run_sync(runner.run_delegate_call, self.root,
+                                                     *arguments.delegate_call_call(params.arguments))
+                return _document(doc)
+            if params.name == tools.DELEGATE_FINISH:
+                doc = await anyio.to_thread.run_sync(runner.run_delegate_finish, self.root,
+                                                     *arguments.delegate_finish_call(params.arguments))
+                return _document(doc, headline=doc["verdict"])
+            names = ", ".join(t.name for t in self._tools)
+            return _error(f"ocr-hook: error: unknown tool {params.name!r}; this server has: {names}")
         except arguments.ArgumentError as exc:
             return _error(f"ocr-hook: error: {exc}")
         except FatalError as exc:  # the CLI's exit-2 errors: bad ref, bad config, no key, not a repository

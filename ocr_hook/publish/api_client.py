@@ -18,6 +18,8 @@ Pagination: a Link header's `next` (GitHub, GitLab, Gitea), a `next` URL in the 
 from __future__ import annotations
 
 import re
+import socket
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from email.utils import parsedate_to_datetime
@@ -28,12 +30,16 @@ from urllib.parse import urlsplit
 import httpx2
 
 from ocr_hook import __version__
+from ocr_hook.publish.render import clip
 
 PER_PAGE = 100
 MAX_PAGES = 100  # 10,000 items: more than any forge lists on one request
 TIMEOUT_S = 30.0
 MAX_LINK_HEADER = 16_384  # bytes; a real one is a few hundred
 MAX_RETRY_WAIT_S = 60.0
+MIN_RETRY_WAIT_S = 0.25  # the first pause after a 429, doubling after each
+MAX_ATTEMPTS = 8  # of one request answered 429/503 again and again
+MAX_ERROR_CHARS = 400  # of a forge's error text in a message
 _TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
 
 
@@ -81,6 +87,10 @@ class ApiClient:
         self.variable = variable
         self.deadline = deadline if deadline is not None else time.monotonic() + 300.0
         self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._expired = threading.Event()
+        self._watchdog: threading.Timer | None = None
         self._client = httpx2.Client(
             base_url=self.base + "/",
             headers={"Accept": json_accept, "User-Agent": f"ocr-hook/{__version__}", **headers},
@@ -95,7 +105,38 @@ class ApiClient:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         self._client.close()
+
+    # -- the deadline over whole requests ---------------------------------------------------------------------
+    # httpx's timeouts are per read: a server sending one byte a second keeps a request alive for ever. So
+    # every socket this client opens is noted (httpcore's trace extension), and at the deadline a timer
+    # shuts them all down: whatever read is waiting returns at once, and the request fails.
+
+    def _note_socket(self, event: str, info: dict[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.connect_unix_socket.complete"):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is not None:
+                with self._lock:
+                    self._sockets.append(sock)
+                    expired = self._expired.is_set()
+                if expired:
+                    _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self._expired.set()
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+    def _arm(self) -> None:
+        if self._watchdog is None:
+            self._watchdog = threading.Timer(max(0.0, self.deadline - time.monotonic()), self._expire)
+            self._watchdog.daemon = True
+            self._watchdog.start()
 
     def mask(self, text: str) -> str:
         for secret in self._secrets:
@@ -192,39 +233,65 @@ class ApiClient:
     def _send(self, method: str, url: str, **kw: Any) -> httpx2.Response:
         import tenacity
 
-        def stop(state: tenacity.RetryCallState) -> bool:
-            exc = state.outcome.exception() if state.outcome else None
-            wait = exc.wait if isinstance(exc, RateLimited) else 0.0
-            return wait > MAX_RETRY_WAIT_S or time.monotonic() + wait >= self.deadline
+        # The server's Retry-After, but never less than a growing pause: "Retry-After: 0" (or a date
+        # already past) from a server that keeps answering 429 would otherwise be asked again at once.
+        backoff = tenacity.wait_exponential(multiplier=MIN_RETRY_WAIT_S, min=MIN_RETRY_WAIT_S, max=MAX_RETRY_WAIT_S)
 
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(RateLimited),
-            wait=lambda state: state.outcome.exception().wait if state.outcome else 0.0,  # type: ignore[union-attr]
-            stop=stop, reraise=True)
+        def wait(state: tenacity.RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome else None
+            asked = exc.wait if isinstance(exc, RateLimited) else 0.0
+            return asked if asked > MAX_RETRY_WAIT_S else max(asked, backoff(state))
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            pause = wait(state)
+            return (state.attempt_number >= MAX_ATTEMPTS or pause > MAX_RETRY_WAIT_S
+                    or time.monotonic() + pause >= self.deadline)
+
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception_type(RateLimited), wait=wait, stop=stop,
+                                     reraise=True)
         try:
             return retrying(self._once, method, url, **kw)
         except RateLimited as limited:
-            raise ApiRefusal(limited.response.status_code, self.mask(error_message(limited.response))
-                             + " (rate limited; retrying would pass the publishing deadline)") from None
+            tries = retrying.statistics.get("attempt_number", 1)
+            why = (f"still after {tries} tries" if tries >= MAX_ATTEMPTS
+                   else "retrying would pass the publishing deadline")
+            raise ApiRefusal(limited.response.status_code, f"{self.forge_words(limited.response)} (rate limited; {why})"
+                             ) from None
 
     def _once(self, method: str, url: str, **kw: Any) -> httpx2.Response:
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise ApiRefusal(None, f"the publishing deadline passed before {method} {self._name(url)}")
+        self._arm()
         try:
-            response = self._client.request(method, url, timeout=min(TIMEOUT_S, remaining), **kw)
+            response = self._client.request(method, url, timeout=min(TIMEOUT_S, remaining),
+                                            extensions={"trace": self._note_socket}, **kw)
         except (httpx2.HTTPError, httpx2.InvalidURL) as exc:
+            if self._expired.is_set():
+                raise ApiRefusal(None, f"the publishing deadline passed during {method} {self._name(url)}") from None
             raise ApiRefusal(None, self.mask(f"cannot reach {self.base}: {exc.__class__.__name__}: {exc}")) from None
         if response.status_code in (429, 503) and (wait := retry_after(response)) is not None:
             raise RateLimited(response, wait)
         if 300 <= response.status_code < 400:
             raise ApiRefusal(response.status_code, "a redirect; not followed with the token")
         if response.status_code >= 400:
-            raise ApiRefusal(response.status_code, self.mask(error_message(response)))
+            raise ApiRefusal(response.status_code, self.forge_words(response))
         return response
+
+    def forge_words(self, response: httpx2.Response) -> str:
+        """The forge's error text for a message: masked whole, then cut (a cut first could split a token
+        so that the mask no longer finds it, and print the part before the cut)."""
+        return clip(self.mask(error_message(response)), MAX_ERROR_CHARS)
 
     def _name(self, url: str) -> str:
         return url.split("?", 1)[0][:120]
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed already
 
 
 def retry_after(response: httpx2.Response) -> float | None:
@@ -267,7 +334,7 @@ def error_message(response: httpx2.Response) -> str:
     if not parts and data is None and 0 < len(response.text.strip()) <= 300:
         parts = [response.text.strip()]  # a plain-text answer (GitLab's 429 "Retry later")
     text = ": ".join(p for p in parts if p) if parts else (response.reason_phrase or "error")
-    return " ".join(text.split())[:400]
+    return " ".join(text.split())  # whole: ApiClient.forge_words masks it, then cuts it
 
 
 def _words(value: Any) -> list[str]:

@@ -188,7 +188,7 @@ class AzureAdapter:
     def thread(self, item: InlineText) -> dict[str, Any]:
         path, start, end = item.inline.finding.path, item.inline.start, item.inline.end
         return {
-            "comments": [{"parentCommentId": 0, "content": item.body, "commentType": 1}],
+            "comments": [{"parentCommentId": 0, "content": item.body, "commentType": "text"}],
             "status": "active",
             "threadContext": {"filePath": "/" + path, "rightFileStart": {"line": start, "offset": 1},
                               "rightFileEnd": {"line": end, "offset": 1}},
@@ -203,7 +203,8 @@ class AzureAdapter:
             self.api.patch(f"{self._pr}/threads/{thread}/comments/{comment}?{_V}", {"content": body})
             return
         self.api.post(f"{self._pr}/threads?{_V}",
-                      {"comments": [{"parentCommentId": 0, "content": body, "commentType": 1}], "status": "active"})
+                      {"comments": [{"parentCommentId": 0, "content": body, "commentType": "text"}],
+                       "status": "active"})
 
     def resolve(self, posted: Sequence[Posted]) -> int:
         for p in posted:

@@ -10,7 +10,8 @@ the new file (Gitea has no ranges: the comment is on the first line of the findi
 suggestion blocks: a fix shows as a ```diff block of the lines it replaces. Gitea answers 500 for a
 whole review when one comment cannot be placed: InlineRefused, and the review goes once more with
 every finding in its body. Identity: `GET /user`; the Actions token may not read it, and writes as
-`gitea-actions` (Forgejo: `forgejo-actions`).
+`gitea-actions` (Forgejo, where FORGEJO_ACTIONS is set: `forgejo-actions`); only that server's own
+name counts.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from ocr_hook.publish.pr_diff import CommentableLines, unified_diff_lines
 from ocr_hook.publish.pr_target import NoPullRequest, PullRequest, pull_request
 from ocr_hook.publish.report_input import Report
 
-ACTIONS_USERS = frozenset({"gitea-actions", "forgejo-actions"})
+# The name each server reserves for its Actions bot. Only that server's own counts: on Gitea,
+# `forgejo-actions` is a name anyone may register (and the other way round), whose markers would count.
+GITEA_ACTIONS_USER, FORGEJO_ACTIONS_USER = "gitea-actions", "forgejo-actions"
 MAX_BODY = 60_000  # Gitea keeps bodies in a TEXT column (64 KiB on MySQL)
 
 
@@ -46,14 +49,15 @@ class GiteaAdapter:
         404: "no such pull request, or the token cannot see the repository",
     })
 
-    def __init__(self, api: ApiClient, pr: PullRequest, *, actions_token: bool) -> None:
-        self.api, self.pr, self.actions_token = api, pr, actions_token
+    def __init__(self, api: ApiClient, pr: PullRequest, *, actions_token: bool,
+                 actions_user: str = GITEA_ACTIONS_USER) -> None:
+        self.api, self.pr, self.actions_token, self.actions_user = api, pr, actions_token, actions_user
         self.target, self.head_sha = str(pr), pr.head_sha
         self._repo = f"repos/{pr.repository}"
         self._comments: list[dict[str, Any]] = []
 
     def identity(self) -> str | frozenset[str]:
-        return self.api.user_login(ACTIONS_USERS, (401, 403, 404) if self.actions_token else ())
+        return self.api.user_login(self.actions_user, (401, 403, 404) if self.actions_token else ())
 
     def diff(self) -> CommentableLines:
         return unified_diff_lines(self.api.get_text(f"{self._repo}/pulls/{self.pr.number}.diff"))
@@ -119,4 +123,6 @@ def open_adapter(setup: Setup) -> GiteaAdapter:
     api = ApiClient(root, headers={"Authorization": f"token {token}"}, secrets=(token,),
                     variable="GITHUB_API_URL" if not value(env, "GITEA_API_URL") else "GITEA_API_URL",
                     deadline=setup.deadline)
-    return GiteaAdapter(api, pr, actions_token=not own)
+    forgejo = value(env, "FORGEJO_ACTIONS").lower() in ("true", "1")  # (Forgejo sets GITEA_ACTIONS too)
+    return GiteaAdapter(api, pr, actions_token=not own,
+                        actions_user=FORGEJO_ACTIONS_USER if forgejo else GITEA_ACTIONS_USER)

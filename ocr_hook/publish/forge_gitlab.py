@@ -7,7 +7,8 @@ sent as PRIVATE-TOKEN. CI_JOB_TOKEN cannot be used: GitLab lets a job token call
 
 Inline: one draft note per finding with a text `position` (the SHAs of the MR's `diff_refs`; new_path
 and old_path, which differ for a renamed file; an added line by `new_line`, an unchanged line by
-both `old_line` and `new_line`), then `bulk_publish` turns them into discussions at once. A draft that
+both `old_line` and `new_line`), then each is published by its id (never `bulk_publish`, which would
+publish the token owner's other pending drafts too). A draft that
 GitLab refuses with 400 (`line_code`: the position is not on its diff) moves its finding to the note;
 the others still post. A fix is ```suggestion:-0+N``` on the finding's first line, N lines below it.
 Pending drafts an earlier run could not publish are deleted first. The note is updated in place on
@@ -96,17 +97,23 @@ class GitLabAdapter:
             if comment_fingerprint(str(draft.get("note") or "")) and draft.get("id") is not None:
                 self.api.delete(f"{self._mr}/draft_notes/{quote(str(draft['id']), safe='')}")
         refused: set[str] = set()
-        drafted = 0
+        drafted: list[str] = []
         for item in items:
             try:
-                self.api.post(f"{self._mr}/draft_notes", {"note": item.body, "position": self._position(item)})
-                drafted += 1
+                draft = self.api.post(f"{self._mr}/draft_notes", {"note": item.body, "position": self._position(item)})
             except ApiRefusal as exc:
                 if exc.status != 400:
                     raise
                 refused.add(item.inline.finding.fingerprint)  # off GitLab's diff (line_code): to the note
-        if drafted:
-            self.api.post(f"{self._mr}/draft_notes/bulk_publish", {})
+                continue
+            draft_id = draft.get("id") if isinstance(draft, dict) else None
+            if not isinstance(draft_id, int) or isinstance(draft_id, bool):
+                raise ApiRefusal(201, "POST draft_notes: the answer names no draft id")
+            drafted.append(str(draft_id))
+        # One by one, by id: bulk_publish would publish every pending draft of the token's owner, the
+        # drafts of a person reviewing with that account included.
+        for draft_id in drafted:
+            self.api.put(f"{self._mr}/draft_notes/{draft_id}/publish", None)
         return frozenset(refused)
 
     def _position(self, item: InlineText) -> dict[str, Any]:

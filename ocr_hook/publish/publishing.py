@@ -8,11 +8,12 @@ summary → resolved threads → the verdict where the forge has a status.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText
+from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText, NotApplicable
 from ocr_hook.publish.plan import Plan, Posted, comment_body, earlier, plan_publish, summary_body
 from ocr_hook.publish.pr_diff import CommentableLines
 from ocr_hook.publish.report_input import Report
@@ -23,15 +24,15 @@ MAX_READ = 8 * 1024 * 1024
 def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     own = getattr(adapter, "publish_report", None)
     if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
+        check_bound(report, adapter, checkout)
         reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
-        return str(own(report, reviewed, is_stale(report, adapter.head_sha, checkout)))
+        return str(own(report, reviewed))
     me = adapter.identity()
     lines = adapter.diff()
+    check_bound(report, adapter, checkout)  # (the head is known once the forge's diff is)
     before = earlier(adapter.existing(), me)
     reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
-    stale = is_stale(report, adapter.head_sha, checkout)
-    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style,
-                   stale=stale)
+    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style)
     plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
     if not plan.post:
         # The status still goes on every run: a push makes a new iteration (Azure), whose status policy
@@ -66,7 +67,7 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
         posted_inline = 0
     resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
     adapter.report_verdict(report, report.exit_code == 0)
-    line = _published(adapter, plan, posted_inline, resolved, stale)
+    line = _published(adapter, plan, posted_inline, resolved)
     return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
                    if refusal and posted_inline == 0 else f" ({refusal}; listed in {adapter.summary_name})"
                    if refusal else "")
@@ -89,7 +90,7 @@ def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[Inline
     return texts
 
 
-def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, stale: bool) -> str:
+def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int) -> str:
     parts = [f"{inline} inline comment(s)", f"{len(plan.listed)} finding(s) in {adapter.summary_name}"]
     if plan.already:
         parts.append(f"{plan.already} already posted earlier")
@@ -97,11 +98,37 @@ def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, stale: 
         parts.append(f"{plan.suppressed} suppressed, not posted")
     if resolved:
         parts.append(f"{resolved} thread(s) resolved")
-    line = f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
-    if stale:
-        line += (f"; the report is of commit {plan.report.commit}, not of the head {adapter.head_sha[:12]}: "
-                 "nothing inline")
-    return line
+    return f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
+
+
+def check_bound(report: Report, adapter: Adapter, checkout: Path | None) -> None:
+    """NotApplicable unless the report names the commit it reviewed and that commit is the request's head
+    (or the checkout's HEAD, the forge's merge commit in CI): a report of anything else, an old run's or one
+    the change committed itself, is not this request's verdict and publishes nothing, status included."""
+    if not report.commit:
+        raise NotApplicable("the report names no reviewed commit (a review of the staged change, or not "
+                            "ocr-hook's own); publish the report of `review --base` on this request's head",
+                            adapter.target)
+    if is_stale(report, adapter.head_sha, checkout):
+        raise NotApplicable(f"the report is of commit {report.commit[:12]}, not of the head "
+                            f"{adapter.head_sha[:12] or '(unknown)'}; nothing of it is this request's verdict",
+                            adapter.target)
+
+
+def tracked(root: Path, path: str) -> bool:
+    """Whether git tracks the file at `path` in the checkout at `root` (a report the change committed);
+    True when git cannot say, so a doubtful report is refused rather than trusted."""
+    full = Path(os.path.abspath(path))
+    full = full.parent.resolve() / full.name
+    top = root.resolve()
+    if not full.is_relative_to(top):
+        return False
+    try:
+        proc = subprocess.run(["git", "--literal-pathspecs", "ls-files", "-z", "--", str(full.relative_to(top))],
+                              cwd=top, capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return True
+    return proc.returncode != 0 or bool(proc.stdout)
 
 
 def is_stale(report: Report, head_sha: str, checkout: Path | None) -> bool:

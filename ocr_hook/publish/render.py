@@ -10,7 +10,9 @@ decided here once:
 * `inert` is for model text in Markdown: no line of it can start a block that changes what follows
   (a fence, so no ```` ```suggestion ````; a heading; a setext underline; a block quote, list or
   table row; a link reference definition), no `<` can open HTML (`<!--`, `<?`, `<!X`, a tag, an
-  autolink), no `@name` notifies anyone, and no line is a GitLab quick action (`/merge`, `/close`).
+  autolink), no `@name` notifies anyone (nor `&#64;name`: character references stay text), no `#1`,
+  `!2` or `group/proj#3` links or cross-references another issue or merge request, and no line is a
+  GitLab quick action (`/merge`, `/close`).
 * `code_span` and `fenced` hold text the reader should see verbatim; the delimiter is longer than
   any backtick run inside, and a code span never holds a line break (which could end the paragraph
   and let the rest be read as Markdown).
@@ -40,18 +42,27 @@ def visible(text: str, *, newlines: bool = True) -> str:
 _BLOCK_START = re.compile(r"^([ \t]*)([#`~>\[=\-+*_|/:<!])", re.M)
 _ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])", re.M)
 _HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
-_MENTION = re.compile(r"(?<![A-Za-z0-9_])([@＠])(?=[A-Za-z0-9_])")
+# `@name`, and Azure DevOps' `@<GUID>` (most GUIDs start with a digit, and `<1` is no HTML for the rule below).
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])([@＠])(?=[A-Za-z0-9_<])")
 _IMAGE = re.compile(r"!\[")
+# A forge's references: `#1`, `!2`, `group/proj#3`, GitLab's `&4` (epic), `%5`, `$6`, GitHub's `GH-7`. Each
+# links and, worse, posts a "mentioned in" note on that issue or merge request (a cross-reference).
+_REFERENCE = re.compile(r"([#!&%$]|\bGH-)(?=[0-9])", re.I)
+# A character reference (`&#64;`, `&commat;`) reads as its character once rendered: `&#64;name` would be a
+# mention after every other rule had passed it. The `&` is written as `&amp;`, so it stays the text it is.
+_CHAR_REF = re.compile(r"&(?=#[0-9]{1,8};|#[xX][0-9A-Fa-f]{1,8};|[A-Za-z][A-Za-z0-9]{1,31};)")
 
 
 def inert(text: str) -> str:
     """Model text for a Markdown comment: visible escapes, and nothing in it is live markup."""
     text = visible(text)
+    text = _CHAR_REF.sub("&amp;", text)
     text = _BLOCK_START.sub(lambda m: f"{m.group(1)}\\{m.group(2)}", text)
     text = _ORDERED.sub(r"\1\\\2", text)
     text = _HTML_OPEN.sub("<" + ZWSP, text)
     text = text.replace("-->", "--" + ZWSP + ">")
     text = _IMAGE.sub("!" + ZWSP + "[", text)  # no image (a tracking pixel) from model text
+    text = _REFERENCE.sub(lambda m: m.group(1) + ZWSP, text)
     return _MENTION.sub(lambda m: m.group(1) + ZWSP, text)
 
 
@@ -69,10 +80,21 @@ def code_span(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+# Older GitLab finds quick actions with a pattern that ends a fence at the first inner ``` (or ~~~) line,
+# whatever the fence's length: after such a line, `/merge` inside a longer fence is a live quick action
+# (and draft notes run them). Those lines get a zero-width space in front.
+_INNER_FENCE = re.compile(r"^[ \t]*(?:```|~~~)", re.M)
+_QUICK_ACTION = re.compile(r"^([ \t]*)(?=/)", re.M)
+
+
+def _no_quick_actions(code: str) -> str:
+    return _QUICK_ACTION.sub(lambda m: m.group(1) + ZWSP, code) if _INNER_FENCE.search(code) else code
+
+
 def fenced(code: str, info: str = "") -> str:
     """A fenced block that the code cannot close early: one backtick more than its longest run.
     The code's hidden characters are shown escaped; `info` is ocr-hook's own (e.g. `suggestion`)."""
-    code = visible(code)
+    code = _no_quick_actions(visible(code))
     longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{code}\n{fence}" if code else f"{fence}{info}\n{fence}"
@@ -81,7 +103,7 @@ def fenced(code: str, info: str = "") -> str:
 def verbatim_ok(code: str) -> bool:
     """Whether code can go into a suggestion block unchanged (nothing `visible` would rewrite):
     a suggestion must hold the exact replacement, so one that needs escapes is shown, not offered."""
-    return not has_hidden(code)
+    return not has_hidden(code) and _no_quick_actions(code) == code
 
 
 def plain(text: str, limit: int | None = None) -> str:

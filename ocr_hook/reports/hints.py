@@ -21,8 +21,10 @@ DEFAULT_PATCH = "ocr-hook-fixes.patch"
 
 
 def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool, patch_output: str | None,
-               json_output: str | None, dismissals_file: str, memory: bool = True) -> tuple[str, ...]:
-    """The hint for these blocking findings (none: no lines)."""
+               json_output: str | None, dismissals_file: str, memory: bool = True,
+               skip: str | None = None) -> tuple[str, ...]:
+    """The hint for these blocking findings (none: no lines). `skip`: the command that skips the hook once
+    under the manager that ran it (ocr_hook.hookenv.skip_hint); without it, pre-commit's."""
     blocking = list(blocking)
     if not blocking:
         return ()
@@ -32,7 +34,8 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
         if patch_output:
             lines.append(f"  - apply the suggested fixes: git apply {apply_flag}{_quoted(patch_output)}")
         else:
-            lines.append(f"  - apply the suggested fixes: ocr-hook review --patch-output {DEFAULT_PATCH} && "
+            command = "scan" if scope_kind == "scan" else "review"
+            lines.append(f"  - apply the suggested fixes: ocr-hook {command} --patch-output {DEFAULT_PATCH} && "
                          f"git apply {apply_flag}{DEFAULT_PATCH}")
     # Without --from, dismiss looks the id up in the last review's memory; with memory off it needs a report.
     source = f" --from {_quoted(json_output)}" if json_output else ("" if memory else " --from REPORT.json")
@@ -43,7 +46,9 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
         lines.append(f"      ocr-hook dismiss {short}{source} --reason \"...\"")
     if len(ids) > MAX_IDS:
         lines.append(f"      (and {len(ids) - MAX_IDS} more: each finding shows its id)")
-    if pre_commit and scope_kind in HOOK_ID:
+    if skip:
+        lines.append(f"  - skip this hook once: {skip}")
+    elif pre_commit and scope_kind in HOOK_ID:
         lines.append(f"  - skip this hook once: SKIP={HOOK_ID[scope_kind]} {SKIP_COMMAND[scope_kind]}")
     return tuple(lines)
 

@@ -72,8 +72,29 @@ def default_cache_path(environ: Mapping[str, str] = os.environ, *, platform: str
 
 
 def run_cache_dir(cache_dir: str | None, environ: Mapping[str, str] = os.environ) -> str:
-    """Where a run keeps its cache, memory and records: the `cache_dir` setting, else the per-user default."""
-    return cache_dir or default_cache_path(environ)
+    """Where a run keeps its cache, memory and records: the `cache_dir` setting, else the per-user default,
+    refused when it is not this user's own (with no home it lies under a temp directory others share)."""
+    if cache_dir:
+        return cache_dir
+    path = default_cache_path(environ)
+    if os.name == "posix" and not _private_or_absent(path):
+        from ocr_hook.errors import ConfigError
+
+        raise ConfigError(f"the cache directory {path} is not this user's own (a link, another user's, or "
+                          "writable by others): set XDG_CACHE_HOME or the cache_dir setting")
+    return path
+
+
+def _private_or_absent(path: str) -> bool:
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return True  # unreadable: the store that opens it says so
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def cache_key(parts: Mapping[str, str]) -> str:

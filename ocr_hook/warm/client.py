@@ -31,7 +31,7 @@ _LAUNCH = ("import os, sys; os.chdir('/'); sys.path.pop(0); "
 
 
 def _say(verbose: bool, message: str) -> None:
-    if verbose:
+    if verbose and sys.stderr is not None:
         sys.stderr.write(f"ocr-hook: warm: {message}\n")
         sys.stderr.flush()
 
@@ -90,7 +90,7 @@ def delegate(argv: Sequence[str]) -> int | None:
     if chosen is None or not protocol.wanted(chosen[0], os.environ):
         return None
     directory = protocol.socket_dir(os.environ)
-    if not protocol.private_dir(directory, create=True):
+    if not protocol.trusted_root(os.path.dirname(directory)) or not protocol.private_dir(directory, create=True):
         _say(verbose, f"{directory} is not a private directory of this user; running cold")
         return None
     path = protocol.socket_path(directory)
@@ -143,12 +143,17 @@ def _served(sock: socket.socket, path: str, idle: float, verbose: bool) -> int |
     try:
         chan.send(request, [0, 1, 2])
         _say(verbose, f"served by the worker (pid {answer.get('pid')})")
-        while True:
-            message, _ = chan.receive()
-            if message is None:
-                raise ConnectionError("the worker ended the connection before the run's exit status")
-            if "exit" in message:
-                break
+        # Handed over: the run may be under way (requests paid, output written), so a lost connection is
+        # reported, never followed by a cold run of the same review.
+        try:
+            while True:
+                message, _ = chan.receive()
+                if message is None:
+                    return _lost("the worker ended the connection before the run's exit status")
+                if "exit" in message:
+                    break
+        except (OSError, ValueError) as exc:
+            return _lost(f"{type(exc).__name__}: {exc}")
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
@@ -158,6 +163,14 @@ def _served(sock: socket.socket, path: str, idle: float, verbose: bool) -> int |
         os.kill(os.getpid(), -code)
         code = 128 - code
     return code
+
+
+def _lost(why: str) -> int:
+    if sys.stderr is not None:
+        sys.stderr.write(f"ocr-hook: error: the warm worker lost this run ({why}); it is not started again here, "
+                         "so nothing runs twice: review again, or with --no-warm\n")
+        sys.stderr.flush()
+    return 3  # incomplete (DESIGN.md 4)
 
 
 def _open_fds() -> list[int]:
@@ -189,9 +202,17 @@ def spawn(path: str, idle: float, environ: Mapping[str, str], *, lock_fd: int | 
     try:
         log_dir = protocol.cache_dir(environ)
         os.makedirs(log_dir, mode=0o700, exist_ok=True)
-        log = os.open(os.path.join(log_dir, "warm.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        if not protocol.trusted_root(log_dir):
+            return None  # another user's (or everyone's) directory: no log of ours in it, no worker
+        # O_NOFOLLOW: a link planted as warm.log would have the worker append to whatever it names.
+        log = os.open(os.path.join(log_dir, "warm.log"),
+                      os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         env = {name: value for name, value in environ.items()
                if name in _WORKER_ENV or protocol.read_at_start_up(name)}
+        if sys.flags.utf8_mode and "PYTHONUTF8" not in env:
+            # With no locale at all, this interpreter coerced LC_CTYPE to C.UTF-8 (PEP 538) and turned UTF-8
+            # mode on (PEP 540); a worker started with that LC_CTYPE would see a locale and leave it off.
+            env["PYTHONUTF8"] = "1"
         os.set_inheritable(lock_fd, True)  # held by the worker until it listens
         # Only stdio and the lock: a pipe inherited from whatever started the hook, held open for a quarter
         # of an hour by a background process, would keep its reader waiting for the end of it.

@@ -88,6 +88,7 @@ def stop(environ: Mapping[str, str] = os.environ) -> int:
     """Stop every worker of this user and wait until each has exited; remove stale sockets. Runs in flight
     finish (their handlers do not depend on the worker)."""
     stopped = 0
+    _wait_for_starting(environ)
     for path, _ in workers(environ):
         answer = ask(path, "stop")
         if answer is None:
@@ -102,6 +103,21 @@ def stop(environ: Mapping[str, str] = os.environ) -> int:
         stopped += 1
     sys.stdout.write(f"stopped {stopped} warm worker(s)\n")
     return 0
+
+
+def _wait_for_starting(environ: Mapping[str, str]) -> None:
+    """Until a worker being started (by a review, or `start`) listens or has failed: it holds the spawn lock
+    until then, and would otherwise be missed by `stop` and serve for warm_idle."""
+    import fcntl
+
+    try:
+        lock = os.open(os.path.join(protocol.socket_dir(environ), "spawn.lock"), os.O_RDWR | os.O_NOFOLLOW)
+    except OSError:
+        return  # no directory or no lock file: nothing was ever started here
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    finally:
+        os.close(lock)
 
 
 def start(environ: Mapping[str, str] = os.environ) -> int:

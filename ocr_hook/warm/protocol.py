@@ -37,13 +37,16 @@ def mode_of(value: object) -> str | None:
 
 def wanted(mode: str, environ: Mapping[str, str], platform: str = sys.platform) -> bool:
     """Whether a review should be served warm: never on Windows (no fork, no Unix socket we rely on);
-    `auto` only under pre-commit and not in CI, where every job starts on a fresh machine anyway."""
+    `auto` only at commit time (a git hook runs us: ocr_hook.hookenv) and not in CI, where every job starts on a
+    fresh machine anyway."""
     if platform not in ("linux", "darwin") or mode == "off":
         return False
     if mode == "on":
         return True
     in_ci = environ.get("CI", "").lower() not in ("", "0", "false")
-    return environ.get("PRE_COMMIT") == "1" and not in_ci
+    from ocr_hook.hookenv import commit_time
+
+    return commit_time(environ) and not in_ci
 
 
 # --- where ----------------------------------------------------------------------------------------------
@@ -61,7 +64,24 @@ def cache_dir(environ: Mapping[str, str]) -> str:
     home = _absolute(environ, "HOME")
     if home:
         return os.path.join(home, ".cache", _APP)
-    return os.path.join("/tmp", f"{_APP}-{os.getuid()}")
+    # As tempfile.gettempdir would (TMPDIR first), without importing it on the client's path.
+    tmp = _absolute(environ, "TMPDIR")
+    return os.path.join(tmp if tmp and os.path.isdir(tmp) else "/tmp", f"{_APP}-{os.getuid()}")
+
+
+def trusted_root(path: str) -> bool:
+    """Whether `path` may hold this user's sockets and logs: a real directory (not a link) of this user that
+    no one else may write to, or one that does not exist yet (it is then made 0700). Under a shared /tmp
+    another user can create the fallback directory first."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def socket_dir(environ: Mapping[str, str]) -> str:
@@ -155,7 +175,10 @@ def start_up(environ: Mapping[str, str]) -> dict[str, Any]:
     """What a fresh interpreter would have set up differently: those variables, its flags, the streams'
     encodings. A client whose start-up differs from the worker's runs cold."""
     return {
-        "env": {name: value for name, value in sorted(environ.items()) if read_at_start_up(name)},
+        # Not PYTHONUTF8: the client starts a worker with it to match its own UTF-8 mode, and that mode is in
+        # the flags compared below.
+        "env": {name: value for name, value in sorted(environ.items())
+                if read_at_start_up(name) and name != "PYTHONUTF8"},
         "flags": list(sys.flags),
         "xoptions": sorted(f"{k}={v}" for k, v in sys._xoptions.items()),
         "encoding": [getattr(s, "encoding", None) for s in (sys.stdin, sys.stdout, sys.stderr)],

@@ -1,0 +1,164 @@
+"""Delegate sessions on disk: one JSON document per session under `<cache dir>/delegate/`.
+
+The store is ocr_hook.store's (atomic writes, mode 0600, anything corrupt or foreign is a miss, the newest
+MAX_SESSIONS kept); a session also has a lock file of its own beside it, so concurrent `call`s on one session
+take turns (read, answer, write) while other sessions go on undisturbed. A session older than MAX_AGE_S is
+expired: refused and removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ocr_hook.agent.hosted import OPEN, Settled
+from ocr_hook.changes.scope import Scope
+from ocr_hook.errors import FatalError
+from ocr_hook.findings import Category, Comment, Severity
+from ocr_hook.store.files import JsonFileStore, is_key
+
+FORMAT_VERSION = 1
+SESSIONS_DIR = "delegate"
+MAX_SESSIONS = 200
+MAX_AGE_S = 24 * 3600.0  # a review left this long is abandoned
+MAX_SESSION_BYTES = 8 * 1024 * 1024
+LOCK_TIMEOUT_S = 60.0
+
+
+class SessionError(FatalError):
+    """The session cannot be used (unknown, expired, stale, another repository): exit 2, one line."""
+
+
+@dataclass
+class FileState:
+    """One file of a session: its round budget, calls so far, comments and task_done state."""
+
+    rounds: int
+    effort: str
+    context_entries: int | None = None
+    context_cut: int = 0
+    calls: int = 0
+    state: str = OPEN  # OPEN | DONE | FAILED
+    comments: list[Comment] = field(default_factory=list)
+
+    def settled(self) -> Settled:
+        return Settled(tuple(self.comments), self.state)
+
+
+@dataclass
+class Session:
+    id: str
+    repo_root: str
+    scope: Scope
+    paths: tuple[str, ...]
+    config_file: str | None
+    flags: dict[str, Any]  # the settings start took from its command line (effort)
+    snapshot: str  # what the reviewed snapshot was (ocr_hook.delegate.ops.snapshot_identity)
+    created: float
+    files: dict[str, FileState]
+
+
+def new_id() -> str:
+    return os.urandom(32).hex()  # a store key (64 hex digits) nobody can guess or collide with
+
+
+def _comment_json(c: Comment) -> dict[str, Any]:
+    return {"content": c.content, "existing_code": c.existing_code, "severity": c.severity.value,
+            "category": c.category.value, "suggestion_code": c.suggestion_code, "truncated": c.truncated}
+
+
+def _comment(path: str, data: Mapping[str, Any]) -> Comment:
+    return Comment(path=path, content=str(data["content"]), existing_code=str(data["existing_code"]),
+                   severity=Severity(data["severity"]), category=Category(data["category"]),
+                   suggestion_code=data.get("suggestion_code"), truncated=bool(data.get("truncated")))
+
+
+def to_json(session: Session) -> dict[str, Any]:
+    return {
+        "repo_root": session.repo_root, "scope": list(session.scope), "paths": list(session.paths),
+        "config_file": session.config_file, "flags": session.flags, "snapshot": session.snapshot,
+        "created": session.created,
+        "files": {path: {"rounds": f.rounds, "effort": f.effort, "context_entries": f.context_entries,
+                         "context_cut": f.context_cut, "calls": f.calls, "state": f.state,
+                         "comments": [_comment_json(c) for c in f.comments]}
+                  for path, f in session.files.items()},
+    }
+
+
+def from_json(key: str, data: Mapping[str, Any]) -> Session:
+    files = {path: FileState(rounds=int(f["rounds"]), effort=str(f["effort"]), context_entries=f["context_entries"],
+                             context_cut=int(f["context_cut"]), calls=int(f["calls"]), state=str(f["state"]),
+                             comments=[_comment(path, c) for c in f["comments"]])
+             for path, f in data["files"].items()}
+    return Session(id=key, repo_root=str(data["repo_root"]), scope=Scope(*data["scope"]),
+                   paths=tuple(data["paths"]), config_file=data["config_file"], flags=dict(data["flags"]),
+                   snapshot=str(data["snapshot"]), created=float(data["created"]), files=files)
+
+
+class SessionStore:
+    def __init__(self, cache_dir: str) -> None:
+        self.store = JsonFileStore(os.path.join(cache_dir, SESSIONS_DIR), format_version=FORMAT_VERSION,
+                                   max_entry_bytes=MAX_SESSION_BYTES, what="the delegate sessions", base=cache_dir)
+
+    def save(self, session: Session) -> None:
+        if not self.store.write(session.id, to_json(session)):
+            raise SessionError(self.store.last_error or "the delegate session could not be written")
+
+    def create(self, session: Session) -> None:
+        self.save(session)
+        if self.store.prune(MAX_SESSIONS):
+            self._drop_orphan_locks()
+
+    def _drop_orphan_locks(self) -> None:
+        """The lock files of pruned sessions (a lock whose session still exists stays: a call may hold it)."""
+        for lock in self.store.directory.glob("??/*.lock"):
+            if is_key(lock.stem) and not lock.with_suffix(".json").exists() and not lock.is_symlink():
+                with contextlib.suppress(OSError):
+                    lock.unlink()
+
+    def load(self, key: str, *, now: float | None = None) -> Session:
+        if not is_key(key):
+            raise SessionError(f"{key!r} is not a delegate session id (64 hex digits, as `delegate start` "
+                               "printed it)")
+        data = self.store.read(key)
+        if data is None:
+            raise SessionError(f"unknown or expired delegate session {key[:12]}…; run `ocr-hook delegate start` "
+                               "again")
+        try:
+            session = from_json(key, data)
+        except (KeyError, TypeError, ValueError):
+            raise SessionError(f"delegate session {key[:12]}… is unreadable; run `ocr-hook delegate start` "
+                               "again") from None
+        if (time.time() if now is None else now) - session.created > MAX_AGE_S:
+            self.store.delete(key)
+            self._drop_orphan_locks()
+            raise SessionError(f"delegate session {key[:12]}… expired (older than {MAX_AGE_S / 3600:.0f} h); "
+                               "run `ocr-hook delegate start` again")
+        return session
+
+    @contextlib.contextmanager
+    def locked(self, key: str) -> Iterator[None]:
+        """This session's own lock: a read-answer-write of one call at a time, other sessions untouched."""
+        import filelock
+
+        if not is_key(key):
+            raise SessionError(f"{key!r} is not a delegate session id (64 hex digits, as `delegate start` "
+                               "printed it)")
+        entry = self.store.entry(key)
+        if not entry.exists():
+            yield  # load() says what is wrong with it
+            return
+        lock = filelock.FileLock(str(entry.with_suffix(".lock")), timeout=LOCK_TIMEOUT_S)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise SessionError(f"delegate session {key[:12]}… is busy (another call has held it for "
+                               f"{LOCK_TIMEOUT_S:.0f} s)") from None
+        try:
+            yield
+        finally:
+            lock.release()

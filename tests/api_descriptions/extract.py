@@ -1,0 +1,137 @@
+"""Extract the operations ocr-hook calls from a forge's official API description into a small JSON file.
+
+    python tests/api_descriptions/extract.py azure /path/to/clone/of/vsts-rest-api-specs
+
+reads the description at its path in the clone (Swagger 2.0 or OpenAPI 3, JSON or YAML), keeps only the
+operations listed in OPERATIONS below, resolves every $ref they need (a cycle becomes `{}`, open), drops
+the prose, and writes tests/api_descriptions/<forge>.json with the source repository, path and commit
+(`git -C CLONE rev-parse HEAD`). tests/api_contract.py validates the fakes' traffic against those files.
+Operations a description lacks are written down by hand in <forge>.extra.json, each with the page of the
+REST documentation it comes from; this script never touches those.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+
+SOURCES: dict[str, dict[str, str]] = {
+    "azure": {"repository": "MicrosoftDocs/vsts-rest-api-specs", "path": "specification/git/7.1/git.json"},
+    "github": {"repository": "github/rest-api-description",
+               "path": "descriptions/api.github.com/api.github.com.json"},
+    "gitea": {"repository": "go-gitea/gitea", "path": "templates/swagger/v1_json.tmpl"},
+    "gitlab": {"repository": "gitlabhq/gitlabhq", "path": "doc/api/openapi/openapi_v2.yaml"},
+}
+
+_AZ = "/{organization}/{project}/_apis/git/repositories/{repositoryId}"
+_AZ_PR = _AZ + "/pullRequests/{pullRequestId}"
+OPERATIONS: dict[str, list[tuple[str, str]]] = {
+    "azure": [("GET", _AZ + "/items"), ("GET", _AZ_PR + "/iterations"),
+              ("GET", _AZ_PR + "/iterations/{iterationId}/changes"), ("GET", _AZ_PR + "/threads"),
+              ("POST", _AZ_PR + "/threads"), ("PATCH", _AZ_PR + "/threads/{threadId}"),
+              ("PATCH", _AZ_PR + "/threads/{threadId}/comments/{commentId}"),
+              ("GET", _AZ_PR + "/statuses"), ("POST", _AZ_PR + "/statuses")],
+    "github": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
+               ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
+               ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+               ("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+               ("POST", "/repos/{owner}/{repo}/code-scanning/sarifs")],
+    "gitea": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{index}"),
+              ("GET", "/repos/{owner}/{repo}/pulls/{index}/reviews"),
+              ("POST", "/repos/{owner}/{repo}/pulls/{index}/reviews"),
+              ("GET", "/repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments")],
+    "gitlab": [],
+}
+_PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
+          "x-github", "x-ms-examples", "title"}
+
+
+def _git_commit(clone: Path) -> str:
+    return subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _load(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8-sig")
+    return json.loads(text) if path.suffix in (".json", ".tmpl") else yaml.safe_load(text)
+
+
+def _resolve(doc: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
+    if isinstance(node, list):
+        return [_resolve(doc, x, seen) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        ref = node["$ref"]
+        if ref in seen or len(seen) > 6:  # a cycle (or a very deep tree): left open
+            return {}
+        target: Any = doc
+        for part in ref.lstrip("#/").split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        return _resolve(doc, target, (*seen, ref))
+    out = {k: _resolve(doc, v, seen) for k, v in node.items() if k not in _PROSE}
+    if isinstance(node.get("properties"), dict):  # a property may be called "description"
+        out["properties"] = {k: _resolve(doc, v, seen) for k, v in node["properties"].items()}
+    return out
+
+
+def _parameter(doc: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
+    p = _resolve(doc, p)
+    schema = p.get("schema") or {k: v for k, v in p.items()
+                                 if k in ("type", "format", "enum", "items", "default", "minimum", "maximum")}
+    return {"name": p["name"], "in": p["in"], "required": bool(p.get("required")), "schema": schema}
+
+
+def _operation(doc: dict[str, Any], method: str, template: str) -> dict[str, Any]:
+    item = doc["paths"][template]
+    op = item[method.lower()]
+    params = [_parameter(doc, p) for p in [*item.get("parameters", []), *op.get("parameters", [])]]
+    body = None
+    if "requestBody" in op:  # OpenAPI 3
+        content = _resolve(doc, op["requestBody"]).get("content", {})
+        body = (content.get("application/json") or next(iter(content.values()), {})).get("schema")
+    for p in [*item.get("parameters", []), *op.get("parameters", [])]:
+        p = _resolve(doc, p)
+        if p.get("in") == "body":  # Swagger 2
+            body = p.get("schema")
+    responses: dict[str, Any] = {}
+    for status, answer in op.get("responses", {}).items():
+        answer = _resolve(doc, answer)
+        if "content" in answer:
+            content = answer["content"]
+            responses[str(status)] = (content.get("application/json") or next(iter(content.values()))).get("schema")
+        else:
+            responses[str(status)] = answer.get("schema")
+    return {"method": method, "path": template, "operationId": op.get("operationId", ""),
+            "parameters": [p for p in params if p["in"] in ("path", "query")], "body": _resolve(doc, body),
+            "responses": responses}
+
+
+def extract(forge: str, clone: Path) -> dict[str, Any]:
+    source = SOURCES[forge]
+    doc = _load(clone / source["path"])
+    return {"source": {**source, "commit": _git_commit(clone)},
+            "dialect": "swagger2" if "swagger" in doc else "openapi3",
+            "basePath": doc.get("basePath", "").rstrip("/"),
+            "operations": [_operation(doc, m, t) for m, t in OPERATIONS[forge]]}
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] not in SOURCES:
+        print(f"usage: extract.py {{{','.join(SOURCES)}}} PATH_OF_A_LOCAL_CLONE", file=sys.stderr)
+        return 2
+    out = HERE / f"{argv[0]}.json"
+    out.write_text(json.dumps(extract(argv[0], Path(argv[1])), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {out} ({out.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,94 @@
+"""The callers a change breaks (issue 45), from a real git repository: a renamed function's callers found by
+its old name (read from the diff's removed def line), a multi-line call shown to its closing bracket, the
+name in a docstring, a string or a comment never taken for a call, and a call qualified by the defining
+module ranked before a bare name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitrepo import commit_all, git, make_repo, write
+
+from ocr_hook.changes.collect import collect_changes
+from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.snapshot import open_snapshot
+from ocr_hook.context import ContextEntry, build_pack
+from ocr_hook.settings import load
+
+TAGS_BEFORE = "def platform_tags(arch):\n    return [arch]\n\n\ndef fetch(url, timeout):\n    return url\n"
+TAGS_AFTER = TAGS_BEFORE.replace("(arch)", "(arch, linux=True)").replace("fetch(url, timeout)",
+                                                                           "download(url, *, timeout)")
+USER = '''"""Helpers. Call fetch(url, timeout) or platform_tags(arch) to get going."""
+import tags
+
+
+def platform_tags():  # its own, unrelated
+    return []
+
+
+def go(url):
+    # fetch(url, 3) used to be here
+    message = "fetch(url) failed"
+    first = platform_tags()
+    return tags.fetch(
+        url,
+        3,
+    ), tags.platform_tags("x86_64"), message, first
+'''
+JS_BEFORE = "function fetch(url, timeout) {\n  return url\n}\nmodule.exports = { fetch }\n"
+JS_AFTER = "function download(url, opts) {\n  return url\n}\nmodule.exports = { download }\n"
+JS_USER = "const { fetch } = require('./net')\n// fetch(url) is the old way\nconst s = 'fetch(x)'\n" \
+          "const r = fetch(\n  'https://x',\n  5000,\n)\n"
+
+
+def _entries(tmp_path: Path) -> dict[str, list[ContextEntry]]:
+    repo = make_repo(tmp_path / "repo")
+    for path, text in {"tags.py": TAGS_BEFORE, "user.py": USER, "net.js": JS_BEFORE, "user.js": JS_USER}.items():
+        write(repo, path, text)
+    commit_all(repo, "base")
+    write(repo, "tags.py", TAGS_AFTER)
+    write(repo, "net.js", JS_AFTER)
+    git(repo, "add", "-A")
+    settings = load(str(repo), None, {}, {})
+    change_set = collect_changes(str(repo), Scope("staged"), [], {})
+    out = {}
+    with open_snapshot(str(repo), change_set) as snapshot:
+        for change in change_set.files:
+            pack = build_pack(change, snapshot, settings)
+            out[change.path] = [e for e in pack.entries if e.kind == "caller"] if pack is not None else []
+    return out
+
+
+def test_renamed_functions_whole_calls_real_calls_only_and_qualified_first(tmp_path: Path) -> None:
+    entries = _entries(tmp_path)
+    python = entries["tags.py"]
+    fetch = [e for e in python if e.name == "fetch"]  # renamed to download: found by its old name
+    assert [(e.path, e.start, e.end) for e in fetch] == [("user.py", 12, 16)]
+    assert "3,\n    ), tags.platform_tags" in fetch[0].text  # the whole call, to its closing bracket
+    tags = [e for e in python if e.name == "platform_tags"]
+    assert 'tags.platform_tags("x86_64")' in tags[0].text  # the call qualified by the module first,
+    assert [e.start for e in tags] == [15, 11]  # then the bare one (maybe the file's own); never the docstring
+    js = [e for e in entries["net.js"] if e.name == "fetch"]
+    assert [(e.path, e.start, e.end) for e in js] == [("user.js", 3, 7)]  # not the comment or the string
+
+
+
+def test_a_class_is_shown_by_what_calling_it_takes(tmp_path: Path) -> None:
+    doc = '    """A client.\n\n' + "    More words about it.\n" * 4 + '    """\n\n'
+    models = "from dataclasses import dataclass\n\n\nclass Client:\n" + doc + \
+        "    def __init__(self, base_url,\n                 verify=True):\n        self.base_url = base_url\n\n\n" \
+        "@dataclass\nclass Options:\n" + doc + "    retries: int\n    backoff: float = 0.5\n"
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "models.py", models)
+    write(repo, "app.py", "from models import Client, Options\n")
+    commit_all(repo, "base")
+    write(repo, "app.py", "from models import Client, Options\n\nc = Client('x', verify=Options(3))\n")
+    git(repo, "add", "-A")
+    settings = load(str(repo), None, {}, {})
+    change_set = collect_changes(str(repo), Scope("staged"), [], {})
+    with open_snapshot(str(repo), change_set) as snapshot:
+        pack = build_pack(change_set.files[0], snapshot, settings)
+    assert pack is not None
+    shown = {e.name: e.text for e in pack.entries if e.kind == "definition"}
+    assert "def __init__(self, base_url,\n                 verify=True):" in shown["Client"]
+    assert shown["Options"].endswith("    retries: int\n    backoff: float = 0.5")

@@ -1,0 +1,163 @@
+"""The documentation site (mkdocs.yml, docs/): it builds with --strict, every internal link and anchor of the
+built HTML resolves, the settings reference is what scripts/settings_reference.py writes from the shipped
+defaults now, and the README keeps its two set-up commands and links only to pages that exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from types import ModuleType
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's banner about its successor, not a warning
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f",
+                           str(ROOT / "mkdocs.yml"), "-d", str(out)], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "WARNING" not in proc.stderr, proc.stderr
+    return out
+
+
+class _Page(HTMLParser):
+    """The ids (anchors) a page defines and the hrefs of its links."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if values.get("id"):
+            self.ids.add(values["id"] or "")
+        if tag == "a" and values.get("name"):
+            self.ids.add(values["name"] or "")
+        if tag == "a" and values.get("href") is not None:
+            self.hrefs.append(values["href"] or "")
+
+
+def _parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every internal link of the built site whose page or anchor does not exist, as 'page: href'."""
+    pages = {p: _parse(p) for p in site.rglob("*.html")}
+    broken = []
+    for path, page in pages.items():
+        for href in page.hrefs:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc:
+                continue  # another site: not ours to check offline
+            if parts.path:
+                # 404.html links from the site's root: it is served for any missing path
+                base = site if parts.path.startswith("/") else path.parent
+                target = (base / unquote(parts.path).lstrip("/")).resolve()
+                if target.is_dir() or parts.path.endswith("/"):
+                    target = target / "index.html"
+            else:
+                target = path.resolve()
+            where = f"{path.relative_to(site)}: {href}"
+            if not target.is_relative_to(site.resolve()) or not target.is_file():
+                broken.append(where)
+            elif parts.fragment and target.suffix == ".html":
+                ids = pages[target].ids if target in pages else _parse(target).ids
+                if unquote(parts.fragment) not in ids:
+                    broken.append(where)
+    return broken
+
+
+def test_the_site_builds_strict_and_has_every_page(site: Path) -> None:
+    for page in ("getting-started", "configuration", "commands", "recipes/pre-commit", "recipes/github",
+                 "security", "quality", "development"):
+        assert (site / page / "index.html").is_file(), page
+
+
+def test_every_internal_link_and_anchor_of_the_built_site_resolves(site: Path) -> None:
+    assert broken_links(site) == []
+    # The check sees the links: the configuration page links to anchors on other pages.
+    hrefs = _parse(site / "configuration" / "index.html").hrefs
+    assert any(h.startswith("../commands/#") for h in hrefs), hrefs
+
+
+def test_the_link_check_finds_a_missing_page_and_a_missing_anchor(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "index.html").write_text('<h2 id="top">x</h2><a href="a/#here">ok</a><a href="#top">ok</a>'
+                                         '<a href="b/">gone</a><a href="a/#nowhere">no anchor</a><a href="/a/">root</a>'
+                                         '<a href="https://example.com/x#y">elsewhere</a>', encoding="utf-8")
+    (tmp_path / "a" / "index.html").write_text('<p id="here">x</p><a href="../../outside.html">out</a>',
+                                               encoding="utf-8")
+    assert sorted(broken_links(tmp_path)) == ["a/index.html: ../../outside.html", "index.html: a/#nowhere",
+                                              "index.html: b/"]
+
+
+def _reference_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("settings_reference", ROOT / "scripts" / "settings_reference.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_settings_reference_is_generated_from_the_shipped_defaults() -> None:
+    script = _reference_script()
+    committed = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert committed == script.render(), "docs/configuration.md is stale: run python scripts/settings_reference.py"
+    import yaml
+
+    for key, value in yaml.safe_load((ROOT / "config" / "defaults.yaml").read_text(encoding="utf-8")).items():
+        assert f"### `{key}`" in committed
+        assert f"`OCR_HOOK_{key.upper()}`" in committed or key == "pricing"
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            assert f"default `{value}`" in committed, key
+
+
+def test_a_setting_without_a_meaning_stops_the_generator(tmp_path: Path) -> None:
+    script = _reference_script()
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    with (tmp_path / "config" / "defaults.yaml").open("a", encoding="utf-8") as handle:
+        handle.write("brand_new_setting: 3\n")
+    script.CONFIG = tmp_path / "config"
+    with pytest.raises(SystemExit, match="brand_new_setting"):
+        script.render()
+
+
+def test_the_readme_keeps_its_set_up_commands_and_links_to_pages_that_exist() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 210
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    assert "pip install '.[test]'\n" in blocks and "pytest\n" in blocks
+    assert "pytest   # the README's test command" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    links = [link.split("#")[0] for link in re.findall(r"\]\((docs/[^)]+)\)", text)]
+    assert len(links) >= 10
+    assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_readme_quickstarts_are_recipes_of_the_docs() -> None:
+    """The README's YAML is copied from the docs' pages, whose tests run or lint it; the hook ids exist."""
+    import yaml
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = "".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").rglob("*.md")))
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    assert len(blocks) == 3  # pre-commit, GitLab CI, the GitHub Action
+    assert [b for b in blocks if f"```yaml\n{b}```" not in docs] == []
+    hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    used = {h["id"] for repo in yaml.safe_load(blocks[0])["repos"] for h in repo["hooks"]}
+    assert used == {"ocr-hook", "ocr-hook-push"} and used <= hooks

@@ -72,8 +72,8 @@ def claude_code_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     calls: list[tuple[str, Any]] = []
     with FakeMessagesAPI() as fake:
         comment = {"comments": [{"content": "Off by one.", "existing_code": "i <= n"}]}
-        fake.script("REVIEW-ME-42", [Reply([tool_use("code_comment", comment), tool_use("task_done", {"state": "DONE"})]),
-                                     Reply([{"type": "text", "text": "Done."}])])
+        first = Reply([tool_use("code_comment", comment), tool_use("task_done", {"state": "DONE"})])
+        fake.script("REVIEW-ME-42", [first, Reply([{"type": "text", "text": "Done."}])])
         messages = asyncio.run(_converse(fake, home, work, calls))
         requests = fake.requests
     return {"calls": calls, "messages": messages, "requests": requests, "hook_ran": hook_ran}

@@ -5,6 +5,7 @@ tests assert on them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +116,14 @@ def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any]) -> None:
     line = proc.stderr.strip()
     assert_one_line(line)
     assert "claude login" in line and "claude setup-token" in line
+
+
+def test_doctor_names_the_cli_its_version_and_the_credential(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "",
+           "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-test", "OCR_HOOK_PROVIDER": "claude-code",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = run_cli(tmp_path, "doctor", "--format", "json", env=env)
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["claude-code"]["status"] == "OK" and "Claude Code" in checks["claude-code"]["message"]
+    assert checks["credentials"]["status"] == "OK" and "CLAUDE_CODE_OAUTH_TOKEN" in checks["credentials"]["message"]
+    assert "sk-ant-oat01-test" not in proc.stdout

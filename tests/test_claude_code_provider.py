@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from e2e_support import CALC_LINE, CALC_PATH, all_files, assert_one_line, calc_repo, comment, porcelain, run_review
-from fake_api import FakeMessagesAPI, Reply, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, error_json, tool_use
 from gitrepo import run_cli
 from test_fake_api_claude_code import CANARY, _plant_user_settings
 
@@ -19,7 +19,22 @@ from ocr_hook.agent import registry
 
 CLEAN_PATH, CLEAN_MARKER = "clean.py", "CLEAN-MARKER-5d1"
 LOOP_PATH, LOOP_MARKER = "loop.py", "NEVER-STOPS-9c2"
+BROKE_PATH, BROKE_MARKER = "broke.py", "NO-CREDIT-3e7"
+NO_CREDIT = "Your credit balance is too low to access the Anthropic API."
 MAX_COST = 0.06
+
+
+def _processes_with(marker: bytes) -> list[int]:
+    """Live processes whose environment holds `marker` (Linux /proc): the CLIs a run started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # gone meanwhile, or not ours
+    return found
 
 
 def _env(base: Path, fake: FakeMessagesAPI) -> dict[str, str]:
@@ -34,7 +49,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     hook_ran = base / "hook-ran"
     _plant_user_settings(base / "home", hook_ran)
     repo = calc_repo(base / "repo", {CLEAN_PATH: f"# {CLEAN_MARKER}\nVALUE = 1\n",
-                                     LOOP_PATH: f"# {LOOP_MARKER}\nN = 2\n"})
+                                     LOOP_PATH: f"# {LOOP_MARKER}\nN = 2\n",
+                                     BROKE_PATH: f"# {BROKE_MARKER}\nM = 3\n"})
     out: dict[str, Any] = {"hook_ran": hook_ran}
     with FakeMessagesAPI() as fake:
         env = _env(base, fake)
@@ -45,6 +61,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         # A model that never stops: a new file_read every turn, never task_done.
         fake.script(LOOP_MARKER, [Reply([tool_use("file_read", {"file_path": LOOP_PATH, "start_line": 1,
                                                                 "end_line": n})]) for n in range(1, 60)])
+        fake.script(BROKE_MARKER, [Fault(400, body=error_json(400, NO_CREDIT), times=5)])
         before_files, before_status = all_files(repo), porcelain(repo)
         out["blocked"] = run_review(repo, env, base / "out-blocked", CALC_PATH, CLEAN_PATH)
         out["blocked_requests"] = fake.requests
@@ -55,6 +72,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         capped_env = {**env, "PRE_COMMIT": "", "OCR_HOOK_MAX_OUTPUT_TOKENS": "1024"}
         out["capped"] = run_review(repo, capped_env, base / "out-capped", LOOP_PATH, "--max-cost", str(MAX_COST))
         out["capped_requests"] = fake.requests[mark:]
+        out["broke"] = run_review(repo, env, base / "out-broke", BROKE_PATH)
+        out["survivors"] = _processes_with(f"HOME={base / 'home'}".encode())
         out["unchanged"] = (all_files(repo), porcelain(repo)) == (before_files, before_status)
         no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
         out["no_login"] = run_cli(repo, "review", "--no-cache", env=no_login)
@@ -82,7 +101,8 @@ def test_a_clean_file_passes(runs: dict[str, Any]) -> None:
 def test_one_turn_files_cost_one_request_each_under_pre_commit(runs: dict[str, Any]) -> None:
     # task_done ends the conversation at once: no request after it, and no plan or filter request.
     assert len(runs["blocked_requests"]) == 2 and len(runs["clean_requests"]) == 1
-    assert all(r.body.get("stream") is True and r.status == 200 for r in runs["all_requests"])
+    assert all(r.body.get("stream") is True for r in runs["all_requests"])
+    assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"])
 
 
 def test_only_the_six_tools_are_offered_under_the_prefix(runs: dict[str, Any]) -> None:
@@ -97,6 +117,7 @@ def test_user_settings_never_apply_and_the_repository_is_unchanged(runs: dict[st
     assert not runs["hook_ran"].exists()
     assert all(CANARY not in r.raw.decode("utf-8", "replace") for r in runs["all_requests"])
     assert runs["unchanged"]
+    assert runs["survivors"] == []  # every Claude Code process group was killed with its file's review
 
 
 def test_max_cost_cuts_a_model_that_never_stops(runs: dict[str, Any]) -> None:
@@ -127,3 +148,11 @@ def test_doctor_names_the_cli_its_version_and_the_credential(tmp_path: Path) -> 
     assert checks["claude-code"]["status"] == "OK" and "Claude Code" in checks["claude-code"]["message"]
     assert checks["credentials"]["status"] == "OK" and "CLAUDE_CODE_OAUTH_TOKEN" in checks["credentials"]["message"]
     assert "sk-ant-oat01-test" not in proc.stdout
+
+
+def test_a_failed_conversation_is_that_file_failed_with_the_reason(runs: dict[str, Any]) -> None:
+    run = runs["broke"]
+    assert run.code == 3, run.proc.stdout
+    state, reason = run.coverage_state(BROKE_PATH)
+    assert state == "failed" and "credit balance is too low" in reason.lower(), reason
+    assert_one_line(reason)

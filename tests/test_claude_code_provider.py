@@ -6,6 +6,7 @@ tests assert on them."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ CLEAN_PATH, CLEAN_MARKER = "clean.py", "CLEAN-MARKER-5d1"
 LOOP_PATH, LOOP_MARKER = "loop.py", "NEVER-STOPS-9c2"
 BROKE_PATH, BROKE_MARKER = "broke.py", "NO-CREDIT-3e7"
 NO_CREDIT = "Your credit balance is too low to access the Anthropic API."
+HELD_PATH, HELD_MARKER = "held.py", "HELD-FOREVER-8a0"
+TIMEOUT_S = 2.0
 MAX_COST = 0.06
 
 
@@ -50,7 +53,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     _plant_user_settings(base / "home", hook_ran)
     repo = calc_repo(base / "repo", {CLEAN_PATH: f"# {CLEAN_MARKER}\nVALUE = 1\n",
                                      LOOP_PATH: f"# {LOOP_MARKER}\nN = 2\n",
-                                     BROKE_PATH: f"# {BROKE_MARKER}\nM = 3\n"})
+                                     BROKE_PATH: f"# {BROKE_MARKER}\nM = 3\n",
+                                     HELD_PATH: f"# {HELD_MARKER}\nK = 4\n"})
     out: dict[str, Any] = {"hook_ran": hook_ran}
     with FakeMessagesAPI() as fake:
         env = _env(base, fake)
@@ -61,6 +65,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         # A model that never stops: a new file_read every turn, never task_done.
         fake.script(LOOP_MARKER, [Reply([tool_use("file_read", {"file_path": LOOP_PATH, "start_line": 1,
                                                                 "end_line": n})]) for n in range(1, 60)])
+        fake.script(HELD_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})], hold=threading.Event())])
         fake.script(BROKE_MARKER, [Fault(400, body=error_json(400, NO_CREDIT), times=5)])
         before_files, before_status = all_files(repo), porcelain(repo)
         out["blocked"] = run_review(repo, env, base / "out-blocked", CALC_PATH, CLEAN_PATH)
@@ -73,6 +78,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         out["capped"] = run_review(repo, capped_env, base / "out-capped", LOOP_PATH, "--max-cost", str(MAX_COST))
         out["capped_requests"] = fake.requests[mark:]
         out["broke"] = run_review(repo, env, base / "out-broke", BROKE_PATH)
+        out["held"] = run_review(repo, env, base / "out-held", HELD_PATH, "--timeout", str(TIMEOUT_S))
         out["survivors"] = _processes_with(f"HOME={base / 'home'}".encode())
         out["unchanged"] = (all_files(repo), porcelain(repo)) == (before_files, before_status)
         no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
@@ -156,3 +162,12 @@ def test_a_failed_conversation_is_that_file_failed_with_the_reason(runs: dict[st
     state, reason = run.coverage_state(BROKE_PATH)
     assert state == "failed" and "credit balance is too low" in reason.lower(), reason
     assert_one_line(reason)
+
+
+def test_the_timeout_holds_with_a_reply_that_never_comes(runs: dict[str, Any]) -> None:
+    run = runs["held"]
+    assert run.code == 3, run.proc.stdout
+    state, reason = run.coverage_state(HELD_PATH)
+    # as with the API: a file whose first request was never answered counts as not reviewed (skipped)
+    assert state == "skipped" and "time limit" in reason, reason
+    assert run.elapsed < TIMEOUT_S + 5, run.elapsed

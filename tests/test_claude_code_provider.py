@@ -6,12 +6,23 @@ tests assert on them."""
 from __future__ import annotations
 
 import json
+import signal
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import CALC_LINE, CALC_PATH, all_files, assert_one_line, calc_repo, comment, porcelain, run_review
+from e2e_support import (
+    CALC_LINE,
+    CALC_PATH,
+    all_files,
+    assert_one_line,
+    calc_repo,
+    comment,
+    popen_review,
+    porcelain,
+    run_review,
+)
 from fake_api import FakeMessagesAPI, Fault, Reply, error_json, tool_use
 from gitrepo import run_cli
 from test_fake_api_claude_code import CANARY, _plant_user_settings
@@ -79,6 +90,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         out["capped_requests"] = fake.requests[mark:]
         out["broke"] = run_review(repo, env, base / "out-broke", BROKE_PATH)
         out["held"] = run_review(repo, env, base / "out-held", HELD_PATH, "--timeout", str(TIMEOUT_S))
+        # Ctrl-C while Claude Code waits on its reply: the run ends interrupted and takes the CLI with it.
+        held_seen = sum(1 for r in fake.requests if HELD_MARKER in r.first_user_text)
+        interrupted = popen_review(repo, env, "--no-cache", HELD_PATH)
+        arrived = fake.wait_for_requests(held_seen + 1, HELD_MARKER, timeout=60)
+        interrupted.send_signal(signal.SIGINT)
+        interrupted.communicate(timeout=60)
+        out["interrupted"] = (arrived, interrupted.returncode)
         out["survivors"] = _processes_with(f"HOME={base / 'home'}".encode())
         out["unchanged"] = (all_files(repo), porcelain(repo)) == (before_files, before_status)
         no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
@@ -171,3 +189,9 @@ def test_the_timeout_holds_with_a_reply_that_never_comes(runs: dict[str, Any]) -
     # as with the API: a file whose first request was never answered counts as not reviewed (skipped)
     assert state == "skipped" and "time limit" in reason, reason
     assert run.elapsed < TIMEOUT_S + 5, run.elapsed
+
+
+def test_ctrl_c_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
+    arrived, code = runs["interrupted"]
+    assert arrived and code in (130, -signal.SIGINT), code
+    assert runs["survivors"] == []

@@ -125,6 +125,8 @@ def test_a_clean_file_passes(runs: dict[str, Any]) -> None:
 def test_one_turn_files_cost_one_request_each_under_pre_commit(runs: dict[str, Any]) -> None:
     # task_done ends the conversation at once: no request after it, and no plan or filter request.
     assert len(runs["blocked_requests"]) == 2 and len(runs["clean_requests"]) == 1
+    # every request is counted, though task_done ends the conversation right after its message
+    assert runs["blocked"].report["usage"]["requests"] == 2 and runs["clean"].report["usage"]["requests"] == 1
     assert all(r.body.get("stream") is True for r in runs["all_requests"])
     assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"])
 

@@ -147,6 +147,9 @@ class ClaudeCodeReview(FileReview):
         self._next_input = 0
         self._usage: dict[str, int] = {}
         self._called: set[str] = set()  # the tools called in the message streaming in
+        # Set once the last message's usage is counted. A tool handler runs while the SDK's queue may still
+        # hold that message's message_delta: the conversation is ended only after it was counted.
+        self._counted = asyncio.Event()
 
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         return None, 0  # no plan phase through Claude Code (yet): the main loop has all the rounds
@@ -205,6 +208,7 @@ class ClaudeCodeReview(FileReview):
         if kind == "message_start":
             self._usage = dict((event.get("message") or {}).get("usage") or {})
             self._called = set()
+            self._counted.clear()
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
@@ -213,6 +217,7 @@ class ClaudeCodeReview(FileReview):
             self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if isinstance(v, int)})
             self.task.budget.record(model, self._usage)
             self.requests += 1
+            self._counted.set()
             # The next request carries this whole conversation again, plus the tool results.
             self._next_input = sum(self._usage.get(k, 0) for k in (
                 "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
@@ -275,6 +280,10 @@ class ClaudeCodeReview(FileReview):
                         failure = transport.stderr_tail() or f"{type(exc).__name__}: {exc}"
                 elif not done:
                     self._stop_reason = self.task.budget.exhausted_reason or "the time limit was reached"
+                else:  # a handler ended it: its message was streamed before the call, let the reader count it
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(2.0):
+                            await self._counted.wait()
             finally:
                 transport.kill()
                 for task in (talk, halt):

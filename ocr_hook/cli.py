@@ -103,6 +103,8 @@ def cli(verbose: bool) -> None:
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               help="Which findings to keep by where they are (reviewdog's meanings; default diff_context).")
 @click.option("--model", help="Model for the review loop.")
+@click.option("--provider", type=click.Choice(["anthropic", "bedrock", "vertex", "claude-code"]),
+              help="Who answers the review: the Messages API (anthropic, bedrock, vertex) or Claude Code.")
 @click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
               help="How deep each file's review goes (default auto: quick under pre-commit, standard in CI "
                    "and elsewhere, risky paths one level deeper).")

@@ -20,7 +20,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "on_error": ("fail", "warn"),
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
-    "provider": ("anthropic", "bedrock", "vertex"),
+    "provider": ("anthropic", "bedrock", "vertex", "claude-code"),
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
     "warm": ("auto", "on", "off"),  # DESIGN.md section 14 (ocr_hook.warm)
@@ -108,6 +108,7 @@ class Settings(NamedTuple):
     warm_idle: float = 900.0  # seconds without a run before the warm worker exits
     context: bool = True  # the context pack in each file's first request (DESIGN.md 12, ocr_hook.context)
     context_tokens: int = 2000  # at most this many tokens of context pack per file
+    claude_code_path: str | None = None  # provider claude-code: this `claude`, not the SDK's bundled one
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""

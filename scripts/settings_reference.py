@@ -44,7 +44,10 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
     ]),
     ("Model", [
         ("provider", "`bedrock` and `vertex` use the SDK's Amazon Bedrock or Google Vertex client and their "
-                     "usual credentials."),
+                     "usual credentials; `claude-code` reviews through Claude Code on the user's Claude plan "
+                     "(see [Claude Code](claude-code.md))."),
+        ("claude_code_path", "With `provider: claude-code`, this `claude` executable; null: the one bundled in the "
+                             "`claude-code` extra."),
         ("model", "The model of the review loop."),
         ("plan_model", "The model of the plan phase; null: `model`."),
         ("filter_model", "The model of the review filter; null: `model`."),

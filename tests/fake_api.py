@@ -257,7 +257,12 @@ def _check_tool_pairing(messages: list[dict[str, Any]]) -> None:
                 raise _Invalid(f"messages.{i}.content: each tool_use_id may be answered by one tool_result only")
 
 
-def validate(body: Any) -> None:
+# With this beta (Claude Code 2.1 sends it) a request may carry `system` messages between the turns: per-turn
+# instructions that take no part in the user/assistant alternation.
+PER_TURN_BETA = "per-turn-control-2026-07-01"
+
+
+def validate(body: Any, betas: Sequence[str] = ()) -> None:
     """Raise _Invalid with an API-like message for a request the real API would reject (at the level that matters)."""
     if not isinstance(body, dict):
         raise _Invalid("The request body must be a JSON object")
@@ -278,6 +283,11 @@ def validate(body: Any) -> None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _Invalid("messages: at least one message is required")
+    if PER_TURN_BETA in betas:
+        for i, message in enumerate(messages):
+            if isinstance(message, dict) and message.get("role") == "system":
+                _check_blocks(i, message.get("content"))
+        messages = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise _Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
@@ -777,7 +787,7 @@ class FakeMessagesAPI:
             return _error(401, "x-api-key header is required")
         try:
             body = json.loads(req.raw)
-            validate(body)
+            validate(body, [b.strip() for b in req.headers.get("anthropic-beta", "").split(",")])
             self.models.check(body)
         except ValueError as exc:
             return _error(400, f"The request body is not valid JSON: {exc}")
@@ -841,10 +851,12 @@ class FakeMessagesAPI:
 
     def _reply_answer(self, body: dict[str, Any], reply: Reply) -> _Answer:
         content = []
+        offered = _offered_names(body)
         for block in reply.blocks:
             block = dict(block)
-            if block.get("type") == "tool_use" and "id" not in block:
-                block["id"] = f"toolu_{next(self._ids):06d}"
+            if block.get("type") == "tool_use":
+                block["id"] = block.get("id") or f"toolu_{next(self._ids):06d}"
+                block["name"] = offered.get(block["name"], block["name"])
             content.append(block)
         content = self.models.sign_reply(body, content) or [text("(no reply)")]
         usage: dict[str, int] = {**self.cache.usage_for(body), "output_tokens": output_tokens_of(content)}
@@ -860,6 +872,8 @@ class FakeMessagesAPI:
             "usage": {**dict.fromkeys(USAGE_KEYS, 0), **usage},
         }
         delay = reply.delay_s + (self.latency_model(usage) if self.latency_model is not None else 0.0)
+        if body.get("stream") is True:
+            return _Answer(200, sse_events(message), "text/event-stream", delay_s=delay, usage=usage, hold=reply.hold)
         return _Answer(200, json.dumps(message).encode(), delay_s=delay, usage=usage, hold=reply.hold)
 
     def _sleep(self, seconds: float, hold: threading.Event | None = None) -> bool:
@@ -955,6 +969,58 @@ class _Handler(QuietHandler):
         self.connection.close()
         self.wfile = io.BytesIO()
         self.rfile = io.BytesIO()
+
+
+def _offered_names(body: Mapping[str, Any]) -> dict[str, str]:
+    """Scripted tool name → the name the request offers it under. An MCP client such as Claude Code offers a
+    server's tools as `mcp__<server>__<tool>`: a script written for `task_done` calls the tool offered under
+    that prefix, as a model would call the name it was given."""
+    names = [t.get("name") for t in body.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    found = {}
+    for name in names:
+        if name.startswith("mcp__") and name.count("__") >= 2:
+            found.setdefault(name.split("__", 2)[2], name)
+    return {short: full for short, full in found.items() if short not in names}
+
+
+def sse_events(message: Mapping[str, Any]) -> bytes:
+    """`message` as the Messages API streams it (`"stream": true`): server-sent events, one content block
+    after another (text and thinking in two deltas, a tool's input as partial JSON), the output tokens in
+    message_delta."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    usage = dict(message["usage"])
+    start_usage = {**usage, "output_tokens": 1}
+    events.append(("message_start", {"type": "message_start", "message": {
+        **message, "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}}))
+    events.append(("ping", {"type": "ping"}))
+    for index, block in enumerate(message["content"]):
+        kind = block["type"]
+        if kind == "text":
+            head, deltas = {"type": "text", "text": ""}, [{"type": "text_delta", "text": part}
+                                                           for part in _halves(block["text"])]
+        elif kind == "thinking":
+            head = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [*({"type": "thinking_delta", "thinking": part} for part in _halves(block["thinking"])),
+                      {"type": "signature_delta", "signature": block.get("signature", "")}]
+        elif kind == "tool_use":
+            raw = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+            head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": part} for part in _halves(raw)]
+        else:  # redacted_thinking and others arrive whole
+            head, deltas = dict(block), []
+        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": head}))
+        events.extend(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+                      for d in deltas)
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta", "delta": {
+        "stop_reason": message["stop_reason"], "stop_sequence": None}, "usage": usage}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode("utf-8")
+
+
+def _halves(text_: str) -> list[str]:
+    middle = len(text_) // 2
+    return [part for part in (text_[:middle], text_[middle:]) if part]
 
 
 def iter_tool_uses(body: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

@@ -66,6 +66,11 @@ def _check_message(response: Any) -> None:
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     """Fail early, naming the variable to set, instead of the SDK's TypeError on the first request."""
+    if settings.provider == "claude-code":  # Claude Code's own credentials, no API key needed
+        from ocr_hook.agent.claude_code import check_credentials as check_claude_code
+
+        check_claude_code(settings.claude_code_path, environ)
+        return
     if settings.provider == "bedrock":
         if not (environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION")):
             raise ConfigError("provider bedrock needs an AWS region: set AWS_REGION (or AWS_DEFAULT_REGION)")

@@ -180,7 +180,7 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
     return plan_memory(remembered, masked), None
 
 
-async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api,
+async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api | None,
                       mask: SecretMasker, other_paths: tuple[str, ...],
                       guidance: FileGuidance | None = None,
                       capabilities: CapabilityLookup | None = None) -> _FileResult:
@@ -203,7 +203,12 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
                     budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
                     capabilities=capabilities, context=pack, intent=intent[0] if intent is not None else None)
     shown = _context_counts(pack.summary() if pack is not None else None)
-    outcome = await FileReview(task, api, mask).run()
+    if api is None:  # provider claude-code (DESIGN.md 15): Claude Code answers the main loop
+        from ocr_hook.agent.claude_code import ClaudeCodeReview
+
+        outcome = await ClaudeCodeReview(task, mask, job.environ).run()
+    else:
+        outcome = await FileReview(task, api, mask).run()
     if memory_note:
         outcome.notes.insert(0, memory_note)
     if outcome.state == "skipped":
@@ -364,6 +369,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         from ocr_hook.agent.conversation import SecretMasker
         from ocr_hook.secrets_mask import mask_secrets
 
+        claude_code = job.settings.provider == "claude-code"
         check_credentials(job.settings, job.environ)
         _check_prices(job)
         mask = SecretMasker(mask_secrets)
@@ -372,8 +378,9 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
             mask.count += intent[1]  # the intent's secrets, once for the run
         guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
-        api = open_api(job.settings, job.environ, job.budget)
-        capabilities = _capability_lookup(job, api)
+        # No Messages API client with Claude Code: no request may bypass it (no capability lookup, no filter).
+        api = None if claude_code else open_api(job.settings, job.environ, job.budget)
+        capabilities = _capability_lookup(job, api) if api is not None else None
         # Without the cache, or with packs the memo spared the lookups, the packs are prepared here (once, for
         # all the job's files: their call-site search is shared); else the lookups built them already.
         await asyncio.to_thread(prepare_contexts, job)
@@ -398,14 +405,29 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
 
         try:
             async with asyncio.TaskGroup() as group:
-                for _ in range(max(1, min(job.settings.concurrency, len(to_review)))):
+                for _ in range(max(1, min(_concurrency(job.settings), len(to_review)))):
                     group.create_task(worker())
         finally:
-            await api.aclose()
+            if api is not None:
+                await api.aclose()
         masked_count = mask.count
-        server_notes = api.fields.notes()  # optional fields a compatible server rejected
+        server_notes = api.fields.notes() if api is not None else []  # optional fields a compatible server rejected
 
     return _assemble(job, results, masked_count, time.monotonic() - started, server_notes)
+
+
+# One Claude Code CLI takes about 220 MB and most of a core while it starts (DESIGN.md 15).
+CLAUDE_CODE_CONCURRENCY = 4
+
+
+def _concurrency(settings: Settings) -> int:
+    """Files at once; with Claude Code at most 4 while concurrency is the shipped default."""
+    if settings.provider == "claude-code":
+        from ocr_hook import config_files
+
+        if settings.concurrency == config_files.read_yaml("defaults.yaml")["concurrency"]:
+            return min(settings.concurrency, CLAUDE_CODE_CONCURRENCY)
+    return settings.concurrency
 
 
 def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:

@@ -247,6 +247,11 @@ class Budget:
             self._spent_tokens += tokens
             self._usage.add(Usage(requests=1, **counts))
 
+    def record(self, model: str, usage: Any) -> None:
+        """Count a request someone else sent and billed (Claude Code's, as its usage streams in): settled
+        at once, with no reservation of its own; the next `reserve` sees it."""
+        self.settle(Reservation(id=next(self._ids), model=model, tokens=0, cost=0), usage)  # type: ignore[arg-type]
+
     def release(self, reservation: Reservation) -> None:
         """Give the reservation back: the request failed and nothing was billed. Safe to call twice."""
         with self._lock:

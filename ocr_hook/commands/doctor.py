@@ -159,6 +159,11 @@ def check_credentials(ctx: _Context) -> list[Check]:
     from ocr_hook.agent import check_credentials as check
 
     settings, environ = ctx.settings, ctx.environ
+    if settings.provider == "claude-code":
+        from ocr_hook.commands.doctor_claude_code import claude_code_checks
+
+        checks, ctx.credentials = claude_code_checks(settings.claude_code_path, environ)
+        return checks
     try:
         check(settings, environ)
     except FatalError as exc:
@@ -181,6 +186,10 @@ def check_endpoint(ctx: _Context) -> list[Check]:
     from ocr_hook.agent.diagnostics import base_url, check_models
 
     settings, environ = ctx.settings, ctx.environ
+    if settings.provider == "claude-code":  # nothing may bypass Claude Code: no Models API lookup
+        from ocr_hook.commands.doctor_claude_code import endpoint_line
+
+        return [endpoint_line()]
     url = base_url(settings, environ)
     checks = [_endpoint_line(settings, environ, url)]
     models = models_in_use(settings)
@@ -387,6 +396,9 @@ def check_probe(ctx: _Context) -> list[Check]:
     if ctx.settings is None or not ctx.credentials:
         return [Check("probe", WARN, "not run: it needs working settings and credentials (see above)",
                       "fix the lines marked FAIL, then run ocr-hook doctor --probe again")]
+    if ctx.settings.provider == "claude-code":
+        return [Check("probe", WARN, "not run: a probe through Claude Code is not available yet",
+                      "run ocr-hook review on a small staged change instead")]
     from ocr_hook.agent.diagnostics import run_probe
 
     try:

@@ -1,0 +1,199 @@
+"""provider: claude-code end to end (DESIGN.md 15): `ocr-hook review` through the real Claude Code CLI (the
+`claude-code` extra) against the fake Messages API, with only CLAUDE_CODE_OAUTH_TOKEN as credential and a fake
+HOME whose ~/.claude holds a hook and a canary. One module fixture runs the few reviews (each CLI ~0.6 s); the
+tests assert on them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import (
+    CALC_LINE,
+    CALC_PATH,
+    all_files,
+    assert_one_line,
+    calc_repo,
+    comment,
+    popen_review,
+    porcelain,
+    run_review,
+)
+from fake_api import FakeMessagesAPI, Fault, Reply, error_json, tool_use
+from gitrepo import run_cli
+from test_fake_api_claude_code import CANARY, _plant_user_settings
+
+from ocr_hook.agent import registry
+
+CLEAN_PATH, CLEAN_MARKER = "clean.py", "CLEAN-MARKER-5d1"
+LOOP_PATH, LOOP_MARKER = "loop.py", "NEVER-STOPS-9c2"
+BROKE_PATH, BROKE_MARKER = "broke.py", "NO-CREDIT-3e7"
+NO_CREDIT = "Your credit balance is too low to access the Anthropic API."
+HELD_PATH, HELD_MARKER = "held.py", "HELD-FOREVER-8a0"
+TIMEOUT_S = 2.0
+MAX_COST = 0.06
+
+
+def _processes_with(marker: bytes) -> list[int]:
+    """Live processes whose environment holds `marker` (Linux /proc): the CLIs a run started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue  # gone meanwhile, or not ours
+    return found
+
+
+def _env(base: Path, fake: FakeMessagesAPI) -> dict[str, str]:
+    return {"HOME": str(base / "home"), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "",
+            "ANTHROPIC_AUTH_TOKEN": "", "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-test",
+            "XDG_CACHE_HOME": str(base / "cache"), "OCR_HOOK_PROVIDER": "claude-code", "PRE_COMMIT": "1"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    base = tmp_path_factory.mktemp("claude-code-provider")
+    hook_ran = base / "hook-ran"
+    _plant_user_settings(base / "home", hook_ran)
+    repo = calc_repo(base / "repo", {CLEAN_PATH: f"# {CLEAN_MARKER}\nVALUE = 1\n",
+                                     LOOP_PATH: f"# {LOOP_MARKER}\nN = 2\n",
+                                     BROKE_PATH: f"# {BROKE_MARKER}\nM = 3\n",
+                                     HELD_PATH: f"# {HELD_MARKER}\nK = 4\n"})
+    out: dict[str, Any] = {"hook_ran": hook_ran}
+    with FakeMessagesAPI() as fake:
+        env = _env(base, fake)
+        high = comment(content="add() subtracts.", severity="high", suggestion=None)
+        fake.script("return a - b", [Reply([tool_use("code_comment", {"comments": [high]}),
+                                            tool_use("task_done", {"state": "DONE"})])])
+        fake.script(CLEAN_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})])])
+        # A model that never stops: a new file_read every turn, never task_done.
+        fake.script(LOOP_MARKER, [Reply([tool_use("file_read", {"file_path": LOOP_PATH, "start_line": 1,
+                                                                "end_line": n})]) for n in range(1, 60)])
+        fake.script(HELD_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})], hold=threading.Event())])
+        fake.script(BROKE_MARKER, [Fault(400, body=error_json(400, NO_CREDIT), times=5)])
+        before_files, before_status = all_files(repo), porcelain(repo)
+        out["blocked"] = run_review(repo, env, base / "out-blocked", CALC_PATH, CLEAN_PATH)
+        out["blocked_requests"] = fake.requests
+        mark = len(fake.requests)
+        out["clean"] = run_review(repo, env, base / "out-clean", CLEAN_PATH)
+        out["clean_requests"] = fake.requests[mark:]
+        mark = len(fake.requests)
+        capped_env = {**env, "PRE_COMMIT": "", "OCR_HOOK_MAX_OUTPUT_TOKENS": "1024"}
+        out["capped"] = run_review(repo, capped_env, base / "out-capped", LOOP_PATH, "--max-cost", str(MAX_COST))
+        out["capped_requests"] = fake.requests[mark:]
+        out["broke"] = run_review(repo, env, base / "out-broke", BROKE_PATH)
+        out["held"] = run_review(repo, env, base / "out-held", HELD_PATH, "--timeout", str(TIMEOUT_S))
+        # Ctrl-C while Claude Code waits on its reply: the run ends interrupted and takes the CLI with it.
+        held_seen = sum(1 for r in fake.requests if HELD_MARKER in r.first_user_text)
+        interrupted = popen_review(repo, env, "--no-cache", HELD_PATH)
+        arrived = fake.wait_for_requests(held_seen + 1, HELD_MARKER, timeout=60)
+        interrupted.send_signal(signal.SIGINT)
+        interrupted.communicate(timeout=60)
+        out["interrupted"] = (arrived, interrupted.returncode)
+        out["survivors"] = _processes_with(f"HOME={base / 'home'}".encode())
+        out["unchanged"] = (all_files(repo), porcelain(repo)) == (before_files, before_status)
+        no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
+        out["no_login"] = run_cli(repo, "review", "--no-cache", env=no_login)
+        out["all_requests"] = fake.requests
+    return out
+
+
+def test_a_high_finding_blocks_anchored_in_json_and_sarif(runs: dict[str, Any]) -> None:
+    run = runs["blocked"]
+    assert run.code == 1, run.proc.stderr
+    [finding] = run.report["findings"]
+    assert (finding["path"], finding["start_line"], finding["severity"]) == (CALC_PATH, CALC_LINE, "high")
+    [result] = [r for r in run.sarif["runs"][0]["results"]]
+    location = result["locations"][0]["physicalLocation"]
+    assert (location["artifactLocation"]["uri"], location["region"]["startLine"]) == (CALC_PATH, CALC_LINE)
+    assert sorted(run.report["coverage"]["reviewed"]) == [CALC_PATH, CLEAN_PATH]
+
+
+def test_a_clean_file_passes(runs: dict[str, Any]) -> None:
+    run = runs["clean"]
+    assert run.code == 0, run.proc.stdout
+    assert run.report["findings"] == [] and run.report["coverage"]["reviewed"] == [CLEAN_PATH]
+
+
+def test_one_turn_files_cost_one_request_each_under_pre_commit(runs: dict[str, Any]) -> None:
+    # task_done ends the conversation at once: no request after it, and no plan or filter request.
+    assert len(runs["blocked_requests"]) == 2 and len(runs["clean_requests"]) == 1
+    # every request is counted, though task_done ends the conversation right after its message
+    assert runs["blocked"].report["usage"]["requests"] == 2 and runs["clean"].report["usage"]["requests"] == 1
+    assert all(r.body.get("stream") is True for r in runs["all_requests"])
+    assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"])
+
+
+def test_only_the_six_tools_are_offered_under_the_prefix(runs: dict[str, Any]) -> None:
+    six = {spec.name for spec in registry.tools_for_phase("main")}
+    assert len(six) == 6
+    for request in runs["all_requests"]:
+        names = {t["name"] for t in request.body["tools"]}
+        assert names == {f"mcp__ocr-hook__{name}" for name in six}, names
+
+
+def test_user_settings_never_apply_and_the_repository_is_unchanged(runs: dict[str, Any]) -> None:
+    assert not runs["hook_ran"].exists()
+    assert all(CANARY not in r.raw.decode("utf-8", "replace") for r in runs["all_requests"])
+    assert runs["unchanged"]
+    assert runs["survivors"] == []  # every Claude Code process group was killed with its file's review
+
+
+def test_max_cost_cuts_a_model_that_never_stops(runs: dict[str, Any]) -> None:
+    run, requests = runs["capped"], runs["capped_requests"]
+    assert run.code == 3, run.proc.stdout
+    state, reason = run.coverage_state(LOOP_PATH)
+    assert state == "failed" and "cost cap" in reason, reason
+    usage = run.report["usage"]
+    assert 2 <= len(requests) < 59 and usage["requests"] == len(requests), (usage, len(requests))
+    # billed at most the cap plus the one request in flight (the dearest of them bounds it)
+    assert usage["cost_usd"] <= MAX_COST * 1.5, usage
+
+
+def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any]) -> None:
+    proc = runs["no_login"]
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    line = proc.stderr.strip()
+    assert_one_line(line)
+    assert "claude login" in line and "claude setup-token" in line
+
+
+def test_doctor_names_the_cli_its_version_and_the_credential(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "ANTHROPIC_API_KEY": "", "ANTHROPIC_AUTH_TOKEN": "",
+           "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-test", "OCR_HOOK_PROVIDER": "claude-code",
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = run_cli(tmp_path, "doctor", "--format", "json", env=env)
+    checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
+    assert checks["claude-code"]["status"] == "OK" and "Claude Code" in checks["claude-code"]["message"]
+    assert checks["credentials"]["status"] == "OK" and "CLAUDE_CODE_OAUTH_TOKEN" in checks["credentials"]["message"]
+    assert "sk-ant-oat01-test" not in proc.stdout
+
+
+def test_a_failed_conversation_is_that_file_failed_with_the_reason(runs: dict[str, Any]) -> None:
+    run = runs["broke"]
+    assert run.code == 3, run.proc.stdout
+    state, reason = run.coverage_state(BROKE_PATH)
+    assert state == "failed" and "credit balance is too low" in reason.lower(), reason
+    assert_one_line(reason)
+
+
+def test_the_timeout_holds_with_a_reply_that_never_comes(runs: dict[str, Any]) -> None:
+    run = runs["held"]
+    assert run.code == 3, run.proc.stdout
+    state, reason = run.coverage_state(HELD_PATH)
+    # as with the API: a file whose first request was never answered counts as not reviewed (skipped)
+    assert state == "skipped" and "time limit" in reason, reason
+    assert run.elapsed < TIMEOUT_S + 5, run.elapsed
+
+
+def test_ctrl_c_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
+    arrived, code = runs["interrupted"]
+    assert arrived and code in (130, -signal.SIGINT), code
+    assert runs["survivors"] == []

@@ -41,13 +41,15 @@ JS_USER = "const { fetch } = require('./net')\n// fetch(url) is the old way\ncon
           "const r = fetch(\n  'https://x',\n  5000,\n)\n"
 
 
-def _entries(tmp_path: Path) -> dict[str, list[ContextEntry]]:
+def _entries(tmp_path: Path, before: dict[str, str] | None = None,
+             after: dict[str, str] | None = None) -> dict[str, list[ContextEntry]]:
     repo = make_repo(tmp_path / "repo")
-    for path, text in {"tags.py": TAGS_BEFORE, "user.py": USER, "net.js": JS_BEFORE, "user.js": JS_USER}.items():
+    before = before or {"tags.py": TAGS_BEFORE, "user.py": USER, "net.js": JS_BEFORE, "user.js": JS_USER}
+    for path, text in before.items():
         write(repo, path, text)
     commit_all(repo, "base")
-    write(repo, "tags.py", TAGS_AFTER)
-    write(repo, "net.js", JS_AFTER)
+    for path, text in (after or {"tags.py": TAGS_AFTER, "net.js": JS_AFTER}).items():
+        write(repo, path, text)
     git(repo, "add", "-A")
     settings = load(str(repo), None, {}, {})
     change_set = collect_changes(str(repo), Scope("staged"), [], {})
@@ -71,6 +73,20 @@ def test_renamed_functions_whole_calls_real_calls_only_and_qualified_first(tmp_p
     js = [e for e in entries["net.js"] if e.name == "fetch"]
     assert [(e.path, e.start, e.end) for e in js] == [("user.js", 3, 7)]  # not the comment or the string
 
+
+def test_a_renamed_export_and_an_imported_bare_call_before_same_named_methods(tmp_path: Path) -> None:
+    utils = "exports.clone = function(obj){\n  return obj\n};\n"
+    view = "var clone = require('./utils').clone\n\nmodule.exports = function (h) {\n  return clone(h)\n}\n"
+    streams = "def encode(data):\n    return data\n"
+    users = {f"a{i}.py": f"def f{i}(s):\n    return s.encode('utf-8')\n" for i in range(3)}
+    models = "from ._streams import encode\n\n\ndef g(x):\n    return encode(x)\n"
+    entries = _entries(tmp_path, {"utils.js": utils, "view.js": view, "_streams.py": streams, "z/models.py": models,
+                                  **users},
+                       {"utils.js": utils.replace("clone", "copy"), "_streams.py": streams.replace("encode", "enc")})
+    # `exports.clone = function` is read from the removed line; its bound name's bare call is a call site
+    assert [(e.path, e.start) for e in entries["utils.js"]] == [("view.js", 3)]
+    # the call of the name the file imports from the defining module before three `str.encode(` calls
+    assert [(e.path, e.start) for e in entries["_streams.py"]][:1] == [("z/models.py", 4)]
 
 
 def test_a_class_is_shown_by_what_calling_it_takes(tmp_path: Path) -> None:

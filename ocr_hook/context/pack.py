@@ -124,6 +124,9 @@ _DEF_LINE = re.compile(r"^(\s*)(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:def|
                        r"(?:\([^)]*\)\s*)?([A-Za-z_$][A-Za-z0-9_$]*)\s*\(")
 _BINDING_LINE = re.compile(r"^(\s*)(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s*)?"
                            r"(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)")
+# `exports.name = function (`, `Foo.prototype.name = (a) =>`: called as `x.name(`.
+_MEMBER_LINE = re.compile(r"^(\s*)(?:[A-Za-z_$][A-Za-z0-9_$]*\.)+([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s*)?"
+                          r"(?:function\b|\([^)]*\)\s*=>|[A-Za-z_$][A-Za-z0-9_$]*\s*=>)")
 
 
 def _removed_definitions(change: FileChange, text: str, known: Sequence[str]) -> list[str]:
@@ -135,13 +138,17 @@ def _removed_definitions(change: FileChange, text: str, known: Sequence[str]) ->
         for line in hunk.lines:
             if line.kind != "-":
                 continue
-            found = _DEF_LINE.match(line.text) or _BINDING_LINE.match(line.text)
-            if found is None or found.group(2).startswith(("test", "__")):
+            member = _MEMBER_LINE.match(line.text)
+            found = _DEF_LINE.match(line.text) or _BINDING_LINE.match(line.text) or member
+            if found is None or found.group(2).startswith(("test", "__")) or found.group(2) == "exports":
                 continue
             name = found.group(2)
-            label = "." + name if found.group(1) and not _BINDING_LINE.match(line.text) else name
+            # An export is called bare once bound (`clone = require('./utils').clone`) or through its module.
+            exported = member is not None and re.match(r"\s*(?:module\.)?exports\.", line.text) is not None
+            label = name if exported else "." + name if member or (
+                found.group(1) and not _BINDING_LINE.match(line.text)) else name
             still = re.search(rf"(?:def|function\*?|func|fn|sub|proc|const|let|var)\s+(?:\([^)]*\)\s*)?"
-                              rf"{re.escape(name)}\b", text)
+                              rf"{re.escape(name)}\b|\.{re.escape(name)}\s*=\s*(?:async\s*)?(?:function\b|\()", text)
             if still is None and label not in known and label not in out:
                 out.append(label)
     return out
@@ -307,6 +314,18 @@ def _call_end(lines: list[str], line_no: int, name: str) -> int:
     return line_no
 
 
+def _sureness(hit: GrepHit, name: str, stem: str, qualified: re.Pattern[str], reader: Reader) -> int:
+    """0 for a call through the defining module's name; 1 for a bare call of a module-level function in a
+    file that names the defining module (its import: `from ._streams import encode`); 2 for the rest, a
+    same-named method of something else (`text.encode(`) among them."""
+    if qualified.search(hit.text):
+        return 0
+    if not name.startswith(".") and re.search(rf"(?<![.\w$]){re.escape(name)}\s*\(", _code_part(hit.text)) \
+            and re.search(rf"\b{re.escape(stem)}\b", reader.text(hit.path) or ""):
+        return 1
+    return 2
+
+
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:
     """Up to CALLER_SITES call sites in other files per changed function, non-test and nearest first."""
     names = [n for n in dict.fromkeys(names) if _NAME.fullmatch(n)]
@@ -322,8 +341,8 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
         # bare name that may be another definition's; then non-test and nearest.
         qualified = re.compile(rf"\b{re.escape(stem)}\s*\.\s*{re.escape(name.lstrip('.'))}\s*\(")
         hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
-                      key=lambda h: (is_test_path(h.path), not qualified.search(h.text), distance(own, h.path),
-                                     h.path, h.line_no))
+                      key=lambda h: (is_test_path(h.path), _sureness(h, name, stem, qualified, reader),
+                                     distance(own, h.path), h.path, h.line_no))
         chosen: list[GrepHit] = []
         files: set[str] = set()
         for pass_no in (0, 1):  # distinct files first, then more sites in the same files

@@ -409,23 +409,6 @@ def delegate_call(session: str, path: str, tool: str, tool_input: str | None, fo
 
 @delegate.command("finish")
 @click.argument("session")
-@click.option("--format", "format_", type=click.Choice(["text", "json", "sarif", "github", "gitlab"]),
-              help="What to print on standard output.")
-@click.option("--sarif-output", metavar="FILE", help="Also write SARIF 2.1.0 to FILE.")
-@click.option("--json-output", metavar="FILE", help="Also write the JSON report to FILE.")
-@click.option("--gitlab-output", metavar="FILE", help="Also write GitLab Code Quality JSON to FILE.")
-@click.option("--patch-output", metavar="FILE", help="Also write every suggested fix as one patch to FILE.")
-@click.option("--fail-on", type=click.Choice(["critical", "high", "medium", "low", "never"]),
-              help="Lowest severity that fails the run (default high).")
-@click.option("--on-error", type=click.Choice(["fail", "warn"]),
-              help="An incomplete review exits 3 (fail, default) or 0 with a warning (warn).")
-@click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
-              help="Which findings to keep by where they are (default diff_context).")
-@click.option("--baseline", metavar="FILE", help="Fingerprints of findings to report as suppressed.")
-@click.option("--no-memory", is_flag=True, default=None, help="Neither read nor write review memory.")
-@click.option("--late-findings", type=click.Choice(["advisory", "block"]),
-              help="Whether findings raised now on lines unchanged since the last review block.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress on standard error.")
 def delegate_finish(**kw: Any) -> None:
     """Anchor, deduplicate, filter, suppress, remember, gate and report the session's comments exactly as
     `review` does; exit codes as review's (a file never closed with task_done DONE: 3)."""
@@ -436,6 +419,12 @@ def delegate_finish(**kw: Any) -> None:
     if kw.pop("no_memory"):
         kw["memory"] = False
     sys.exit(delegate_cmd.run_finish(session, kw, quiet))
+
+
+# `delegate finish` reports and gates as review does, so it takes review's own output and gate options.
+_FOR_FINISH = ("format_", "sarif_output", "json_output", "gitlab_output", "patch_output", "fail_on", "on_error",
+               "filter_mode", "baseline", "no_memory", "late_findings", "quiet")
+delegate_finish.params[1:] = [p for p in review.params if p.name in _FOR_FINISH]
 
 
 @cli.group()

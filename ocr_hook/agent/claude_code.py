@@ -4,8 +4,9 @@ The CLI (the one bundled in `claude-agent-sdk`, or `claude_code_path`) runs head
 from an empty directory, with ocr-hook's system prompt, no built-in tool, no setting sources, and the six review
 tools served in process through the SDK's MCP server from the same handlers as the API path. Claude Code runs
 MCP tool calls one at a time and sends its next request only after the last result: so a handler that sees
-task_done, or a next request the budget cannot cover, ends the conversation by killing the process group before
-anything more is sent. Usage is counted from the streamed message_start/message_delta events as they arrive.
+task_done, or a next request the budget cannot cover, kills the process group before it returns its result, and
+nothing more is sent. Usage is counted from the streamed message_start/message_delta events as the transport reads
+them; Claude Code may start a call before its message's message_delta, so a handler first waits for that count.
 The plan phase and the review filter do not run with this provider (no request may bypass Claude Code).
 """
 
@@ -19,7 +20,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,10 @@ def _transport_class() -> type:
         """The CLI in a process group of its own, killed whole on close (the SDK's transport waits up to
         5 s for a graceful exit and leaves the CLI's children in ours)."""
 
-        def __init__(self, cmd: list[str], env: dict[str, str], cwd: str, stderr_path: Path) -> None:
+        def __init__(self, cmd: list[str], env: dict[str, str], cwd: str, stderr_path: Path,
+                     observe: Callable[[dict[str, Any]], None]) -> None:
             self._cmd, self._env, self._cwd, self._stderr_path = cmd, env, cwd, stderr_path
+            self._observe = observe
             self._proc: asyncio.subprocess.Process | None = None
 
         async def connect(self) -> None:
@@ -107,6 +110,7 @@ def _transport_class() -> type:
                 with contextlib.suppress(ValueError):
                     message = json.loads(line)
                     if isinstance(message, dict):
+                        self._observe(message)  # in stdout's order: a message's usage before its tool calls
                         yield message
 
         def kill(self) -> None:
@@ -147,9 +151,12 @@ class ClaudeCodeReview(FileReview):
         self._next_input = 0
         self._usage: dict[str, int] = {}
         self._called: set[str] = set()  # the tools called in the message streaming in
-        # Set once the last message's usage is counted. A tool handler runs while the SDK's queue may still
-        # hold that message's message_delta: the conversation is ended only after it was counted.
+        # Clear while a message streams in, set once its usage is counted: a handler decides after that.
         self._counted = asyncio.Event()
+        self._counted.set()
+        self._stop = asyncio.Event()
+        self._transport: Any = None
+        self._model = ""
 
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         return None, 0  # no plan phase through Claude Code (yet): the main loop has all the rounds
@@ -179,7 +186,13 @@ class ClaudeCodeReview(FileReview):
                     "PWD": cwd})
         return env
 
-    def _tools(self, model: str, stop: asyncio.Event) -> list[Any]:
+    def _halt(self) -> None:
+        """End the conversation now: the CLI is killed before it can send anything more."""
+        self._stop.set()
+        if self._transport is not None:
+            self._transport.kill()
+
+    def _tools(self) -> list[Any]:
         from claude_agent_sdk import tool
 
         def handler_for(name: str) -> Any:
@@ -188,22 +201,31 @@ class ClaudeCodeReview(FileReview):
                 answer, state = answer_in_loop(name, args, "main", self.box)
                 if answer is None:
                     answer = as_shown(await asyncio.to_thread(run_tool, name, dict(args), self.ctx), self.mask)
+                # Claude Code starts a call once its block is complete, while the message that made it may
+                # still stream its usage: decide (and kill) only once that usage is counted.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5.0):
+                        await self._counted.wait()
                 if state is not None:
                     self._state = state
-                    stop.set()  # task_done: the conversation ends here, nothing is sent after it
+                    self._halt()  # task_done: the conversation ends here, nothing is sent after it
                 else:
                     self._next_input += estimate_tokens(answer.text) + estimate_tokens(json.dumps(args))
-                    if not self._fits(model, self._next_input):
+                    if not self._fits(self._model, self._next_input):
                         self._stop_reason = (self.task.budget.exhausted_reason
                                              or "the budget cannot cover another request")
-                        stop.set()
+                        self._halt()
                 return {"content": [{"type": "text", "text": answer.text or "(empty)"}], "is_error": answer.is_error}
             return handle
 
         return [tool(spec.name, spec.description, spec.input_schema)(handler_for(spec.name))
                 for spec in registry.tools_for_phase("main")]
 
-    def _on_stream(self, event: Mapping[str, Any], model: str, stop: asyncio.Event) -> None:
+    def _observe(self, message: Mapping[str, Any]) -> None:
+        if message.get("type") == "stream_event" and isinstance(message.get("event"), dict):
+            self._on_stream(message["event"])
+
+    def _on_stream(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
         if kind == "message_start":
             self._usage = dict((event.get("message") or {}).get("usage") or {})
@@ -215,37 +237,35 @@ class ClaudeCodeReview(FileReview):
                 self._called.add(str(block.get("name", "")).rsplit("__", 1)[-1])
         elif kind == "message_delta":
             self._usage.update({k: v for k, v in (event.get("usage") or {}).items() if isinstance(v, int)})
-            self.task.budget.record(model, self._usage)
+            self.task.budget.record(self._model, self._usage)
             self.requests += 1
-            self._counted.set()
             # The next request carries this whole conversation again, plus the tool results.
             self._next_input = sum(self._usage.get(k, 0) for k in (
                 "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"))
             self._usage = {}
+            self._counted.set()
             # A call the SDK's schema check refuses never reaches a handler: unless this turn records comments
             # or ends the file (their handlers check the budget themselves), stop here if the next turn won't fit.
-            if not self._called & {"code_comment", "task_done"} and not self._fits(model, self._next_input):
+            if not self._called & {"code_comment", "task_done"} and not self._fits(self._model, self._next_input):
                 self._stop_reason = self.task.budget.exhausted_reason or "the budget cannot cover another request"
-                stop.set()
+                self._halt()
 
     async def _main(self, rounds: int, checklist: str | None = None) -> None:
         from claude_agent_sdk import (
             ClaudeAgentOptions,
             ClaudeSDKClient,
             ResultMessage,
-            StreamEvent,
             create_sdk_mcp_server,
         )
 
-        model = self.settings.model_for("main")
+        model = self._model = self.settings.model_for("main")
         cli = cli_path(self.settings.claude_code_path)
         first = await first_main_message(self.task, self.mask, rounds, checklist)
         system = "\n\n".join(block["text"] for block in self.system)
         tool_defs = json.dumps([spec.to_api() for spec in registry.tools_for_phase("main")])
         if not self._fits(model, estimate_tokens(system + first + tool_defs)):
             raise BudgetStop(self.task.budget.exhausted_reason or "the budget cannot cover another request")
-        stop = asyncio.Event()
-        tools = self._tools(model, stop)
+        tools = self._tools()
         names = [f"mcp__{SERVER}__{t.name}" for t in tools]
         options = ClaudeAgentOptions(mcp_servers={SERVER: create_sdk_mcp_server(SERVER, tools=tools)},
                                      allowed_tools=names, tools=[], setting_sources=[])
@@ -256,20 +276,20 @@ class ClaudeCodeReview(FileReview):
             system_file = Path(scratch) / "system.md"
             system_file.write_text(system, "utf-8")
             transport = _transport_class()(self._command(cli, system_file, model, rounds, names),
-                                           self._env(str(work)), str(work), Path(scratch) / "stderr.log")
+                                           self._env(str(work)), str(work), Path(scratch) / "stderr.log",
+                                           self._observe)
+            self._transport = transport
 
             async def converse() -> str | None:
                 async with ClaudeSDKClient(options, transport=transport) as client:
                     await client.query(first)
                     async for message in client.receive_response():
-                        if isinstance(message, StreamEvent):
-                            self._on_stream(message.event, model, stop)
-                        elif isinstance(message, ResultMessage) and message.is_error:
+                        if isinstance(message, ResultMessage) and message.is_error:
                             return " ".join(str(message.result or message.subtype).split())[:240]
                 return None
 
             talk = asyncio.create_task(converse())
-            halt = asyncio.create_task(stop.wait())
+            halt = asyncio.create_task(self._stop.wait())
             try:
                 done, _ = await asyncio.wait({talk, halt}, timeout=max(0.0, self.task.budget.remaining_seconds()),
                                              return_when=asyncio.FIRST_COMPLETED)
@@ -280,10 +300,6 @@ class ClaudeCodeReview(FileReview):
                         failure = transport.stderr_tail() or f"{type(exc).__name__}: {exc}"
                 elif not done:
                     self._stop_reason = self.task.budget.exhausted_reason or "the time limit was reached"
-                else:  # a handler ended it: its message was streamed before the call, let the reader count it
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(2.0):
-                            await self._counted.wait()
             finally:
                 transport.kill()
                 for task in (talk, halt):

@@ -45,6 +45,22 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     148 s to 133 s (measured with the forked CLI, tests/forked_cli.py)."""
     return (os.cpu_count() or 1) + 1
 
+
+# The files that take longest (wall time, with their module fixtures), slowest first, from `pytest
+# --durations=0` summed per file. Under `--dist loadfile` xdist hands out files in collection order, so an
+# alphabetical run could start test_precommit_hook.py (36 s) last and leave the other workers idle at the end;
+# starting the long files first lets the short ones fill in. A stale list costs balance, never a result.
+SLOWEST_FILES = ("test_fault_matrix.py", "test_action.py", "test_precommit_hook.py", "test_hook_managers.py",
+                 "test_mcp_server.py", "test_bench_quality.py", "test_memory_e2e.py", "test_reports_sarif.py",
+                 "test_suite_isolation.py", "test_repo_integrity.py", "test_agent_loop.py", "test_guidance.py",
+                 "test_cli_review.py", "test_warm.py", "test_claude_code_provider.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOWEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 TEST_API_KEY = "test-key-not-secret"
 
 

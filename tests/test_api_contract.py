@@ -125,3 +125,25 @@ def test_fake_github_checks_its_traffic() -> None:
         assert json.load(r)["login"] == "ocr-bot"
     with pytest.raises(AssertionError, match="'fields' is not one"):
         fake.close()
+
+
+GT_PR = "/api/v1/repos/octo/app/pulls/7"
+
+
+def test_gitea_requests_and_replies_are_checked() -> None:
+    review = {"commit_id": "a" * 40, "event": "COMMENT", "body": "x",
+              "comments": [{"path": "app.py", "body": "y", "new_position": 3, "old_position": 0}]}
+    assert api_contract.check("gitea", "POST", GT_PR + "/reviews", {}, review) == []
+    assert api_contract.check("gitea", "GET", GT_PR + ".diff", {}, None) == []  # {index}.{diffType}
+    misspelt = {**review, "comments": [{"path": "app.py", "body": "y", "line": 3}]}  # GitHub's spelling
+    assert any("'line' was unexpected" in p for p in api_contract.check("gitea", "POST", GT_PR + "/reviews", {},
+                                                                         misspelt))
+    # the mismatch the checker found: review comments are one list, the operation takes no page or limit
+    assert "'limit' is not one" in api_contract.check("gitea", "GET", GT_PR + "/reviews/9/comments",
+                                                      {"limit": "50"}, None)[0]
+    assert api_contract.check("gitea", "GET", GT_PR + "/reviews", {"limit": "50", "page": "2"}, None) == []
+    assert api_contract.check_reply("gitea", "GET", GT_PR + "/reviews", 200,
+                                    [{"id": 1, "comments_count": 2, "user": {"id": 5, "login": "bot"}}]) == []
+    assert any("'comment_count' was unexpected" in p
+               for p in api_contract.check_reply("gitea", "GET", GT_PR + "/reviews", 200, [{"comment_count": 2}]))
+    assert api_contract.check_reply("gitea", "GET", "/api/v1/user", 200, {"id": "5"})  # id is an integer

@@ -147,3 +147,25 @@ def test_gitea_requests_and_replies_are_checked() -> None:
     assert any("'comment_count' was unexpected" in p
                for p in api_contract.check_reply("gitea", "GET", GT_PR + "/reviews", 200, [{"comment_count": 2}]))
     assert api_contract.check_reply("gitea", "GET", "/api/v1/user", 200, {"id": "5"})  # id is an integer
+
+
+GL_MR = "/api/v4/projects/group%2Fapp/merge_requests/3"  # {id}: the numeric id or the URL-encoded path
+
+
+def test_gitlab_requests_and_replies_are_checked() -> None:
+    position = {"position_type": "text", "base_sha": "b" * 40, "start_sha": "b" * 40, "head_sha": "a" * 40,
+                "new_path": "app.py", "old_path": "app.py", "new_line": 3}
+    assert api_contract.check("gitlab", "POST", GL_MR + "/draft_notes", {}, {"note": "x", "position": position}) == []
+    # the acceptance fake's old mistake: a draft note's text is `note`, a note's is `body`
+    wrong = api_contract.check("gitlab", "POST", GL_MR + "/draft_notes", {}, {"body": "x", "position": position})
+    assert any("'note' is a required" in p for p in wrong) and any("'body' was unexpected" in p for p in wrong)
+    assert any("'position_type' is a required" in p for p in api_contract.check(
+        "gitlab", "POST", GL_MR + "/draft_notes", {}, {"note": "x", "position": {"new_line": 3}}))
+    assert api_contract.check("gitlab", "PUT", GL_MR + "/draft_notes/7/publish", {}, None) == []
+    assert "'resolved' missing" in api_contract.check("gitlab", "PUT", GL_MR + "/discussions/ab12", {}, None)[0]
+    assert api_contract.check("gitlab", "POST", GL_MR + "/notes", {}, {"body": "x"}) == []
+    assert api_contract.check_reply("gitlab", "GET", GL_MR + "/discussions", 200, [
+        {"id": "ab12", "individual_note": False, "notes": [{"id": 1, "type": "DiffNote", "body": "x",
+                                                           "author": {"id": 7, "username": "bot"}}]}]) == []
+    assert any("'user' was unexpected" in p for p in api_contract.check_reply(  # GitLab's author is `author`
+        "gitlab", "GET", GL_MR + "/discussions", 200, [{"id": "ab12", "notes": [{"id": 1, "user": {}}]}]))

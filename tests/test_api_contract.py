@@ -169,3 +169,30 @@ def test_gitlab_requests_and_replies_are_checked() -> None:
                                                            "author": {"id": 7, "username": "bot"}}]}]) == []
     assert any("'user' was unexpected" in p for p in api_contract.check_reply(  # GitLab's author is `author`
         "gitlab", "GET", GL_MR + "/discussions", 200, [{"id": "ab12", "notes": [{"id": 1, "user": {}}]}]))
+
+
+BB = "/2.0/repositories/team/app/commit/" + "a" * 40 + "/reports/ocr-hook"
+
+
+def test_bitbucket_requests_and_replies_are_checked() -> None:
+    report = {"title": "ocr-hook review", "report_type": "BUG", "result": "FAILED",
+              "data": [{"title": "Findings", "type": "NUMBER", "value": 2}]}
+    assert api_contract.check("bitbucket", "PUT", BB, {}, report) == []
+    assert any("'SECURITY_SCAN' is not one of" in p
+               for p in api_contract.check("bitbucket", "PUT", BB, {}, {**report, "report_type": "SECURITY_SCAN"}))
+    one = {"external_id": "f1", "annotation_type": "BUG", "severity": "HIGH", "path": "app.py", "line": 3,
+           "summary": "x"}
+    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [one]) == []
+    # Bitbucket Server's spelling (`message`) and more than a bulk request takes
+    assert any("'message' was unexpected" in p for p in api_contract.check(
+        "bitbucket", "POST", BB + "/annotations", {}, [{**one, "message": "x"}]))
+    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [one] * 101)[0].startswith(
+        f"bitbucket POST {BB}/annotations: body: (top): ")  # maxItems 100 (the message quotes the list)
+    src = "/2.0/repositories/team/app/src/" + "a" * 40 + "/pkg/sub/app.py"  # {path} holds slashes
+    assert api_contract.check("bitbucket", "GET", src, {}, None) == []
+    # the mismatch the checker found: a report names no commit
+    assert any("'commit' was unexpected" in p for p in api_contract.check_reply(
+        "bitbucket", "PUT", BB, 200, {**report, "type": "report", "uuid": "{u}", "commit": "a" * 40}))
+    assert any("'type' is a required" in p for p in api_contract.check_reply("bitbucket", "PUT", BB, 200, report))
+    assert api_contract.check_reply("bitbucket", "PUT", BB, 400, {"key": "report-service.general.bad-request",
+                                                                  "message": "no", "arguments": {}}) == []

@@ -136,7 +136,8 @@ def _source(forge: str, root: Path, commit: str | None = None) -> tuple[dict[str
     source = {k: v for k, v in SOURCES[forge].items() if k != "package_path"}
     if root.is_file():
         if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
-            raise SystemExit(f"extract.py: {root} is one file: name the 40-hex commit it was downloaded at")
+            print(f"extract.py: {root} is one file: name the 40-hex commit it was downloaded at", file=sys.stderr)
+            raise SystemExit(2)
         return {**source, "commit": commit}, root
     manifest = root / "package.json"
     if manifest.exists() and "package_path" in SOURCES[forge]:

@@ -124,7 +124,8 @@ def operations(forge: str) -> tuple[Operation, ...]:
         base = doc.get("basePath", "")
         source = doc.get("source", {}).get("repository", name)
         for op in doc["operations"]:
-            regex = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(base + op["path"]))
+            # a trailing {path} is a file path (Bitbucket's src/{commit}/{path}): it may hold slashes
+            regex = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.sub(r"\\\{path\\\}$", ".+", re.escape(base + op["path"])))
             ops.append(Operation(
                 op["method"].upper(), base + op["path"], re.compile(regex, re.I if forge == "azure" else 0),
                 {(p["in"], p["name"]): p for p in op["parameters"]}, _validator(op.get("body"), forge == "azure"),

@@ -55,6 +55,7 @@ VIA_PROXY = "x-via-proxy"
 
 class FakeBitbucket(FakeForge):
     name = "bitbucket"
+    contract = "bitbucket"  # checked against tests/api_descriptions/bitbucket.extra.json
 
     def __init__(self, workspace: str = "team", repo_slug: str = "app", *, page_size: int = 3) -> None:
         self.workspace, self.repo_slug = workspace, repo_slug
@@ -158,9 +159,9 @@ class FakeBitbucket(FakeForge):
         if len(body.get("data") or []) > MAX_DATA:
             return _bad_request(f"A report cannot have more than {MAX_DATA} data elements.")
         old = self.reports.get(key)
+        # a report names no commit (the URL does): Bitbucket's report has no such field
         report = {**body, "type": "report", "external_id": key[1],
-                  "uuid": old["uuid"] if old else "{" + str(uuid.uuid4()) + "}",
-                  "commit": key[0]}
+                  "uuid": old["uuid"] if old else "{" + str(uuid.uuid4()) + "}"}
         self.reports[key] = report
         return 200, report, {}
 

@@ -6,7 +6,8 @@ repoGetPullReviewComments, repoCreatePullReview, userGetCurrent) and its error s
 * GET /user → {id, login}. The Actions job token may not read it (403, the scope error Gitea sends).
 * GET /repos/{o}/{r}/pulls/{n}.diff → the pull request's diff as text (`git diff` of base...head).
 * GET …/pulls/{n}/reviews → [PullReview {id, user, body, state, commit_id, comments_count}], pages by
-  `page`/`limit` with a Link header; GET …/reviews/{id}/comments → [PullReviewComment].
+  `page`/`limit` with a Link header; GET …/reviews/{id}/comments → every [PullReviewComment] at once
+  (the swagger gives it no page or limit: Gitea does not page it).
 * POST …/pulls/{n}/reviews {body, commit_id, event, comments: [{path, body, new_position,
   old_position}]} → 200 PullReview. A comment Gitea cannot place (a path not in the diff, a
   new_position outside every hunk) fails the whole review with 500 and an empty message, as Gitea's
@@ -38,6 +39,7 @@ class GiteaPull:
 
 class FakeGitea(FakeForge):
     name = "gitea"
+    contract = "gitea"  # its traffic is checked against Gitea's swagger (tests/api_contract.py)
 
     def __init__(self, repository: str = "octo/app", **kw: Any) -> None:
         super().__init__(**kw)
@@ -85,7 +87,7 @@ class FakeGitea(FakeForge):
             if rest == "/reviews":
                 return self.page(rec, pull.reviews, size_param="limit")
             if c := re.fullmatch(r"/reviews/(\d+)/comments", rest):
-                return self.page(rec, pull.comments.get(int(c.group(1)), []), size_param="limit")
+                return 200, pull.comments.get(int(c.group(1)), []), {}  # the whole list: Gitea does not page it
             if rest == "":
                 return 200, {"number": pull.number, "head": {"sha": pull.head_sha}, "state": "open"}, {}
         if rec.method == "POST" and rest == "/reviews":

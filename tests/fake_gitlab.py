@@ -54,6 +54,7 @@ class MergeRequest:
 
 class FakeGitLab(FakeForge):
     name = "gitlab"
+    contract = "gitlab"  # checked against the REST documentation (tests/api_descriptions/gitlab.extra.json)
 
     def __init__(self, project_path: str = "group/app", project_id: int = 42, **kw: Any) -> None:
         super().__init__(**kw)

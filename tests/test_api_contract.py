@@ -125,3 +125,74 @@ def test_fake_github_checks_its_traffic() -> None:
         assert json.load(r)["login"] == "ocr-bot"
     with pytest.raises(AssertionError, match="'fields' is not one"):
         fake.close()
+
+
+GT_PR = "/api/v1/repos/octo/app/pulls/7"
+
+
+def test_gitea_requests_and_replies_are_checked() -> None:
+    review = {"commit_id": "a" * 40, "event": "COMMENT", "body": "x",
+              "comments": [{"path": "app.py", "body": "y", "new_position": 3, "old_position": 0}]}
+    assert api_contract.check("gitea", "POST", GT_PR + "/reviews", {}, review) == []
+    assert api_contract.check("gitea", "GET", GT_PR + ".diff", {}, None) == []  # {index}.{diffType}
+    misspelt = {**review, "comments": [{"path": "app.py", "body": "y", "line": 3}]}  # GitHub's spelling
+    assert any("'line' was unexpected" in p for p in api_contract.check("gitea", "POST", GT_PR + "/reviews", {},
+                                                                         misspelt))
+    # the mismatch the checker found: review comments are one list, the operation takes no page or limit
+    assert "'limit' is not one" in api_contract.check("gitea", "GET", GT_PR + "/reviews/9/comments",
+                                                      {"limit": "50"}, None)[0]
+    assert api_contract.check("gitea", "GET", GT_PR + "/reviews", {"limit": "50", "page": "2"}, None) == []
+    assert api_contract.check_reply("gitea", "GET", GT_PR + "/reviews", 200,
+                                    [{"id": 1, "comments_count": 2, "user": {"id": 5, "login": "bot"}}]) == []
+    assert any("'comment_count' was unexpected" in p
+               for p in api_contract.check_reply("gitea", "GET", GT_PR + "/reviews", 200, [{"comment_count": 2}]))
+    assert api_contract.check_reply("gitea", "GET", "/api/v1/user", 200, {"id": "5"})  # id is an integer
+
+
+GL_MR = "/api/v4/projects/group%2Fapp/merge_requests/3"  # {id}: the numeric id or the URL-encoded path
+
+
+def test_gitlab_requests_and_replies_are_checked() -> None:
+    position = {"position_type": "text", "base_sha": "b" * 40, "start_sha": "b" * 40, "head_sha": "a" * 40,
+                "new_path": "app.py", "old_path": "app.py", "new_line": 3}
+    assert api_contract.check("gitlab", "POST", GL_MR + "/draft_notes", {}, {"note": "x", "position": position}) == []
+    # the acceptance fake's old mistake: a draft note's text is `note`, a note's is `body`
+    wrong = api_contract.check("gitlab", "POST", GL_MR + "/draft_notes", {}, {"body": "x", "position": position})
+    assert any("'note' is a required" in p for p in wrong) and any("'body' was unexpected" in p for p in wrong)
+    assert any("'position_type' is a required" in p for p in api_contract.check(
+        "gitlab", "POST", GL_MR + "/draft_notes", {}, {"note": "x", "position": {"new_line": 3}}))
+    assert api_contract.check("gitlab", "PUT", GL_MR + "/draft_notes/7/publish", {}, None) == []
+    assert "'resolved' missing" in api_contract.check("gitlab", "PUT", GL_MR + "/discussions/ab12", {}, None)[0]
+    assert api_contract.check("gitlab", "POST", GL_MR + "/notes", {}, {"body": "x"}) == []
+    assert api_contract.check_reply("gitlab", "GET", GL_MR + "/discussions", 200, [
+        {"id": "ab12", "individual_note": False, "notes": [{"id": 1, "type": "DiffNote", "body": "x",
+                                                           "author": {"id": 7, "username": "bot"}}]}]) == []
+    assert any("'user' was unexpected" in p for p in api_contract.check_reply(  # GitLab's author is `author`
+        "gitlab", "GET", GL_MR + "/discussions", 200, [{"id": "ab12", "notes": [{"id": 1, "user": {}}]}]))
+
+
+BB = "/2.0/repositories/team/app/commit/" + "a" * 40 + "/reports/ocr-hook"
+
+
+def test_bitbucket_requests_and_replies_are_checked() -> None:
+    report = {"title": "ocr-hook review", "report_type": "BUG", "result": "FAILED",
+              "data": [{"title": "Findings", "type": "NUMBER", "value": 2}]}
+    assert api_contract.check("bitbucket", "PUT", BB, {}, report) == []
+    assert any("'SECURITY_SCAN' is not one of" in p
+               for p in api_contract.check("bitbucket", "PUT", BB, {}, {**report, "report_type": "SECURITY_SCAN"}))
+    one = {"external_id": "f1", "annotation_type": "BUG", "severity": "HIGH", "path": "app.py", "line": 3,
+           "summary": "x"}
+    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [one]) == []
+    # Bitbucket Server's spelling (`message`) and more than a bulk request takes
+    assert any("'message' was unexpected" in p for p in api_contract.check(
+        "bitbucket", "POST", BB + "/annotations", {}, [{**one, "message": "x"}]))
+    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [one] * 101)[0].startswith(
+        f"bitbucket POST {BB}/annotations: body: (top): ")  # maxItems 100 (the message quotes the list)
+    src = "/2.0/repositories/team/app/src/" + "a" * 40 + "/pkg/sub/app.py"  # {path} holds slashes
+    assert api_contract.check("bitbucket", "GET", src, {}, None) == []
+    # the mismatch the checker found: a report names no commit
+    assert any("'commit' was unexpected" in p for p in api_contract.check_reply(
+        "bitbucket", "PUT", BB, 200, {**report, "type": "report", "uuid": "{u}", "commit": "a" * 40}))
+    assert any("'type' is a required" in p for p in api_contract.check_reply("bitbucket", "PUT", BB, 200, report))
+    assert api_contract.check_reply("bitbucket", "PUT", BB, 400, {"key": "report-service.general.bad-request",
+                                                                  "message": "no", "arguments": {}}) == []

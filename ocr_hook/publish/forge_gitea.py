@@ -68,10 +68,10 @@ class GiteaAdapter:
             found.append(Posted(_login(review), str(review.get("body") or ""), str(review.get("id", "")),
                                 resolvable=False))
             if review.get("comments_count"):
-                comments = self.api.get_all(f"{self._repo}/pulls/{self.pr.number}/reviews/{review.get('id')}/comments",
-                                            per_page="limit")
+                # not paginated: Gitea's description gives this list no page or limit, it answers all of it
+                comments = self.api.get(f"{self._repo}/pulls/{self.pr.number}/reviews/{review.get('id')}/comments")
                 found += [Posted(_login(c), str(c.get("body") or ""), str(c.get("id", "")), resolvable=False)
-                          for c in comments]
+                          for c in (comments if isinstance(comments, list) else []) if isinstance(c, dict)]
         return found
 
     def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]:

@@ -2,6 +2,12 @@
 
     python tests/api_descriptions/extract.py azure /path/to/clone/of/vsts-rest-api-specs
     python tests/api_descriptions/extract.py github /path/to/unpacked/npm/package   # npm pack @octokit/openapi
+    python tests/api_descriptions/extract.py gitea /path/to/v1_json.tmpl COMMIT
+
+The Gitea description is one file of a repository too large to clone for it; download it at a commit,
+    curl -o v1_json.tmpl https://raw.githubusercontent.com/go-gitea/gitea/COMMIT/templates/swagger/v1_json.tmpl
+and name that commit (it is recorded as given). The file is a Go template: its `{{AppSubUrl | JSEscape}}`
+markers (in basePath and the version) are removed before it is read, as a server at the root renders it.
 
 reads the description at its path in the clone, or in an unpacked registry package that ships the
 forge's official description (`package.json` there: its name and version are recorded instead of a
@@ -16,6 +22,7 @@ REST documentation it comes from; this script never touches those.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +39,7 @@ SOURCES: dict[str, dict[str, str]] = {
                # github/rest-api-description is over the mirror's size limit; @octokit/openapi ships the
                # same description (its generator adds only `x-octokit`, which is dropped here)
                "package_path": "generated/api.github.com.json"},
-    "gitea": {"repository": "go-gitea/gitea", "path": "templates/swagger/v1_json.tmpl"},
+    "gitea": {"repository": "go-gitea/gitea", "path": "templates/swagger/v1_json.tmpl"},  # a downloaded file
     "gitlab": {"repository": "gitlabhq/gitlabhq", "path": "doc/api/openapi/openapi_v2.yaml"},
 }
 
@@ -49,14 +56,15 @@ OPERATIONS: dict[str, list[tuple[str, str]]] = {
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
                ("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
                ("POST", "/repos/{owner}/{repo}/code-scanning/sarifs")],
-    "gitea": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{index}"),
+    "gitea": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{index}.{diffType}"),
               ("GET", "/repos/{owner}/{repo}/pulls/{index}/reviews"),
               ("POST", "/repos/{owner}/{repo}/pulls/{index}/reviews"),
               ("GET", "/repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments")],
     "gitlab": [],
 }
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
-          "x-github", "x-ms-examples", "title", "x-octokit"}
+          "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package"}
+_TEMPLATE_MARKER = re.compile(r"\{\{[^{}]*\}\}")  # Gitea's v1_json.tmpl: {{AppSubUrl | JSEscape}}
 
 
 def _git_commit(clone: Path) -> str:
@@ -66,6 +74,8 @@ def _git_commit(clone: Path) -> str:
 
 def _load(path: Path) -> dict[str, Any]:
     text = path.read_text(encoding="utf-8-sig")
+    if path.suffix == ".tmpl":
+        text = _TEMPLATE_MARKER.sub("", text)
     return json.loads(text) if path.suffix in (".json", ".tmpl") else yaml.safe_load(text)
 
 
@@ -120,9 +130,15 @@ def _operation(doc: dict[str, Any], method: str, template: str) -> dict[str, Any
             "responses": responses}
 
 
-def _source(forge: str, root: Path) -> tuple[dict[str, str], Path]:
-    """Where the description is and what to record of it: a clone's commit, or a package's name@version."""
+def _source(forge: str, root: Path, commit: str | None = None) -> tuple[dict[str, str], Path]:
+    """Where the description is and what to record of it: a clone's commit, a package's name@version, or
+    the commit a single downloaded file was taken at."""
     source = {k: v for k, v in SOURCES[forge].items() if k != "package_path"}
+    if root.is_file():
+        if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
+            print(f"extract.py: {root} is one file: name the 40-hex commit it was downloaded at", file=sys.stderr)
+            raise SystemExit(2)
+        return {**source, "commit": commit}, root
     manifest = root / "package.json"
     if manifest.exists() and "package_path" in SOURCES[forge]:
         package = json.loads(manifest.read_text(encoding="utf-8"))
@@ -133,8 +149,8 @@ def _source(forge: str, root: Path) -> tuple[dict[str, str], Path]:
     return {**source, "commit": _git_commit(root)}, root / source["path"]
 
 
-def extract(forge: str, root: Path) -> dict[str, Any]:
-    source, path = _source(forge, root)
+def extract(forge: str, root: Path, commit: str | None = None) -> dict[str, Any]:
+    source, path = _source(forge, root, commit)
     doc = _load(path)
     return {"source": source,
             "dialect": "swagger2" if "swagger" in doc else "openapi3",
@@ -143,11 +159,13 @@ def extract(forge: str, root: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in SOURCES:
-        print(f"usage: extract.py {{{','.join(SOURCES)}}} PATH_OF_A_LOCAL_CLONE_OR_PACKAGE", file=sys.stderr)
+    if len(argv) not in (2, 3) or argv[0] not in SOURCES:
+        print(f"usage: extract.py {{{','.join(SOURCES)}}} PATH_OF_A_LOCAL_CLONE_OR_PACKAGE_OR_FILE [COMMIT]",
+              file=sys.stderr)
         return 2
     out = HERE / f"{argv[0]}.json"
-    out.write_text(json.dumps(extract(argv[0], Path(argv[1])), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    doc = extract(argv[0], Path(argv[1]), argv[2] if len(argv) == 3 else None)
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(f"wrote {out} ({out.stat().st_size} bytes)")
     return 0
 

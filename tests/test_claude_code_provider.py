@@ -49,9 +49,15 @@ DROP_MARKER = "FILTER-DROPS-ME-1f8"
 FILTER_REASON = "The definition shown has no typo."
 
 
-def _filter_answer(body: dict[str, Any]) -> Reply:
+# calc.py's filter request fails: as with the API, a failed filter keeps every comment.
+FILTER_FAULT = Fault(400, body=error_json(400, NO_CREDIT), times=10)
+
+
+def _filter_answer(body: dict[str, Any]) -> Reply | Fault:
     """The review filter: the comment that carries DROP_MARKER is wrong, every other one is kept."""
     user = json.dumps(body["messages"])
+    if CALC_QUOTE in user:
+        return FILTER_FAULT
     wrong = [int(n) for n in re.findall(r"Comment (\d+) \([^)]*\):\\n[^\\]*" + DROP_MARKER, user)]
     return Reply([text(json.dumps({"wrong": wrong, "reasons": {str(n): FILTER_REASON for n in wrong}}))])
 
@@ -161,18 +167,27 @@ def test_a_clean_file_passes(runs: dict[str, Any]) -> None:
 def test_one_turn_files_cost_one_request_each_under_pre_commit(runs: dict[str, Any]) -> None:
     # task_done ends the conversation at once: no request after it. Quick (pre-commit) plans nothing and, as
     # with the API, filters only comments that could block: the clean file is one request, calc.py's high
-    # finding one filter request more (kept: the review still blocks).
+    # finding one filter request more.
     assert len(runs["clean_requests"]) == 1 and not is_filter(runs["clean_requests"][0].body)
     blocked = runs["blocked_requests"]
     assert len(blocked) == 3 and [is_filter(r.body) for r in blocked].count(True) == 1
-    assert CALC_QUOTE in json.dumps(next(r for r in blocked if is_filter(r.body)).body["messages"])
-    # every request is counted, though task_done ends the conversation right after its message
-    assert runs["blocked"].report["usage"]["requests"] == 3 and runs["clean"].report["usage"]["requests"] == 1
+    # every billed request is counted, though task_done ends the conversation right after its message (the
+    # filter's 400 was not billed)
+    assert runs["blocked"].report["usage"]["requests"] == 2 and runs["clean"].report["usage"]["requests"] == 1
     assert all(r.body.get("stream") is True for r in runs["all_requests"])
-    assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"])
+    assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"] if not is_filter(r.body))
     # the profile's effort reaches Claude Code's requests as the API path sends it (quick: low)
     assert {json.dumps(r.body.get("output_config")) for r in blocked if not is_filter(r.body)} == {
         json.dumps({"effort": "low"})}
+
+
+def test_a_failed_filter_keeps_every_comment(runs: dict[str, Any]) -> None:
+    run = runs["blocked"]
+    [failed] = [r for r in runs["blocked_requests"] if is_filter(r.body)]
+    assert failed.status == 400 and CALC_QUOTE in json.dumps(failed.body["messages"])
+    assert [f["path"] for f in run.report["findings"]] == [CALC_PATH] and run.code == 1  # kept, still blocking
+    [note] = [n for n in run.report["notes"] if "review filter" in n]
+    assert "all comments kept" in note and "credit balance is too low" in note.lower(), note
 
 
 def _kind(request: RecordedRequest) -> str:

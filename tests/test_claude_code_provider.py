@@ -296,3 +296,35 @@ def test_ctrl_c_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
     arrived, code = runs["interrupted"]
     assert arrived and code in (130, -signal.SIGINT), code
     assert runs["survivors"] == []
+
+
+def test_a_filter_the_budget_cannot_cover_is_never_sent(tmp_path: Path) -> None:
+    """The budget is checked before Claude Code starts: a filter that does not fit is skipped (every comment
+    kept, the file's findings marked incomplete for the cache), as on the API path, and nothing is sent."""
+    import asyncio
+
+    from agent_support import review_job
+    from e2e_support import CALC_AFTER
+
+    from ocr_hook.agent.claude_code import ClaudeCodeReview
+    from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.agent.loop import FileTask
+    from ocr_hook.agent.post_review import finish_file
+    from ocr_hook.findings import Category, Comment, Severity
+    from ocr_hook.secrets_mask import mask_secrets
+
+    repo = calc_repo(tmp_path / "repo")
+    with FakeMessagesAPI() as fake:
+        env = _env(tmp_path, fake)
+        with review_job(repo, env, max_cost=1e-6, provider="claude-code") as job:
+            [change] = job.files
+            task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
+                            budget=job.budget, other_paths=())
+            review = ClaudeCodeReview(task, SecretMasker(mask_secrets), env)
+            comments = [Comment(CALC_PATH, "add() subtracts.", CALC_QUOTE, Severity.HIGH, Category.BUG)]
+            post = asyncio.run(finish_file(comments, change, CALC_AFTER, api=None, ask=review.ask,
+                                           settings=job.settings, mask=review.mask))
+        assert fake.requests == []
+    assert [f.start_line for f in post.findings] == [CALC_LINE] and not post.complete
+    [note] = post.notes
+    assert "review filter skipped, all comments kept" in note and "cost cap" in note, note

@@ -205,9 +205,7 @@ class ClaudeCodeReview(FileReview):
             nonlocal noted
             if talk.requests >= rounds:  # the last round's calls: the plan is over, nothing more is sent
                 return ToolResult("The plan phase is over."), True
-            result, _ = answer_in_loop(name, args, "plan", self.box)
-            if result is None:
-                result = as_shown(await asyncio.to_thread(run_tool, name, dict(args), self.ctx), self.mask)
+            result, _ = await self._call(name, args, "plan")
             if talk.requests == rounds - 1 and not noted:  # the next request is the last round
                 noted = True
                 result = ToolResult(f"{result.text}\n\n{prompts.plan_last_round()}", result.is_error)
@@ -225,10 +223,15 @@ class ClaudeCodeReview(FileReview):
             raise _End("model", "the model declined to review this file (refusal)")
         return (talk.text.strip()[:MAX_CHECKLIST_CHARS] or None), talk.requests
 
-    async def _answer_main(self, name: str, args: dict[str, Any]) -> tuple[ToolResult, bool]:
-        answer, state = answer_in_loop(name, args, "main", self.box)
+    async def _call(self, name: str, args: dict[str, Any], phase: str) -> tuple[ToolResult, str | None]:
+        """A tool call answered as the API path answers it, and task_done's state."""
+        answer, state = answer_in_loop(name, args, phase, self.box)
         if answer is None:
             answer = as_shown(await asyncio.to_thread(run_tool, name, dict(args), self.ctx), self.mask)
+        return answer, state
+
+    async def _answer_main(self, name: str, args: dict[str, Any]) -> tuple[ToolResult, bool]:
+        answer, state = await self._call(name, args, "main")
         if state is not None:
             self._state = state
             return answer, True  # task_done: the conversation ends here, nothing is sent after it

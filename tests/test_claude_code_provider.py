@@ -306,7 +306,7 @@ def test_a_filter_the_budget_cannot_cover_is_never_sent(tmp_path: Path) -> None:
     from agent_support import review_job
     from e2e_support import CALC_AFTER
 
-    from ocr_hook.agent.claude_code import ClaudeCodeReview
+    from ocr_hook.agent.claude_code_review import ClaudeCodeReview
     from ocr_hook.agent.conversation import SecretMasker
     from ocr_hook.agent.loop import FileTask
     from ocr_hook.agent.post_review import finish_file

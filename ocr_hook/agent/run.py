@@ -205,7 +205,7 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     shown = _context_counts(pack.summary() if pack is not None else None)
     ask = None
     if api is None:  # provider claude-code (DESIGN.md 15): Claude Code answers every phase and model step
-        from ocr_hook.agent.claude_code import ClaudeCodeReview
+        from ocr_hook.agent.claude_code_review import ClaudeCodeReview
 
         review = ClaudeCodeReview(task, mask, job.environ)
         outcome = await review.run()

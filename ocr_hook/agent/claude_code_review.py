@@ -78,6 +78,8 @@ class ClaudeCodeReview(FileReview):
         tool_defs = json.dumps([spec.to_api() for spec in registry.tools_for_phase(talk.phase)]) if talk.phase else ""
         if not talk.fits(estimate_tokens(talk.system + first + tool_defs)):
             raise BudgetStop(talk.budget_reason())
+        if talk.budget.remaining_seconds() <= 0:  # as the API client: no request once the time is up
+            raise BudgetStop(talk.budget.exhausted_reason or "the time limit was reached")
 
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """The read-only look around, as on the API path: its last message's text is the checklist."""

@@ -1,20 +1,24 @@
 """provider: claude-code end to end (DESIGN.md 15): `ocr-hook review` through the real Claude Code CLI (the
 `claude-code` extra) against the fake Messages API, with only CLAUDE_CODE_OAUTH_TOKEN as credential and a fake
 HOME whose ~/.claude holds a hook and a canary. One module fixture runs the few reviews (each CLI ~0.6 s); the
-tests assert on them."""
+tests assert on them. The plan phase, re-location and the review filter go through Claude Code too: a deep review
+runs all of them, each its own CLI conversation."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_support import PLAN_TOOLS, is_filter, is_relocate, plan_opening
 from e2e_support import (
     CALC_LINE,
     CALC_PATH,
+    CALC_QUOTE,
     all_files,
     assert_one_line,
     calc_repo,
@@ -23,7 +27,7 @@ from e2e_support import (
     porcelain,
     run_review,
 )
-from fake_api import FakeMessagesAPI, Fault, Reply, error_json, tool_use
+from fake_api import FakeMessagesAPI, Fault, RecordedRequest, Reply, error_json, text, tool_use
 from gitrepo import run_cli
 from test_fake_api_claude_code import CANARY, _plant_user_settings
 
@@ -36,6 +40,30 @@ NO_CREDIT = "Your credit balance is too low to access the Anthropic API."
 HELD_PATH, HELD_MARKER = "held.py", "HELD-FOREVER-8a0"
 TIMEOUT_S = 2.0
 MAX_COST = 0.06
+# A deep review (outside pre-commit): a plan with one look around, then a comment whose quote must be re-located
+# and one the review filter marks wrong.
+PHASES_PATH, PHASES_MARKER = "phases.py", "PHASES-MARKER-2c4"
+PHASES_CODE = f"# {PHASES_MARKER}\ndef ratio(a, b):\n    return a / b\n"
+CHECKLIST = "PLAN-CHECKLIST-6d9: does ratio() guard b == 0?"
+DROP_MARKER = "FILTER-DROPS-ME-1f8"
+FILTER_REASON = "The definition shown has no typo."
+
+
+# calc.py's filter request fails: as with the API, a failed filter keeps every comment.
+FILTER_FAULT = Fault(400, body=error_json(400, NO_CREDIT), times=10)
+
+
+def _filter_answer(body: dict[str, Any]) -> Reply | Fault:
+    """The review filter: the comment that carries DROP_MARKER is wrong, every other one is kept."""
+    user = json.dumps(body["messages"])
+    if CALC_QUOTE in user:
+        return FILTER_FAULT
+    wrong = [int(n) for n in re.findall(r"Comment (\d+) \([^)]*\):\\n[^\\]*" + DROP_MARKER, user)]
+    return Reply([text(json.dumps({"wrong": wrong, "reasons": {str(n): FILTER_REASON for n in wrong}}))])
+
+
+def _relocate_answer(body: dict[str, Any]) -> Reply:
+    return Reply([text(json.dumps({"locations": [{"comment": 1, "code": "    return a / b"}]}))])
 
 
 def _processes_with(marker: bytes) -> list[int]:
@@ -65,7 +93,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     repo = calc_repo(base / "repo", {CLEAN_PATH: f"# {CLEAN_MARKER}\nVALUE = 1\n",
                                      LOOP_PATH: f"# {LOOP_MARKER}\nN = 2\n",
                                      BROKE_PATH: f"# {BROKE_MARKER}\nM = 3\n",
-                                     HELD_PATH: f"# {HELD_MARKER}\nK = 4\n"})
+                                     HELD_PATH: f"# {HELD_MARKER}\nK = 4\n", PHASES_PATH: PHASES_CODE})
     out: dict[str, Any] = {"hook_ran": hook_ran}
     with FakeMessagesAPI() as fake:
         env = _env(base, fake)
@@ -78,12 +106,26 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                                                 "end_line": n})]) for n in range(1, 60)])
         fake.script(HELD_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})], hold=threading.Event())])
         fake.script(BROKE_MARKER, [Fault(400, body=error_json(400, NO_CREDIT), times=5)])
+        fake.handle(is_filter, _filter_answer)
+        fake.handle(is_relocate, _relocate_answer)
+        fake.script(plan_opening(PHASES_PATH), [Reply([tool_use("code_search", {"search_text": "ratio("})]),
+                                                Reply([text(CHECKLIST)])])
+        unplaced = comment(content="ratio() divides by b unchecked.", code="return a // b", severity="high",
+                           suggestion=None)
+        wrong = comment(content=f"{DROP_MARKER}: the name ratio is misspelt.", code="def ratio(a, b):",
+                        severity="medium", suggestion=None)
+        fake.script(PHASES_MARKER, [Reply([tool_use("code_comment", {"comments": [unplaced, wrong]}),
+                                           tool_use("task_done", {"state": "DONE"})])])
         before_files, before_status = all_files(repo), porcelain(repo)
         out["blocked"] = run_review(repo, env, base / "out-blocked", CALC_PATH, CLEAN_PATH)
         out["blocked_requests"] = fake.requests
         mark = len(fake.requests)
         out["clean"] = run_review(repo, env, base / "out-clean", CLEAN_PATH)
         out["clean_requests"] = fake.requests[mark:]
+        mark = len(fake.requests)
+        out["phases"] = run_review(repo, {**env, "PRE_COMMIT": ""}, base / "out-phases", PHASES_PATH,
+                                   "--effort", "deep")
+        out["phases_requests"] = fake.requests[mark:]
         mark = len(fake.requests)
         capped_env = {**env, "PRE_COMMIT": "", "OCR_HOOK_MAX_OUTPUT_TOKENS": "1024"}
         out["capped"] = run_review(repo, capped_env, base / "out-capped", LOOP_PATH, "--max-cost", str(MAX_COST))
@@ -123,20 +165,77 @@ def test_a_clean_file_passes(runs: dict[str, Any]) -> None:
 
 
 def test_one_turn_files_cost_one_request_each_under_pre_commit(runs: dict[str, Any]) -> None:
-    # task_done ends the conversation at once: no request after it, and no plan or filter request.
-    assert len(runs["blocked_requests"]) == 2 and len(runs["clean_requests"]) == 1
-    # every request is counted, though task_done ends the conversation right after its message
+    # task_done ends the conversation at once: no request after it. Quick (pre-commit) plans nothing and, as
+    # with the API, filters only comments that could block: the clean file is one request, calc.py's high
+    # finding one filter request more.
+    assert len(runs["clean_requests"]) == 1 and not is_filter(runs["clean_requests"][0].body)
+    blocked = runs["blocked_requests"]
+    assert len(blocked) == 3 and [is_filter(r.body) for r in blocked].count(True) == 1
+    # every billed request is counted, though task_done ends the conversation right after its message (the
+    # filter's 400 was not billed)
     assert runs["blocked"].report["usage"]["requests"] == 2 and runs["clean"].report["usage"]["requests"] == 1
     assert all(r.body.get("stream") is True for r in runs["all_requests"])
-    assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"])
+    assert all(r.status == 200 for r in runs["blocked_requests"] + runs["clean_requests"] if not is_filter(r.body))
+    # the profile's effort reaches Claude Code's requests as the API path sends it (quick: low)
+    assert {json.dumps(r.body.get("output_config")) for r in blocked if not is_filter(r.body)} == {
+        json.dumps({"effort": "low"})}
 
 
-def test_only_the_six_tools_are_offered_under_the_prefix(runs: dict[str, Any]) -> None:
+def test_a_failed_filter_keeps_every_comment(runs: dict[str, Any]) -> None:
+    run = runs["blocked"]
+    [failed] = [r for r in runs["blocked_requests"] if is_filter(r.body)]
+    assert failed.status == 400 and CALC_QUOTE in json.dumps(failed.body["messages"])
+    assert [f["path"] for f in run.report["findings"]] == [CALC_PATH] and run.code == 1  # kept, still blocking
+    [note] = [n for n in run.report["notes"] if "review filter" in n]
+    assert "all comments kept" in note and "credit balance is too low" in note.lower(), note
+
+
+def _kind(request: RecordedRequest) -> str:
+    if is_filter(request.body):
+        return "filter"
+    if is_relocate(request.body):
+        return "relocate"
+    return "plan" if plan_opening(PHASES_PATH) in request.first_user_text else "main"
+
+
+def test_only_the_phases_tools_are_offered_under_the_prefix(runs: dict[str, Any]) -> None:
     six = {spec.name for spec in registry.tools_for_phase("main")}
     assert len(six) == 6
+    offered = {"main": six, "plan": set(PLAN_TOOLS), "filter": set(), "relocate": set()}
+    kinds = set()
     for request in runs["all_requests"]:
-        names = {t["name"] for t in request.body["tools"]}
-        assert names == {f"mcp__ocr-hook__{name}" for name in six}, names
+        kind = _kind(request)
+        kinds.add(kind)
+        names = {t["name"] for t in request.body.get("tools") or []}
+        assert names == {f"mcp__ocr-hook__{name}" for name in offered[kind]}, (kind, names)
+    assert kinds == set(offered)
+
+
+def test_plan_relocation_and_filter_go_through_claude_code(runs: dict[str, Any]) -> None:
+    run, requests = runs["phases"], runs["phases_requests"]
+    assert [_kind(r) for r in requests] == ["plan", "plan", "main", "relocate", "filter"]
+    for request in requests:  # each one sent by the Claude Code CLI, none by the Messages API client
+        assert request.headers["user-agent"].startswith("claude-cli/") and request.headers["x-app"] == "cli"
+        assert request.status == 200 and request.body["stream"] is True
+    plan, looked, main = requests[0], requests[1], requests[2]
+    assert "tool_result" in json.dumps(looked.body["messages"])  # the plan's look around was answered in process
+    assert CHECKLIST in main.first_user_text  # the plan's checklist opens the main loop
+    # deep: the profile's effort on the plan's and the main loop's requests
+    assert plan.body["output_config"] == main.body["output_config"] == {"effort": "high"}
+    # the filter dropped the comment it marked wrong; the re-located one is anchored on its line and blocks
+    assert run.code == 1, run.proc.stdout
+    [finding] = run.report["findings"]
+    assert (finding["path"], finding["start_line"], finding["anchored"]) == (PHASES_PATH, 3, True)
+    [dropped] = run.report["dropped"]["comments"]
+    assert DROP_MARKER in dropped["message"] and dropped["reason"] == FILTER_REASON
+    assert run.report["coverage"]["effort"] == {PHASES_PATH: "deep"}
+
+
+def test_every_phases_usage_is_in_the_report(runs: dict[str, Any]) -> None:
+    usage, requests = runs["phases"].report["usage"], runs["phases_requests"]
+    assert usage["requests"] == len(requests) == 5
+    for key in ("input_tokens", "output_tokens"):
+        assert usage[key] == sum(r.usage[key] for r in requests) > 0, (key, usage)
 
 
 def test_user_settings_never_apply_and_the_repository_is_unchanged(runs: dict[str, Any]) -> None:
@@ -197,3 +296,35 @@ def test_ctrl_c_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
     arrived, code = runs["interrupted"]
     assert arrived and code in (130, -signal.SIGINT), code
     assert runs["survivors"] == []
+
+
+def test_a_filter_the_budget_cannot_cover_is_never_sent(tmp_path: Path) -> None:
+    """The budget is checked before Claude Code starts: a filter that does not fit is skipped (every comment
+    kept, the file's findings marked incomplete for the cache), as on the API path, and nothing is sent."""
+    import asyncio
+
+    from agent_support import review_job
+    from e2e_support import CALC_AFTER
+
+    from ocr_hook.agent.claude_code_review import ClaudeCodeReview
+    from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.agent.loop import FileTask
+    from ocr_hook.agent.post_review import finish_file
+    from ocr_hook.findings import Category, Comment, Severity
+    from ocr_hook.secrets_mask import mask_secrets
+
+    repo = calc_repo(tmp_path / "repo")
+    with FakeMessagesAPI() as fake:
+        env = _env(tmp_path, fake)
+        with review_job(repo, env, max_cost=1e-6, provider="claude-code") as job:
+            [change] = job.files
+            task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
+                            budget=job.budget, other_paths=())
+            review = ClaudeCodeReview(task, SecretMasker(mask_secrets), env)
+            comments = [Comment(CALC_PATH, "add() subtracts.", CALC_QUOTE, Severity.HIGH, Category.BUG)]
+            post = asyncio.run(finish_file(comments, change, CALC_AFTER, api=None, ask=review.ask,
+                                           settings=job.settings, mask=review.mask))
+        assert fake.requests == []
+    assert [f.start_line for f in post.findings] == [CALC_LINE] and not post.complete
+    [note] = post.notes
+    assert "review filter skipped, all comments kept" in note and "cost cap" in note, note

@@ -8,7 +8,7 @@ trusted; whatever code it points to is anchored by the same exact matcher as the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,11 @@ RELOCATE_WINDOW = 80
 FILTER_MAX_TOKENS = 1_024
 MAX_REASON_CHARS = 300  # a filter's reason for dropping a comment, as the report shows it
 MAX_LINE_CHARS = 2_000  # a shown line is cut there, as file_read cuts it
+
+# How a model step sends its one request and gets the answer's text: (model, system, user text, max_tokens).
+# Through the Messages API (api_ask) or through Claude Code (provider claude-code: ClaudeCodeReview.ask); either
+# raises BudgetStop when the budget cannot cover it and RequestFailed when it fails or the model declines.
+Ask = Callable[[str, Any, str, int], Awaitable[str]]
 
 
 @dataclass
@@ -120,27 +125,33 @@ def _describe_comments(items: Sequence[_Placed], with_lines: bool) -> str:
     return "\n\n".join(parts)
 
 
-async def _ask(api: Api, model: str, system_name: str, user_text: str, max_tokens: int,
+def api_ask(api: Api) -> Ask:
+    async def ask(model: str, system: str | list[dict[str, Any]], user_text: str, max_tokens: int) -> str:
+        response = await api.create(model=model, max_tokens=max_tokens, system=system,
+                                    messages=[{"role": "user", "content": [text_block(user_text)]}])
+        if response.stop_reason == "refusal":
+            raise RequestFailed("the model declined")
+        return "\n".join(b.text for b in response.content if b.type == "text")
+    return ask
+
+
+async def _ask(ask: Ask, model: str, system_name: str, user_text: str, max_tokens: int,
                guidance: FileGuidance | None = None) -> str:
     system: Any = prompts.template(system_name).strip()
     if guidance is not None and guidance.sections:
         system = prompts.system_blocks(system, guidance, "", header="guidance_filter.md")
-    response = await api.create(model=model, max_tokens=max_tokens, system=system,
-                                messages=[{"role": "user", "content": [text_block(user_text)]}])
-    if response.stop_reason == "refusal":
-        raise RequestFailed("the model declined")
-    return "\n".join(b.text for b in response.content if b.type == "text")
+    return await ask(model, system, user_text, max_tokens)
 
 
 async def _relocate(items: list[_Placed], change: FileChange, new_text: str, anchorer: _Anchorer,
-                    api: Api, settings: Settings, mask: Callable[[str], str], result: PostReview) -> None:
+                    ask: Ask, settings: Settings, mask: Callable[[str], str], result: PostReview) -> None:
     lost = [item for item in items if item.anchor is None]
     if not lost:
         return
     user_text = prompts.render("relocate.md", path=change.path, comments=mask(_describe_comments(lost, False)),
                                excerpt=prompts.fence(mask(numbered_excerpt(new_text, change))))
     try:
-        answer = await _ask(api, settings.model_for("relocate"), "relocate_system.md", user_text,
+        answer = await _ask(ask, settings.model_for("relocate"), "relocate_system.md", user_text,
                             settings.max_output_tokens)
     except (BudgetStop, RequestFailed) as exc:
         result.complete = False
@@ -192,7 +203,7 @@ class _Lines:
 
 
 async def _review_filter(findings: list[Finding], items: list[_Placed], change: FileChange, text: str,
-                         api: Api, settings: Settings, mask: Callable[[str], str],
+                         ask: Ask, settings: Settings, mask: Callable[[str], str],
                          result: PostReview, guidance: FileGuidance | None = None,
                          evidence: str | None = None, memory: MemoryPlan | None = None) -> list[Finding]:
     """Drops the comments the shown code proves wrong. The filter sees what the main loop had (DESIGN.md
@@ -212,7 +223,7 @@ async def _review_filter(findings: list[Finding], items: list[_Placed], change: 
                                diff_title=diff_title, diff=prompts.fence(mask(diff), "diff"), extent=extent,
                                lines=prompts.fence(lines), evidence=context)
     try:
-        answer = await _ask(api, settings.model_for("filter"), "filter_system.md", user_text,
+        answer = await _ask(ask, settings.model_for("filter"), "filter_system.md", user_text,
                             min(FILTER_MAX_TOKENS, settings.max_output_tokens), guidance)
     except (BudgetStop, RequestFailed) as exc:
         result.complete = False
@@ -294,27 +305,31 @@ def filter_due(findings: Sequence[Finding], settings: Settings, profile: Profile
 async def finish_file(comments: Sequence[Comment], change: FileChange, new_text: str | None, *,
                       api: Api | None, settings: Settings, mask: Callable[[str], str],
                       guidance: FileGuidance | None = None, profile: Profile | None = None,
-                      evidence: str | None = None, memory: MemoryPlan | None = None) -> PostReview:
-    """Findings for one file's comments. With `api` None no model step runs (e.g. after an API error).
+                      evidence: str | None = None, memory: MemoryPlan | None = None,
+                      ask: Ask | None = None) -> PostReview:
+    """Findings for one file's comments. The model steps go through `api`, or through `ask` when given
+    (provider claude-code); with neither no model step runs (e.g. after an API error).
     `evidence`: the file's context pack as the main loop's first message showed it, for the filter;
     `memory`: a re-review's plan (the filter then sees what the re-review's first message showed)."""
     result = PostReview(findings=[])
     if not comments:
         return result
+    if ask is None and api is not None:
+        ask = api_ask(api)
     text = new_text or ""
     anchorer = _Anchorer(change, text)
     items = [_Placed(c, anchorer(c.existing_code), c.existing_code) for c in comments]
-    if api is None:
+    if ask is None:
         if any(item.anchor is None for item in items):
             result.complete = False
     else:
-        await _relocate(items, change, text, anchorer, api, settings, mask, result)
+        await _relocate(items, change, text, anchorer, ask, settings, mask, result)
     _attach_fixes(items, text)
     _quote_file_lines(items, text)
     findings = [_finding(item) for item in items]
-    if api is not None and filter_due(findings, settings, profile):
+    if ask is not None and filter_due(findings, settings, profile):
         # The filter must know what the team asked for, or it would drop exactly those comments.
-        findings = await _review_filter(findings, items, change, text, api, settings, mask, result, guidance,
+        findings = await _review_filter(findings, items, change, text, ask, settings, mask, result, guidance,
                                         evidence, memory)
     unique = dedupe(findings)
     if len(unique) < len(findings):

@@ -203,10 +203,13 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
                     budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
                     capabilities=capabilities, context=pack, intent=intent[0] if intent is not None else None)
     shown = _context_counts(pack.summary() if pack is not None else None)
-    if api is None:  # provider claude-code (DESIGN.md 15): Claude Code answers the main loop
-        from ocr_hook.agent.claude_code import ClaudeCodeReview
+    ask = None
+    if api is None:  # provider claude-code (DESIGN.md 15): Claude Code answers every phase and model step
+        from ocr_hook.agent.claude_code_review import ClaudeCodeReview
 
-        outcome = await ClaudeCodeReview(task, mask, job.environ).run()
+        review = ClaudeCodeReview(task, mask, job.environ)
+        outcome = await review.run()
+        ask = review.ask
     else:
         outcome = await FileReview(task, api, mask).run()
     if memory_note:
@@ -217,8 +220,9 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
                            notes=outcome.notes)
     # After an API error the next request would most likely fail too (and after an internal error
     # it may hit the same bug): anchor locally and stop there.
+    steps = outcome.stopped_by not in ("api", "internal")
     post = await finish_file(outcome.comments, change, content, settings=job.settings, mask=mask,
-                             api=None if outcome.stopped_by in ("api", "internal") else api,
+                             api=api if steps else None, ask=ask if steps else None,
                              guidance=guidance, profile=profile, evidence=_evidence(pack, plan), memory=plan)
     notes = outcome.notes + post.notes
     findings, resolved = post.findings, []
@@ -378,7 +382,8 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
             mask.count += intent[1]  # the intent's secrets, once for the run
         guidance = _masked_guidance(job.guidance, mask)
         all_paths = [f.path for f in job.change_set.files]
-        # No Messages API client with Claude Code: no request may bypass it (no capability lookup, no filter).
+        # No Messages API client with Claude Code: no request may bypass it (no capability lookup either:
+        # Claude Code sends thinking and effort only to the models it knows support them).
         api = None if claude_code else open_api(job.settings, job.environ, job.budget)
         capabilities = _capability_lookup(job, api) if api is not None else None
         # Without the cache, or with packs the memo spared the lookups, the packs are prepared here (once, for

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from e2e_support import assert_incomplete_everywhere, assert_one_line, calc_repo, run_review
-from fake_api import FakeMessagesAPI, Fault, Reply, error_json, tool_use
+from fake_api import USAGE_KEYS, FakeMessagesAPI, Fault, Reply, error_json, first_user_text, tool_use
 from gitrepo import run_cli
 
 from ocr_hook.agent import registry
@@ -25,6 +25,7 @@ from ocr_hook.agent.diagnostics import SAMPLE_AFTER
 
 LIMITED_PATH, LIMITED_MARKER = "limited.py", "SERVER-LIMITED-4b1"
 PLAN_PATH, PLAN_MARKER = "plan.py", "PLAN-LIMITED-6d2"
+OUT_OF_CREDITS = "You're out of usage credits."
 SERVER_LIMIT = "Number of request tokens has exceeded your per-minute rate limit"
 SAMPLE_LINE = "total / (len(values) - 1)"  # in the probe's sample: its request is scripted by it
 OLD = ".".join(map(str, (*MIN_CLI_VERSION[:2], MIN_CLI_VERSION[2] - 1)))
@@ -41,6 +42,23 @@ def plan_limit(reset_epoch: int) -> Fault:
                                "anthropic-ratelimit-unified-representative-claim": "five_hour",
                                "anthropic-ratelimit-unified-reset": str(reset_epoch), "retry-after": "0"},
                  body=error_json(429, "Rate limited"), times=20)
+
+
+def credits_ran_out(body: dict[str, Any]) -> Fault:
+    """A plan's usage credits running out under a request: a stream the API cuts with an `error` event (it reports
+    errors inside a 200 stream that way), and then the request refused (what Claude Code's fallback to a
+    non-streaming request gets). Claude Code tells this error by `error.details.error_code`
+    `extra_usage_out_of_credits` (read in its 2.1.332 bundle); the message is ours."""
+    error = error_json(400, OUT_OF_CREDITS)
+    error["error"]["details"] = {"error_code": "extra_usage_out_of_credits"}
+    if not body.get("stream"):
+        return Fault(400, body=error, times=20)
+    start = {"type": "message_start", "message": {
+        "id": "msg_fake_cut", "type": "message", "role": "assistant", "model": body["model"], "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {**dict.fromkeys(USAGE_KEYS, 0), "output_tokens": 1}}}
+    events = [("message_start", start), ("ping", {"type": "ping"}), ("error", error)]
+    return Fault(200, body="".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events),
+                 content_type="text/event-stream", times=20)
 
 
 def _script(path: Path, text: str, mode: int = 0o755) -> str:
@@ -92,8 +110,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         mark = len(fake.requests)
         out["probe"] = _doctor(repo, env, "--probe")
         out["probe_requests"] = fake.requests[mark:]
-        fake.script(SAMPLE_LINE, [plan_limit(out["reset"])])
-        out["probe_limited"] = _doctor(repo, env, "--probe")
+        fake.handle(lambda body: SAMPLE_LINE in first_user_text(body), credits_ran_out)
+        mark = len(fake.requests)
+        out["probe_no_credit"] = _doctor(repo, env, "--probe")
+        out["probe_no_credit_requests"] = fake.requests[mark:]
         no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
         mark = len(fake.requests)
         out["doctor_no_login"] = _doctor(repo, no_login, "--probe")
@@ -172,12 +192,15 @@ def test_doctor_probe_reviews_the_sample_through_claude_code(runs: dict[str, Any
     assert "sk-ant-oat01-test" not in stdout
 
 
-def test_doctor_probe_fails_with_claude_codes_reason(runs: dict[str, Any]) -> None:
-    code, checks, _ = runs["probe_limited"]
+def test_credits_running_out_fail_the_probe_with_claude_codes_reason(runs: dict[str, Any]) -> None:
+    code, checks, _ = runs["probe_no_credit"]
     assert code == 2
     probe = checks["probe"]
-    assert probe["status"] == "FAIL" and "hit your" in probe["message"] and "resets" in probe["message"], probe
+    assert probe["status"] == "FAIL" and OUT_OF_CREDITS in probe["message"], probe
     assert_one_line(probe["message"])
+    # the cut stream, then Claude Code's non-streaming fallback refused: never a pass
+    assert [(r.body.get("stream"), r.status) for r in runs["probe_no_credit_requests"]][:2] == [(True, 200),
+                                                                                              (False, 400)]
 
 
 def test_doctor_without_a_login_fails_and_sends_nothing(runs: dict[str, Any]) -> None:

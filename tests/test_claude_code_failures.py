@@ -210,3 +210,13 @@ def test_doctor_without_a_login_fails_and_sends_nothing(runs: dict[str, Any]) ->
     assert credentials["status"] == "FAIL" and "not logged in" in credentials["message"], credentials
     assert "claude login" in credentials["message"]
     assert checks["probe"]["status"] == "WARN" and runs["no_login_requests"] == 0
+
+
+def test_on_macos_only_a_login_counts_not_any_claude_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocr_hook.agent.claude_code import credential_kind
+
+    monkeypatch.setattr(sys, "platform", "darwin")  # the keychain branch: what decides is the file's content
+    (tmp_path / ".claude.json").write_text(json.dumps({"firstStartTime": "2026-12-03T18:38:11Z"}))  # any run
+    assert credential_kind({"HOME": str(tmp_path)}) is None
+    (tmp_path / ".claude.json").write_text(json.dumps({"oauthAccount": {"accountUuid": "a"}}))  # after a login
+    assert credential_kind({"HOME": str(tmp_path)}) == "Claude Code login (macOS keychain)"

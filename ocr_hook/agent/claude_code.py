@@ -9,7 +9,9 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -23,6 +25,20 @@ SIGN_IN_HINT = ("provider claude-code found no Claude Code credentials: run `cla
                 "and set CLAUDE_CODE_OAUTH_TOKEN), or set ANTHROPIC_API_KEY")
 # Claude Code retries failed requests itself; a commit must not wait through its default ten.
 CLI_MAX_RETRIES = "2"
+# The oldest Claude Code whose behaviour the review relies on, from its CHANGELOG.md (github.com/anthropics/
+# claude-code): 2.1.186 "Fixed `--tools` allowing feature-gated tools to slip through before flags loaded on a cold
+# first launch" (no built-in tool may ever run); older, and needed too: 2.1.166 (`--thinking disabled` honoured by
+# models that think by default), 2.1.85 (`type:'sdk'` MCP servers in `--mcp-config` no longer dropped), 1.0.109
+# (`--include-partial-messages`), 1.0.55 (`--system-prompt-file`).
+MIN_CLI_VERSION = (2, 1, 186)
+UPGRADE_HINT = ("pip install -U 'ocr-hook[claude-code]' (its bundled claude), or point claude_code_path at a newer "
+                "claude (`claude update`)")
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_VERSION_TIMEOUT_S = 15.0
+_versions: dict[tuple[str, int, int], str] = {}  # (path, mtime_ns, size) → what `--version` printed
+# With these Claude Code makes no request of its own (updates, telemetry, feature flags): `claude auth status`
+# under them touches no network (strace, 2.1.332). The review's environment (ClaudeCodeReview._env) starts from them.
+QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
 _STDOUT_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole tool result
 
 
@@ -31,12 +47,24 @@ def credential_kind(environ: Mapping[str, str]) -> str | None:
     for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         if environ.get(name):
             return name
-    config = Path(environ.get("CLAUDE_CONFIG_DIR") or Path(environ.get("HOME") or Path.home()) / ".claude")
+    home = Path(environ.get("HOME") or Path.home())
+    config = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
     if (config / ".credentials.json").is_file():
         return f"Claude Code login ({config / '.credentials.json'})"
-    if sys.platform == "darwin" and (Path(environ.get("HOME") or Path.home()) / ".claude.json").is_file():
+    # macOS keeps the login in the keychain, which only Claude Code reads (`claude auth status`, doctor: ~0.2 s).
+    # Its .claude.json is written by any run, logged in or not; only a login leaves an oauthAccount in it.
+    if sys.platform == "darwin" and _has_oauth_account(Path(environ["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+                                                       if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude.json"):
         return "Claude Code login (macOS keychain)"
     return None
+
+
+def _has_oauth_account(path: Path) -> bool:
+    try:
+        config = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("oauthAccount"))
 
 
 def cli_path(settings_path: str | None) -> str:
@@ -55,8 +83,43 @@ def cli_path(settings_path: str | None) -> str:
     return str(bundled)
 
 
+def cli_version(cli: str, environ: Mapping[str, str]) -> str:
+    """The first line `cli --version` prints, once per binary (path, mtime and size) and process. ConfigError,
+    naming the fix, when it does not run, prints no version, or is older than MIN_CLI_VERSION."""
+    try:
+        stat = os.stat(cli)
+    except OSError as exc:
+        raise ConfigError(f"Claude Code at {cli} cannot be read ({exc.strerror}): {UPGRADE_HINT}") from None
+    key = (cli, stat.st_mtime_ns, stat.st_size)
+    version = _versions.get(key)
+    if version is None:
+        try:
+            proc = subprocess.run([cli, "--version"], capture_output=True, text=True, errors="replace",
+                                  timeout=_VERSION_TIMEOUT_S, env=dict(environ), stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"{cli} --version did not answer within {_VERSION_TIMEOUT_S:g} s: "
+                              f"{UPGRADE_HINT}") from None
+        except OSError as exc:
+            fix = f"chmod +x {cli}" if isinstance(exc, PermissionError) else UPGRADE_HINT
+            raise ConfigError(f"Claude Code at {cli} does not run ({exc.strerror or type(exc).__name__}): "
+                              f"{fix}") from None
+        first = (proc.stdout.strip().splitlines() or [""])[0].strip()
+        if proc.returncode != 0 or not _VERSION.match(first):
+            said = " ".join((first or proc.stderr.strip() or f"exit code {proc.returncode}").split())[:80]
+            raise ConfigError(f"{cli} does not look like Claude Code (`--version` printed {said!r}): "
+                              f"{UPGRADE_HINT}")
+        version = _versions[key] = first
+    found = _VERSION.match(version)
+    assert found is not None
+    if tuple(int(n) for n in found.groups()) < MIN_CLI_VERSION:
+        raise ConfigError(f"Claude Code {found.group(0)} at {cli} is too old: ocr-hook needs "
+                          f"{'.'.join(map(str, MIN_CLI_VERSION))} or newer; {UPGRADE_HINT}")
+    return version
+
+
 def check_credentials(settings_path: str | None, environ: Mapping[str, str]) -> None:
-    cli_path(settings_path)
+    """Before any file is reviewed: the CLI is there and new enough, and some credential is."""
+    cli_version(cli_path(settings_path), environ)
     if credential_kind(environ) is None:
         raise ConfigError(SIGN_IN_HINT)
 

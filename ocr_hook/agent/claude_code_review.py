@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook.agent import prompts, registry
-from ocr_hook.agent.claude_code import CLI_MAX_RETRIES, SERVER, _transport_class, cli_path
+from ocr_hook.agent.claude_code import CLI_MAX_RETRIES, QUIET_ENV, SERVER, _transport_class, cli_path
 from ocr_hook.agent.client import BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import SecretMasker
 from ocr_hook.agent.loop import (
@@ -226,11 +226,9 @@ class CliTalk:
 
     def _env(self, cwd: str) -> dict[str, str]:
         env = {k: v for k, v in self.environ.items() if k != "CLAUDECODE"}
-        env.update({"CLAUDE_CODE_ENTRYPOINT": "sdk-py", "ENABLE_TOOL_SEARCH": "false",
-                    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(self.max_tokens),
-                    "CLAUDE_CODE_MAX_RETRIES": CLI_MAX_RETRIES, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                    "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_SDK_READS_SESSION_STATE": "1",
-                    "PWD": cwd})
+        env.update({**QUIET_ENV, "CLAUDE_CODE_ENTRYPOINT": "sdk-py", "ENABLE_TOOL_SEARCH": "false",
+                    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(self.max_tokens), "CLAUDE_CODE_MAX_RETRIES": CLI_MAX_RETRIES,
+                    "CLAUDE_CODE_SDK_READS_SESSION_STATE": "1", "PWD": cwd})
         return env
 
     def _tools(self) -> list[Any]:

@@ -205,25 +205,33 @@ async def _probe(settings: Settings, environ: Mapping[str, str], root: str) -> P
                     deadline=time.monotonic() + min(PROBE_TIMEOUT_S, settings.timeout), pricing=settings.pricing)
     change_set = collect_changes(root, Scope("staged"), (), environ)
     snapshot = open_snapshot(root, change_set)
-    api = open_api(settings, environ, budget)
+    # provider claude-code: the sample is reviewed through Claude Code, as a review would be; nothing bypasses it
+    api = None if settings.provider == "claude-code" else open_api(settings, environ, budget)
     try:
         change = change_set.files[0]
         mask = SecretMasker(mask_secrets)
         # As under pre-commit: the quick profile, with what the model accepts from the capability lookup.
         quick = effort.profile("quick", "doctor --probe: as in a commit hook")
-        lookup = capabilities.CapabilityLookup(api.sdk_client, settings.provider, cache_dir_of(settings, environ),
-                                               remaining_s=budget.remaining_seconds)
+        lookup = None if api is None else capabilities.CapabilityLookup(
+            api.sdk_client, settings.provider, cache_dir_of(settings, environ), remaining_s=budget.remaining_seconds)
         task = FileTask(change=change, change_set=change_set, snapshot=snapshot, settings=settings, budget=budget,
                         other_paths=(), profile=quick, capabilities=lookup)
-        outcome = await FileReview(task, api, mask).run()
+        if api is None:
+            from ocr_hook.agent.claude_code_review import ClaudeCodeReview
+
+            outcome = await ClaudeCodeReview(task, mask, environ).run()
+        else:
+            outcome = await FileReview(task, api, mask).run()
         content = snapshot.read_text(change.path)
         post = await finish_file(outcome.comments, change, content, settings=settings, mask=mask,
                                  api=None if outcome.stopped_by in ("api", "internal") else api, profile=quick)
     finally:
-        await api.aclose()
+        if api is not None:
+            await api.aclose()
         snapshot.close()
     usage = budget.usage
     return ProbeReport(state=outcome.state, reason=outcome.reason, stopped_by=outcome.stopped_by,
                        tool_calls=outcome.tool_calls, requests=usage.requests, usage=usage,
-                       first_reply_s=api.first_reply_s, comments=len(post.findings), cap_usd=cap,
-                       estimated_input_tokens=api.estimated_input_tokens, notes=api.fields.notes())
+                       first_reply_s=api.first_reply_s if api is not None else None, comments=len(post.findings),
+                       cap_usd=cap, estimated_input_tokens=api.estimated_input_tokens if api is not None else 0,
+                       notes=api.fields.notes() if api is not None else [])

@@ -397,8 +397,9 @@ def check_probe(ctx: _Context) -> list[Check]:
         return [Check("probe", WARN, "not run: it needs working settings and credentials (see above)",
                       "fix the lines marked FAIL, then run ocr-hook doctor --probe again")]
     if ctx.settings.provider == "claude-code":
-        return [Check("probe", WARN, "not run: a probe through Claude Code is not available yet",
-                      "run ocr-hook review on a small staged change instead")]
+        from ocr_hook.commands.doctor_claude_code import probe_checks as claude_code_probe
+
+        return claude_code_probe(ctx.settings, ctx.environ)
     from ocr_hook.agent.diagnostics import run_probe
 
     try:

@@ -117,9 +117,9 @@ def _validator(schema: Any, flags: bool, partial: bool = False, close: bool = Tr
 def _corrected(described: list[dict[str, Any]], corrections: list[dict[str, Any]], name: str) -> None:
     """Apply <forge>.extra.json's corrections to the extracted operations, in place. Each names where it
     applies ("METHOD TEMPLATE LOCATION", the location a /-path inside the operation as extract.py wrote it)
-    and either a `schema` that replaces the description's there, an `or` schema allowed beside it, or
-    `parameters` the operation also takes. One that no longer finds its place fails loudly: the description
-    changed and the correction must be looked at again."""
+    and either a `schema` that replaces the description's there, an `or` schema allowed beside it, an `and`
+    schema the value must meet as well, or `parameters` the operation also takes. One that no longer finds
+    its place fails loudly: the description changed and the correction must be looked at again."""
     for correction in corrections:
         for where in correction["where"]:
             method, template, *at = where.split(" ")
@@ -135,7 +135,11 @@ def _corrected(described: list[dict[str, Any]], corrections: list[dict[str, Any]
                 node = node[int(part) if isinstance(node, list) else part]
             if last not in node:
                 raise LookupError(f"{name}: correction for {where}: the description has nothing there")
-            node[last] = correction["schema"] if "schema" in correction else {"anyOf": [node[last], correction["or"]]}
+            if "schema" in correction:
+                node[last] = correction["schema"]
+            else:  # `or`: either schema will do; `and`: the description's, and this one too
+                node[last] = ({"anyOf": [node[last], correction["or"]]} if "or" in correction
+                              else {"allOf": [node[last], correction["and"]]})
 
 
 @cache

@@ -223,14 +223,16 @@ def test_bitbucket_wrong_field_missing_field_and_bad_reply_are_caught() -> None:
 
 def test_bitbucket_corrections_allow_what_the_service_does_and_no_more() -> None:
     """bitbucket.extra.json corrects the description where Bitbucket itself says otherwise: a data value is
-    a number, string or boolean (an object only for a LINK), Code Insights' own {key, message, arguments}
-    error, and the pagination of the annotations list."""
+    a number, string or boolean (an object only for a LINK), an annotation needs its summary, Code Insights'
+    own {key, message, arguments} error, and the pagination of the annotations list."""
     link = {"title": "Job", "type": "LINK", "value": {"text": "the job", "href": "https://ci.example/1"}}
     flag = {"title": "Safe to merge?", "type": "BOOLEAN", "value": False}
     assert api_contract.check("bitbucket", "PUT", BB, {}, {**BB_REPORT, "data": [link, flag]}) == []
     assert api_contract.check("bitbucket", "PUT", BB, {}, {**BB_REPORT, "data": [{"title": "x", "value": [1]}]})
     assert api_contract.check("bitbucket", "PUT", BB, {}, {**BB_REPORT, "data": [
         {"title": "Job", "type": "LINK", "value": {"text": "the job", "url": "https://ci.example/1"}}]})
+    assert any("0: 'summary' is a required" in p for p in api_contract.check(  # Bitbucket refuses it: a 400
+        "bitbucket", "POST", BB + "/annotations", {}, [{k: v for k, v in BB_ONE.items() if k != "summary"}]))
     keyed = {"key": "report-service.general.bad-request", "message": "no", "arguments": {}}
     assert api_contract.check_reply("bitbucket", "PUT", BB, 400, keyed) == []
     assert api_contract.check_reply("bitbucket", "GET", BB, 404, {"type": "error", "error": {"message": "no"}}) == []

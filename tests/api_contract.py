@@ -1,6 +1,7 @@
 """Every request a fake forge receives, and every reply it gives, checked against the forge's own API
 description (DESIGN 17): the operations vendored in tests/api_descriptions/ by extract.py, plus the few a
-description lacks, written down from the REST documentation in <forge>.extra.json.
+description lacks, written down from the REST documentation in <forge>.extra.json, and the few places where
+a description is wrong about what the forge does, corrected there (`corrections`, each with its reason).
 
 `check(forge, method, path, query, body)` finds the operation by its path template and validates the path
 and query parameters and the JSON body; `check_reply(...)` validates a reply against the response schema
@@ -113,14 +114,46 @@ def _validator(schema: Any, flags: bool, partial: bool = False, close: bool = Tr
     return Draft4Validator(_openapi_to_jsonschema(copy.deepcopy(schema), close=close, flags=flags, partial=partial))
 
 
+def _corrected(described: list[dict[str, Any]], corrections: list[dict[str, Any]], name: str) -> None:
+    """Apply <forge>.extra.json's corrections to the extracted operations, in place. Each names where it
+    applies ("METHOD TEMPLATE LOCATION", the location a /-path inside the operation as extract.py wrote it)
+    and either a `schema` that replaces the description's there, an `or` schema allowed beside it, an `and`
+    schema the value must meet as well, or `parameters` the operation also takes. One that no longer finds
+    its place fails loudly: the description changed and the correction must be looked at again."""
+    for correction in corrections:
+        for where in correction["where"]:
+            method, template, *at = where.split(" ")
+            op = next((o for o in described if o["method"] == method and o["path"] == template), None)
+            if op is None:
+                raise LookupError(f"{name}: correction for {method} {template}: no such described operation")
+            if "parameters" in correction:
+                op["parameters"] = [*op["parameters"], *correction["parameters"]]
+                continue
+            *parents, last = at[0].split("/")
+            node: Any = op
+            for part in parents:
+                node = node[int(part) if isinstance(node, list) else part]
+            if last not in node:
+                raise LookupError(f"{name}: correction for {where}: the description has nothing there")
+            if "schema" in correction:
+                node[last] = correction["schema"]
+            else:  # `or`: either schema will do; `and`: the description's, and this one too
+                node[last] = ({"anyOf": [node[last], correction["or"]]} if "or" in correction
+                              else {"allOf": [node[last], correction["and"]]})
+
+
 @cache
 def operations(forge: str) -> tuple[Operation, ...]:
     ops: list[Operation] = []
+    extra = HERE / f"{forge}.extra.json"
+    corrections = json.loads(extra.read_text(encoding="utf-8")).get("corrections", []) if extra.exists() else []
     for name in (f"{forge}.extra.json", f"{forge}.json"):  # the hand-written ones first: they win a tie
         path = HERE / name
         if not path.exists():
             continue
         doc = json.loads(path.read_text(encoding="utf-8"))
+        if name == f"{forge}.json" and corrections:
+            _corrected(doc["operations"], corrections, extra.name)
         base = doc.get("basePath", "")
         source = doc.get("source", {}).get("repository", name)
         for op in doc["operations"]:

@@ -1,6 +1,8 @@
 """A fake of Bitbucket Cloud's Code Insights API (reports and annotations), over real HTTP on 127.0.0.1.
 
-Built from Bitbucket Cloud's REST reference (developer.atlassian.com/cloud/bitbucket/rest/api-group-reports):
+Built from Bitbucket Cloud's REST reference (developer.atlassian.com/cloud/bitbucket/rest/api-group-reports),
+its traffic checked against Bitbucket's own OpenAPI description (tests/api_descriptions/bitbucket.json, with
+the corrections in bitbucket.extra.json):
   PUT    /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/reports/{reportId}   create or replace
   GET    …/reports/{reportId}                                                          404 when absent
   DELETE …/reports/{reportId}                                                          its annotations go too
@@ -55,7 +57,7 @@ VIA_PROXY = "x-via-proxy"
 
 class FakeBitbucket(FakeForge):
     name = "bitbucket"
-    contract = "bitbucket"  # checked against tests/api_descriptions/bitbucket.extra.json
+    contract = "bitbucket"  # checked against Bitbucket's swagger.v3.json: tests/api_descriptions/bitbucket.json
 
     def __init__(self, workspace: str = "team", repo_slug: str = "app", *, page_size: int = 3) -> None:
         self.workspace, self.repo_slug = workspace, repo_slug

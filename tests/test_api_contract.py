@@ -82,6 +82,8 @@ def test_every_vendored_description_records_its_source() -> None:
         doc = json.loads(path.read_text(encoding="utf-8"))
         if path.name.endswith(".extra.json"):
             assert all(op.get("documentation") for op in doc["operations"]), path.name
+            assert all(c.get("documentation") and c.get("reason") and c.get("where")
+                       for c in doc.get("corrections", [])), path.name
         else:
             assert {"repository", "path"} <= set(doc["source"]), path.name
             if "package" in doc["source"]:  # a registry package that ships the official description
@@ -172,27 +174,72 @@ def test_gitlab_requests_and_replies_are_checked() -> None:
 
 
 BB = "/2.0/repositories/team/app/commit/" + "a" * 40 + "/reports/ocr-hook"
+BB_REPORT = {"type": "report", "title": "ocr-hook review", "report_type": "BUG", "result": "FAILED",
+             "data": [{"title": "Findings", "type": "NUMBER", "value": 2}]}
+BB_ONE = {"type": "report_annotation", "external_id": "f1", "annotation_type": "BUG", "severity": "HIGH",
+          "path": "app.py", "line": 3, "summary": "x"}
 
 
-def test_bitbucket_requests_and_replies_are_checked() -> None:
-    report = {"title": "ocr-hook review", "report_type": "BUG", "result": "FAILED",
-              "data": [{"title": "Findings", "type": "NUMBER", "value": 2}]}
-    assert api_contract.check("bitbucket", "PUT", BB, {}, report) == []
-    assert any("'SECURITY_SCAN' is not one of" in p
-               for p in api_contract.check("bitbucket", "PUT", BB, {}, {**report, "report_type": "SECURITY_SCAN"}))
-    one = {"external_id": "f1", "annotation_type": "BUG", "severity": "HIGH", "path": "app.py", "line": 3,
-           "summary": "x"}
-    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [one]) == []
-    # Bitbucket Server's spelling (`message`) and more than a bulk request takes
-    assert any("'message' was unexpected" in p for p in api_contract.check(
-        "bitbucket", "POST", BB + "/annotations", {}, [{**one, "message": "x"}]))
-    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [one] * 101)[0].startswith(
-        f"bitbucket POST {BB}/annotations: body: (top): ")  # maxItems 100 (the message quotes the list)
+def test_bitbucket_is_checked_against_its_own_description() -> None:
+    """Bitbucket Cloud's swagger.v3.json (bitbucket.json), with bitbucket.extra.json's corrections only."""
+    for template in (BB, BB + "/annotations", BB + "/annotations/f1", "/2.0/repositories/team/app/src/x/a.py"):
+        methods = [m for m in ("GET", "PUT", "POST", "DELETE") if api_contract.find("bitbucket", m, template)]
+        assert methods and all(api_contract.find("bitbucket", m, template).source == "coderabbitai/bitbucket"
+                               for m in methods), template
+    assert api_contract.check("bitbucket", "PUT", BB, {}, BB_REPORT) == []
+    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [BB_ONE]) == []
     src = "/2.0/repositories/team/app/src/" + "a" * 40 + "/pkg/sub/app.py"  # {path} holds slashes
     assert api_contract.check("bitbucket", "GET", src, {}, None) == []
-    # the mismatch the checker found: a report names no commit
+    assert api_contract.check("bitbucket", "GET", BB + "/annotations", {"pagelen": "10", "page": "2"}, None) == []
+
+
+def test_bitbucket_wrong_field_missing_field_and_bad_reply_are_caught() -> None:
+    # a wrong field name: Bitbucket Server's `message` for Cloud's `summary`; a report's `reportType`
+    assert any("'message' was unexpected" in p for p in api_contract.check(
+        "bitbucket", "POST", BB + "/annotations", {}, [{**BB_ONE, "message": "x"}]))
+    renamed = {**{k: v for k, v in BB_REPORT.items() if k != "report_type"}, "reportType": "BUG"}
+    assert any("'reportType' was unexpected" in p for p in api_contract.check("bitbucket", "PUT", BB, {}, renamed))
+    assert any("'SECURITY_SCAN' is not one of" in p for p in api_contract.check(
+        "bitbucket", "PUT", BB, {}, {**BB_REPORT, "report_type": "SECURITY_SCAN"}))
+    # a missing required field: the description makes every object's `type` required, in requests too
+    untyped = api_contract.check("bitbucket", "PUT", BB, {}, {k: v for k, v in BB_REPORT.items() if k != "type"})
+    assert len(untyped) == 1 and "'type' is a required property" in untyped[0]
+    assert any("0: 'type' is a required" in p for p in api_contract.check(
+        "bitbucket", "POST", BB + "/annotations", {}, [{k: v for k, v in BB_ONE.items() if k != "type"}]))
+    assert api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [BB_ONE] * 101)[0].startswith(
+        f"bitbucket POST {BB}/annotations: body: (top): ")  # maxItems 100 (the message quotes the list)
+    assert "[] should be non-empty" in api_contract.check("bitbucket", "POST", BB + "/annotations", {}, [])[0]
+    # replies the description does not allow: a report naming its commit, an untyped one, a 201
     assert any("'commit' was unexpected" in p for p in api_contract.check_reply(
-        "bitbucket", "PUT", BB, 200, {**report, "type": "report", "uuid": "{u}", "commit": "a" * 40}))
-    assert any("'type' is a required" in p for p in api_contract.check_reply("bitbucket", "PUT", BB, 200, report))
-    assert api_contract.check_reply("bitbucket", "PUT", BB, 400, {"key": "report-service.general.bad-request",
-                                                                  "message": "no", "arguments": {}}) == []
+        "bitbucket", "PUT", BB, 200, {**BB_REPORT, "uuid": "{u}", "commit": "a" * 40}))
+    assert any("'type' is a required" in p for p in api_contract.check_reply(
+        "bitbucket", "GET", BB, 200, {k: v for k, v in BB_REPORT.items() if k != "type"}))
+    assert any("values/0/line: 0 is less than the minimum of 1" in p for p in api_contract.check_reply(
+        "bitbucket", "GET", BB + "/annotations", 200, {"values": [{**BB_ONE, "line": 0}], "page": 1}))
+    assert "status 201" in api_contract.check_reply("bitbucket", "POST", BB + "/annotations", 201, [BB_ONE])[0]
+    assert "not valid under any" in api_contract.check_reply(  # an error with neither `type` nor `key`
+        "bitbucket", "GET", BB, 404, {"error": {"message": "no"}})[0]
+
+
+def test_bitbucket_corrections_allow_what_the_service_does_and_no_more() -> None:
+    """bitbucket.extra.json corrects the description where Bitbucket itself says otherwise: a data value is
+    a number, string or boolean (an object only for a LINK), an annotation needs its summary, Code Insights'
+    own {key, message, arguments} error, and the pagination of the annotations list."""
+    link = {"title": "Job", "type": "LINK", "value": {"text": "the job", "href": "https://ci.example/1"}}
+    flag = {"title": "Safe to merge?", "type": "BOOLEAN", "value": False}
+    assert api_contract.check("bitbucket", "PUT", BB, {}, {**BB_REPORT, "data": [link, flag]}) == []
+    assert api_contract.check("bitbucket", "PUT", BB, {}, {**BB_REPORT, "data": [{"title": "x", "value": [1]}]})
+    assert api_contract.check("bitbucket", "PUT", BB, {}, {**BB_REPORT, "data": [
+        {"title": "Job", "type": "LINK", "value": {"text": "the job", "url": "https://ci.example/1"}}]})
+    assert any("0: 'summary' is a required" in p for p in api_contract.check(  # Bitbucket refuses it: a 400
+        "bitbucket", "POST", BB + "/annotations", {}, [{k: v for k, v in BB_ONE.items() if k != "summary"}]))
+    keyed = {"key": "report-service.general.bad-request", "message": "no", "arguments": {}}
+    assert api_contract.check_reply("bitbucket", "PUT", BB, 400, keyed) == []
+    assert api_contract.check_reply("bitbucket", "GET", BB, 404, {"type": "error", "error": {"message": "no"}}) == []
+    assert "'limit' is not one" in api_contract.check("bitbucket", "GET", BB + "/annotations", {"limit": "5"}, None)[0]
+    # a correction that no longer finds its place fails loudly rather than checking nothing
+    described = [{"method": "GET", "path": "/x", "parameters": [], "body": None, "responses": {"200": {}}}]
+    with pytest.raises(LookupError, match="nothing there"):
+        api_contract._corrected(described, [{"where": ["GET /x responses/404"], "or": {}}], "t.extra.json")
+    with pytest.raises(LookupError, match="no such described operation"):
+        api_contract._corrected(described, [{"where": ["PUT /x body"], "schema": {}}], "t.extra.json")

@@ -3,6 +3,8 @@ Insights report keeps under Bitbucket's 1,000, on which lines, and the fields' l
 
 from __future__ import annotations
 
+import api_contract
+
 from ocr_hook.findings import Category, Finding, Fix, Severity
 from ocr_hook.publish.bitbucket_insights import MAX_ANNOTATIONS, MAX_SUMMARY, plan_insights
 from ocr_hook.publish.report_input import Report
@@ -43,3 +45,13 @@ def test_fields_and_lines() -> None:
         f"{2:032x}"]["details"]
     assert "line" not in by_id[f"{3:032x}"]  # line 9 is not in the commit's file
     assert plan.report["result"] == "PASSED" and (plan.on_lines, plan.without_line) == (2, 1)
+
+
+def test_the_report_and_its_annotations_are_what_bitbucket_describes() -> None:
+    """Bitbucket's description (swagger.v3.json) requires `type` of a report and of an annotation in the
+    request too: each is an `object`, whose `type` names it. The publisher sent neither before."""
+    reports = "/2.0/repositories/team/app/commit/" + "a" * 40 + "/reports/ocr-hook"
+    plan = plan_insights(report([finding(1, Severity.HIGH), finding(2, line=9)]), HEAD, HEAD)
+    assert plan.report["type"] == "report" and {a["type"] for a in plan.annotations} == {"report_annotation"}
+    assert api_contract.check("bitbucket", "PUT", reports, {}, plan.report) == []
+    assert [api_contract.check("bitbucket", "POST", reports + "/annotations", {}, b) for b in plan.batches()] == [[]]

@@ -9,6 +9,8 @@ else a 400) is the message cut with an ellipsis, its `details` (2,000) the whole
 
 Bitbucket shows these fields as plain text, not Markdown: nothing in them can mention anyone or run a
 link, so model text only has its hidden characters made visible (render.visible), as in every forge's text.
+Both bodies name their `type` ("report", "report_annotation"): Bitbucket's OpenAPI description makes every
+object's `type` required, in a request as in a reply.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def annotation(f: Finding, line: int | None, why: str | None) -> dict[str, Any]:
     if why:
         details = f"({why})\n\n" + details
     one: dict[str, Any] = {
+        "type": "report_annotation",
         "external_id": f.fingerprint,
         "annotation_type": _TYPE.get(f.category, "CODE_SMELL"),
         "severity": _SEVERITY[f.severity],
@@ -131,6 +134,7 @@ def report_body(report: Report, live: int, suppressed: int, left_out: int, *, li
         parts.append(f"The review is incomplete: {report.skipped} file(s) not reviewed, {report.failed} failed; "
                      "this is not a clean pass.")
     body: dict[str, Any] = {
+        "type": "report",
         "title": "ocr-hook review",
         "details": clip(" ".join(parts), MAX_DETAILS),
         "report_type": "BUG",

@@ -3,11 +3,17 @@
     python tests/api_descriptions/extract.py azure /path/to/clone/of/vsts-rest-api-specs
     python tests/api_descriptions/extract.py github /path/to/unpacked/npm/package   # npm pack @octokit/openapi
     python tests/api_descriptions/extract.py gitea /path/to/v1_json.tmpl COMMIT
+    python tests/api_descriptions/extract.py bitbucket /path/to/git/dir/of/coderabbitai/bitbucket [COMMIT]
 
 The Gitea description is one file of a repository too large to clone for it; download it at a commit,
     curl -o v1_json.tmpl https://raw.githubusercontent.com/go-gitea/gitea/COMMIT/templates/swagger/v1_json.tmpl
 and name that commit (it is recorded as given). The file is a Go template: its `{{AppSubUrl | JSEscape}}`
 markers (in basePath and the version) are removed before it is read, as a server at the root renders it.
+
+Atlassian publishes Bitbucket Cloud's description at one URL (UPSTREAM below), with no history of its own;
+the public repository coderabbitai/bitbucket vendors it. Give a clone, or a bare mirror of it (read with
+`git show COMMIT:PATH`; COMMIT defaults to HEAD), or the downloaded file and the commit it was taken at.
+An OpenAPI 3 description's base path is its first server's path (Bitbucket's https://api.bitbucket.org/2.0).
 
 reads the description at its path in the clone, or in an unpacked registry package that ships the
 forge's official description (`package.json` there: its name and version are recorded instead of a
@@ -27,6 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -41,10 +48,13 @@ SOURCES: dict[str, dict[str, str]] = {
                "package_path": "generated/api.github.com.json"},
     "gitea": {"repository": "go-gitea/gitea", "path": "templates/swagger/v1_json.tmpl"},  # a downloaded file
     "gitlab": {"repository": "gitlabhq/gitlabhq", "path": "doc/api/openapi/openapi_v2.yaml"},
+    "bitbucket": {"repository": "coderabbitai/bitbucket", "path": "src/cloud/openapi/swagger.v3.json",
+                  "upstream": "https://dac-static.atlassian.com/cloud/bitbucket/swagger.v3.json"},
 }
 
 _AZ = "/{organization}/{project}/_apis/git/repositories/{repositoryId}"
 _AZ_PR = _AZ + "/pullRequests/{pullRequestId}"
+_BB_REPORT = "/repositories/{workspace}/{repo_slug}/commit/{commit}/reports/{reportId}"
 OPERATIONS: dict[str, list[tuple[str, str]]] = {
     "azure": [("GET", _AZ + "/items"), ("GET", _AZ_PR + "/iterations"),
               ("GET", _AZ_PR + "/iterations/{iterationId}/changes"), ("GET", _AZ_PR + "/threads"),
@@ -61,19 +71,36 @@ OPERATIONS: dict[str, list[tuple[str, str]]] = {
               ("POST", "/repos/{owner}/{repo}/pulls/{index}/reviews"),
               ("GET", "/repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments")],
     "gitlab": [],
+    # what the publisher calls (DELETE and PUT the report, POST annotations, GET src) and what the fake also
+    # answers for the tests (GET the report and its annotations, DELETE one annotation)
+    "bitbucket": [("PUT", _BB_REPORT), ("GET", _BB_REPORT), ("DELETE", _BB_REPORT),
+                  ("GET", _BB_REPORT + "/annotations"), ("POST", _BB_REPORT + "/annotations"),
+                  ("DELETE", _BB_REPORT + "/annotations/{annotationId}"),
+                  ("GET", "/repositories/{workspace}/{repo_slug}/src/{commit}/{path}")],
 }
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
-          "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package"}
+          "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package",
+          "x-bb-default-fields", "x-bb-url"}
 _TEMPLATE_MARKER = re.compile(r"\{\{[^{}]*\}\}")  # Gitea's v1_json.tmpl: {{AppSubUrl | JSEscape}}
 
 
 def _git_commit(clone: Path) -> str:
-    return subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return _git(clone, "rev-parse", "HEAD").strip()
 
 
-def _load(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8-sig")
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True,
+                          encoding="utf-8").stdout
+
+
+def _is_bare(root: Path) -> bool:
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-bare-repository"], capture_output=True,
+                          text=True)
+    return done.returncode == 0 and done.stdout.strip() == "true"
+
+
+def _load(path: Path, text: str | None = None) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8-sig") if text is None else text.removeprefix("\ufeff")
     if path.suffix == ".tmpl":
         text = _TEMPLATE_MARKER.sub("", text)
     return json.loads(text) if path.suffix in (".json", ".tmpl") else yaml.safe_load(text)
@@ -130,31 +157,37 @@ def _operation(doc: dict[str, Any], method: str, template: str) -> dict[str, Any
             "responses": responses}
 
 
-def _source(forge: str, root: Path, commit: str | None = None) -> tuple[dict[str, str], Path]:
-    """Where the description is and what to record of it: a clone's commit, a package's name@version, or
-    the commit a single downloaded file was taken at."""
+def _source(forge: str, root: Path, commit: str | None = None) -> tuple[dict[str, str], Path, str | None]:
+    """Where the description is and what to record of it: a clone's commit, a package's name@version, the
+    commit a single downloaded file was taken at, or the commit of a bare mirror it is read from (with the
+    text then, as a bare repository has no file to open)."""
     source = {k: v for k, v in SOURCES[forge].items() if k != "package_path"}
+    if root.is_dir() and not (root / source["path"]).exists() and _is_bare(root):
+        resolved = _git(root, "rev-parse", "--verify", f"{commit or 'HEAD'}^{{commit}}").strip()
+        text = _git(root, "show", f"{resolved}:{source['path']}")
+        return {**source, "commit": resolved}, Path(source["path"]), text
     if root.is_file():
         if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
             print(f"extract.py: {root} is one file: name the 40-hex commit it was downloaded at", file=sys.stderr)
             raise SystemExit(2)
-        return {**source, "commit": commit}, root
+        return {**source, "commit": commit}, root, None
     manifest = root / "package.json"
     if manifest.exists() and "package_path" in SOURCES[forge]:
         package = json.loads(manifest.read_text(encoding="utf-8"))
         path = root / SOURCES[forge]["package_path"]
         info = _load(path).get("info", {})
         return {"repository": source["repository"], "package": f"npm:{package['name']}@{package['version']}",
-                "path": SOURCES[forge]["package_path"], "upstream": info.get("description", "")}, path
-    return {**source, "commit": _git_commit(root)}, root / source["path"]
+                "path": SOURCES[forge]["package_path"], "upstream": info.get("description", "")}, path, None
+    return {**source, "commit": _git_commit(root)}, root / source["path"], None
 
 
 def extract(forge: str, root: Path, commit: str | None = None) -> dict[str, Any]:
-    source, path = _source(forge, root, commit)
-    doc = _load(path)
+    source, path, text = _source(forge, root, commit)
+    doc = _load(path, text)
+    base = doc.get("basePath") if "basePath" in doc else urlsplit((doc.get("servers") or [{}])[0].get("url", "")).path
     return {"source": source,
             "dialect": "swagger2" if "swagger" in doc else "openapi3",
-            "basePath": doc.get("basePath", "").rstrip("/"),
+            "basePath": (base or "").rstrip("/"),
             "operations": [_operation(doc, m, t) for m, t in OPERATIONS[forge]]}
 
 

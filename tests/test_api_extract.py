@@ -1,0 +1,68 @@
+"""tests/api_descriptions/extract.py reads Bitbucket's description out of a bare git mirror (as
+`fetch` gives coderabbitai/bitbucket) at a commit, and writes the same operations the vendored
+bitbucket.json holds: a description with bitbucket.json's operations, in a real scratch repository,
+comes back out as exactly those operations, with the commit and the upstream recorded."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import api_contract
+import pytest
+from gitrepo import commit_all, git, make_repo, write
+
+SWAGGER = "src/cloud/openapi/swagger.v3.json"
+
+
+def _extract_module() -> Any:
+    spec = importlib.util.spec_from_file_location("extract", api_contract.HERE / "extract.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _description(vendored: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI 3 description with the vendored operations, their prose back in, and the report schema
+    behind a $ref as in Atlassian's file."""
+    paths: dict[str, Any] = {}
+    report = None
+    for op in copy.deepcopy(vendored["operations"]):
+        body = op["body"]
+        if op["method"] == "PUT" and op["path"].endswith("{reportId}"):
+            report, body = body, {"$ref": "#/components/schemas/report"}
+        answer: dict[str, Any] = {"operationId": op["operationId"], "description": "prose, dropped",
+                                  "parameters": op["parameters"], "responses": {}}
+        if body is not None:
+            answer["requestBody"] = {"content": {"application/json": {"schema": body}}, "required": True}
+        for status, schema in op["responses"].items():
+            answer["responses"][status] = {"description": "x"} if schema is None else {
+                "description": "x", "content": {"application/json": {"schema": schema}}}
+        paths.setdefault(op["path"], {})[op["method"].lower()] = answer
+    return {"openapi": "3.0.0", "info": {"title": "Bitbucket API", "version": "2.0"},
+            "servers": [{"url": "https://api.bitbucket.org/2.0"}], "paths": paths,
+            "components": {"schemas": {"report": report}}}
+
+
+def test_a_bare_mirror_at_a_commit_gives_back_the_vendored_operations(tmp_path: Path) -> None:
+    vendored = json.loads((api_contract.HERE / "bitbucket.json").read_text(encoding="utf-8"))
+    work = make_repo(tmp_path / "work")
+    write(work, SWAGGER, json.dumps(_description(vendored), indent=2))
+    first = commit_all(work, "the description")
+    write(work, SWAGGER, json.dumps({"openapi": "3.0.0", "paths": {}}))  # a later commit without them
+    commit_all(work, "later")
+    bare = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    extract = _extract_module()
+    out = extract.extract("bitbucket", bare, first)
+    assert out["source"] == {"repository": "coderabbitai/bitbucket", "path": SWAGGER, "commit": first,
+                             "upstream": "https://dac-static.atlassian.com/cloud/bitbucket/swagger.v3.json"}
+    assert out["basePath"] == "/2.0" and out["dialect"] == "openapi3"
+    assert json.dumps(out["operations"], sort_keys=True) == json.dumps(vendored["operations"], sort_keys=True)
+    with pytest.raises(KeyError):  # HEAD, the default, has none of them
+        extract.extract("bitbucket", bare)
+    assert git(bare, "rev-parse", "HEAD").strip() != first

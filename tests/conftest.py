@@ -50,10 +50,11 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # --durations=0` summed per file. Under `--dist loadfile` xdist hands out files in collection order, so an
 # alphabetical run could start test_precommit_hook.py (36 s) last and leave the other workers idle at the end;
 # starting the long files first lets the short ones fill in. A stale list costs balance, never a result.
-SLOWEST_FILES = ("test_fault_matrix.py", "test_action.py", "test_precommit_hook.py", "test_hook_managers.py",
-                 "test_mcp_server.py", "test_bench_quality.py", "test_memory_e2e.py", "test_reports_sarif.py",
-                 "test_suite_isolation.py", "test_repo_integrity.py", "test_agent_loop.py", "test_guidance.py",
-                 "test_cli_review.py", "test_warm.py", "test_claude_code_provider.py")
+SLOWEST_FILES = ("test_action.py", "test_fault_matrix.py", "test_precommit_hook.py", "test_hook_managers.py",
+                 "test_mcp_server.py", "test_bench_quality.py", "test_repo_integrity.py", "test_memory_e2e.py",
+                 "test_reports_sarif.py", "test_cli_review.py", "test_guidance.py", "test_claude_code_provider.py",
+                 "test_warm.py", "test_agent_loop.py", "test_hostile_content.py", "test_compat_servers.py",
+                 "test_claude_code_failures.py", "test_suite_isolation.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

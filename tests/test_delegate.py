@@ -330,3 +330,39 @@ def test_expired_sessions_are_refused_and_removed(tmp_path: Path) -> None:
     assert list((tmp_path / "cache" / "delegate").glob("??/*")) == []  # the session and its lock are gone
     with pytest.raises(SessionError, match="unknown or expired"):
         store.load(session.id)
+
+
+def test_abandoned_and_surplus_sessions_are_pruned_when_one_starts(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
+    from ocr_hook.changes.scope import Scope
+    from ocr_hook.delegate import session as sessions
+
+    monkeypatch.setattr(sessions, "MAX_SESSIONS", 3)  # (200 in use; the rule is the same)
+    store = sessions.SessionStore(str(tmp_path / "cache"))
+
+    def started(age_s: float = 0.0) -> sessions.Session:
+        s = sessions.Session(id=sessions.new_id(), repo_root=str(tmp_path), scope=Scope("staged"), paths=(),
+                             config_file=None, flags={}, snapshot="x", created=time.time() - age_s,
+                             files={"a.py": sessions.FileState(rounds=3, effort="quick")})
+        store.create(s)
+        with store.locked(s.id):  # (a call leaves its lock file)
+            pass
+        stamp = time.time() - age_s
+        os.utime(store.store.entry(s.id), (stamp, stamp))
+        return s
+
+    def kept() -> set[str]:
+        return {p.stem for p in (tmp_path / "cache" / "delegate").glob("??/*.json")}
+
+    def locks() -> set[str]:
+        return {p.stem for p in (tmp_path / "cache" / "delegate").glob("??/*.lock")}
+
+    abandoned = started(age_s=sessions.MAX_AGE_S + 60)  # never used again, never loaded
+    assert kept() == {abandoned.id}
+    oldest = started(age_s=120)
+    assert kept() == locks() == {oldest.id}  # the abandoned one went when the next one started, lock and all
+    newer = [started(age_s=60 - n) for n in range(3)]
+    assert kept() == locks() == {s.id for s in newer}  # the newest MAX_SESSIONS stay

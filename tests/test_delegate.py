@@ -147,6 +147,14 @@ def test_a_host_that_comments_on_the_eval_lines_is_blocked_in_json_and_sarif(
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == EVAL_LINE
     assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is True
 
+    # The text report's next step writes the patch from this session: `review` would ask a model instead.
+    text = host.finish(session).stdout
+    (step,) = [line for line in text.splitlines() if "apply the suggested fixes" in line]
+    command, apply = step.split(": ", 1)[1].split(" && ")
+    assert command == f"ocr-hook delegate finish {session} --patch-output ocr-hook-fixes.patch"
+    assert host.run(*command.split()[2:]).returncode == 1
+    assert subprocess.run([*apply.split(), "--check"], cwd=repo).returncode == 0
+
 
 def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str]) -> None:
     host = Host(repo, no_request)

@@ -450,7 +450,8 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 
 
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
-           progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged") -> int:
+           progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged",
+           patch_command: str | None = None) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import render, renderer
 
@@ -466,7 +467,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
                          step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
-                         environ=environ, scope_kind=scope_kind)
+                         environ=environ, scope_kind=scope_kind, patch_command=patch_command)
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
@@ -502,7 +503,8 @@ def _write_output(path: str, fmt: str, text: str, unwritten: list[tuple[str, str
 
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
                    color: bool = False, step_summary_path: str | None = None,
-                   environ: Mapping[str, str] | None = None, scope_kind: str | None = None) -> ReportContext:
+                   environ: Mapping[str, str] | None = None, scope_kind: str | None = None,
+                   patch_command: str | None = None) -> ReportContext:
     """What every report of this run needs, the gate's exit code included, and for a blocked run what to do
     next (`environ` says whether pre-commit runs us; without it no hook is named)."""
     from ocr_hook import gate
@@ -523,6 +525,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             skip = skip_hint(running_manager(change_set.repo_root, kind, environ), kind, environ)
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
+                           patch_command=patch_command,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory and kind != SCAN)  # (a scan records no memory)
     return ReportContext(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from agent_support import filter_keeps_all
 from e2e_support import comment, comment_turn
-from fake_api import FakeMessagesAPI, task_done
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, run_cli, write
 from validators import schema_errors
 
@@ -51,7 +51,9 @@ def _body(request) -> str:
 def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                           sdk_env: dict[str, str]) -> None:
     repo = _history_repo(tmp_path / "repo")
-    fake_api.script("def half(x)", [comment_turn(OLD_BUG), task_done()])
+    reads = Reply([tool_use("file_read", {"file_path": "calc.py"}),
+                   tool_use("code_search", {"search_text": "return a"})])
+    fake_api.script("def half(x)", [reads, comment_turn(OLD_BUG), task_done()])
     sarif = tmp_path / "scan.sarif"
     before = repo_state(repo)
     proc = run_cli(repo, "scan", "--format", "json", "--sarif-output", str(sarif), env=sdk_env)
@@ -72,6 +74,8 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     # Only HEAD's text went out: never the unstaged edit, never the first commit's calc.py alone.
     calc_requests = fake_api.requests_for("def half(x)")
     assert calc_requests and all("UNSTAGED" not in _body(r) for r in fake_api.requests)
+    # ... nor through the reviewer's tools, which read HEAD too.
+    assert "6|    return x / 2" in _body(calc_requests[1]) and "calc.py:2:    return a - b" in _body(calc_requests[1])
     # The whole file, as an added file, with HEAD's guidance in the request.
     first = _body(calc_requests[0])
     assert "+def half(x):" in first and "@@ -0,0 +1,6 @@" in first and GUIDANCE in first
@@ -90,6 +94,9 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     old = run_cli(repo, "scan", "--rev", "HEAD~1", "--format", "json", "calc.py", env=sdk_env)
     assert old.returncode == 0, old.stderr
     assert [r for r in fake_api.requests[sent:] if "def half" in _body(r)] == []
+    assert json.loads(old.stdout)["coverage"]["reviewed"] == ["calc.py"]
+    (v1,) = fake_api.requests[sent:]  # HEAD~1's calc.py, whole; no guidance: REVIEW.md came later
+    assert "+    return a - b" in _body(v1) and "@@ -0,0 +1,2 @@" in _body(v1) and GUIDANCE not in _body(v1)
     git(repo, "add", "calc.py")
     staged = run_cli(repo, "scan", "--staged", "--format", "json", "calc.py", env=sdk_env)
     assert staged.returncode == 0, staged.stderr

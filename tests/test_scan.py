@@ -114,6 +114,12 @@ def _recipe(heading: str) -> list[list[str]]:
     return [c[1:] for c in commands]
 
 
+def _recipe_yaml(heading: str) -> str:
+    """The first yaml block under `heading` in docs/scan.md."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "scan.md").read_text(encoding="utf-8")
+    return page.split(f"\n## {heading}\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
 def test_adoption_recipe_then_only_a_new_finding_blocks(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                         sdk_env: dict[str, str]) -> None:
     adopt, gate = _recipe("Adopt ocr-hook on existing code")
@@ -142,10 +148,15 @@ def test_adoption_recipe_then_only_a_new_finding_blocks(tmp_path: Path, fake_api
     assert findings["Subtraction in add() looks wrong."]["suppressed"] == "baseline"
     blocking = [f for f in findings.values() if f["suppressed"] is None]
     assert [(f["message"].split("\n")[0], f["start_line"]) for f in blocking] == [("Division by zero when b is 0.", 10)]
-    # Without the new bug the same gate passes: the old finding alone never blocks.
+    # Without the new bug the gate passes: the old finding alone never blocks. Here the baseline comes from
+    # the setting the page offers instead of the flag.
+    setting = _recipe_yaml("Adopt ocr-hook on existing code")
+    write(repo, ".ocr-hook.yaml", setting)
     fake_api.script("def ratio(a, b)", [comment_turn(OLD_BUG), task_done()])
-    again = run_cli(repo, *gate, "--filter-mode", "file", "--no-cache", "--no-memory", env=sdk_env)
+    again = run_cli(repo, "review", "--filter-mode", "file", "--no-cache", "--no-memory", "--format", "json",
+                    env=sdk_env)
     assert again.returncode == 0, again.stdout + again.stderr
+    assert [f["suppressed"] for f in json.loads(again.stdout)["findings"]] == ["baseline"]
 
 
 # ------------------------------------------------------------------------------ a tree of a few hundred files

@@ -256,6 +256,8 @@ def test_the_same_loop_through_mcp(repo: Path, no_request: dict[str, str], tmp_p
             await client.call("delegate_call", {"session": session, "file": "calc.py", "tool": "task_done",
                                                 "input": {"state": "DONE"}})
             out["blocked"] = (await client.call("delegate_finish", {"session": session})).structured_content
+            # MCP tools write no files: SARIF for a session driven through MCP is the CLI's finish of it.
+            out["sarif_finish"] = Host(repo, no_request).finish(session, "--sarif-output", str(tmp_path / "mcp.sarif"))
             left_open = (await client.call("delegate_start", {})).structured_content["session"]  # type: ignore[index]
             out["open"] = (await client.call("delegate_finish", {"session": left_open})).structured_content
             clean = (await client.call("delegate_start", {})).structured_content["session"]  # type: ignore[index]
@@ -276,6 +278,12 @@ def test_the_same_loop_through_mcp(repo: Path, no_request: dict[str, str], tmp_p
     blocked = out["blocked"]
     assert blocked["exit_code"] == 1 and blocked["findings"][0]["start_line"] == EVAL_LINE
     assert blocked["findings"][0]["anchored"] is True
+    assert out["sarif_finish"].returncode == 1, out["sarif_finish"].stderr
+    sarif = json.loads((tmp_path / "mcp.sarif").read_text())
+    assert schema_errors(sarif) == []
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == EVAL_LINE
+    assert result["partialFingerprints"]["ocrHookFingerprint/v1"] == blocked["findings"][0]["fingerprint"]
     assert out["open"]["exit_code"] == 3
     assert out["clean"]["exit_code"] == 0 and out["clean"]["status"] == "complete"
     assert out["clean"]["findings"] == []

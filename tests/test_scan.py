@@ -4,6 +4,7 @@ repositories with history, the real SDK, the fake Messages API."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -80,6 +81,11 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     first = _body(calc_requests[0])
     assert "+def half(x):" in first and "@@ -0,0 +1,6 @@" in first and GUIDANCE in first
     assert "scan: 3 files to review, about" in proc.stderr and "within max_cost" in proc.stderr
+    # Each file's end says how far the scan is and what it has cost so far.
+    ends = re.findall(r"^ocr-hook: done (\S+) \(\d+ comment\(s\); (\d)/3 files, \$(\d+\.\d\d) so far\)$",
+                      proc.stderr, re.M)
+    assert sorted(p for p, _, _ in ends) == ["README.txt", "REVIEW.md", "calc.py"], proc.stderr
+    assert sorted(n for _, n, _ in ends) == ["1", "2", "3"] and float(max(c for *_, c in ends)) > 0
     assert repo_state(repo) == before
 
     # Re-scanning unchanged files costs nothing: every file answered from the result cache.

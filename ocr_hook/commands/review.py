@@ -409,6 +409,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                     deadline=started + settings.timeout, pricing=settings.pricing)
     if on_budget is not None:
         on_budget(budget)
+    if change_set.scan:
+        on_event = _scan_progress(on_event, len(files), budget)
     cache = None
     if settings.cache:
         cache = ResultCache(run_cache_dir(settings.cache_dir, environ))
@@ -420,6 +422,24 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     if memory is not None:
         job.memory, job.memory_id = memory.remembered(), memory.record_key
     return (agent or review_files)(job), dict(job.guidance)
+
+
+def _scan_progress(on_event: Callable[[str, str, str], None], total: int,
+                   budget: Budget) -> Callable[[str, str, str], None]:
+    """A scan runs for many files: each file's end also says how far the run is and what it has cost."""
+    import threading
+
+    lock, ended = threading.Lock(), [0]
+
+    def event(path: str, kind: str, detail: str) -> None:
+        if kind in ("done", "cached", "failed", "skipped"):
+            with lock:
+                ended[0] += 1
+                count = ended[0]
+            detail = f"{detail}; {count}/{total} files, ${budget.spent_usd:.2f} so far"
+        on_event(path, kind, detail)
+
+    return event
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],

@@ -96,13 +96,16 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     text = run_cli(repo, "scan", "calc.py", env=sdk_env).stdout  # the next steps name the scan, not a review
     assert "ocr-hook scan --patch-output" in text and "--from REPORT.json" in text and len(fake_api.requests) == sent
 
-    # --rev reads that revision only; --staged reads the index (here: the edit once staged).
+    # --rev reads that revision only, tools included; --staged reads the index (here: the edit once staged).
+    fake_api.script("@@ -0,0 +1,2 @@", [Reply([tool_use("file_read", {"file_path": "calc.py"}),
+                                               tool_use("file_read", {"file_path": "REVIEW.md"})]), task_done()])
     old = run_cli(repo, "scan", "--rev", "HEAD~1", "--format", "json", "calc.py", env=sdk_env)
     assert old.returncode == 0, old.stderr
     assert [r for r in fake_api.requests[sent:] if "def half" in _body(r)] == []
     assert json.loads(old.stdout)["coverage"]["reviewed"] == ["calc.py"]
-    (v1,) = fake_api.requests[sent:]  # HEAD~1's calc.py, whole; no guidance: REVIEW.md came later
+    v1, answered = fake_api.requests[sent:]  # HEAD~1's calc.py, whole; no guidance: REVIEW.md came later
     assert "+    return a - b" in _body(v1) and "@@ -0,0 +1,2 @@" in _body(v1) and GUIDANCE not in _body(v1)
+    assert "2|    return a - b" in _body(answered) and GUIDANCE not in _body(answered)
     git(repo, "add", "calc.py")
     staged = run_cli(repo, "scan", "--staged", "--format", "json", "calc.py", env=sdk_env)
     assert staged.returncode == 0, staged.stderr

@@ -156,7 +156,7 @@ def test_a_host_that_comments_on_the_eval_lines_is_blocked_in_json_and_sarif(
     assert subprocess.run([*apply.split(), "--check"], cwd=repo).returncode == 0
 
 
-def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str]) -> None:
+def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str], tmp_path: Path) -> None:
     host = Host(repo, no_request)
     clean, left_open, stale = (host.start()["session"] for _ in range(3))  # three sessions side by side
     assert host.call(clean, "calc.py", "task_done", {"state": "DONE"}) == "Review of this file finished.\n"
@@ -175,6 +175,10 @@ def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str]) -
     one_error_line(host.run("call", stale, "--file", "calc.py", "task_done", '{"state": "DONE"}'), "stale")
     one_error_line(host.run("finish", stale), "stale")
     one_error_line(host.run("finish", "0" * 64), "unknown or expired")
+    other = make_repo(tmp_path / "other")  # (the same user cache, so the same session store)
+    write(other, "calc.py", AFTER)
+    commit_all(other, "base")
+    one_error_line(Host(other, no_request).run("finish", clean), "belongs to the repository")
     one_error_line(host.run("call", "not-a-session", "--file", "calc.py", "task_done"), "not a delegate session")
 
 

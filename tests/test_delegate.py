@@ -147,8 +147,16 @@ def test_a_host_that_comments_on_the_eval_lines_is_blocked_in_json_and_sarif(
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == EVAL_LINE
     assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is True
 
+    # The text report's next step writes the patch from this session: `review` would ask a model instead.
+    text = host.finish(session).stdout
+    (step,) = [line for line in text.splitlines() if "apply the suggested fixes" in line]
+    command, apply = step.split(": ", 1)[1].split(" && ")
+    assert command == f"ocr-hook delegate finish {session} --patch-output ocr-hook-fixes.patch"
+    assert host.run(*command.split()[2:]).returncode == 1
+    assert subprocess.run([*apply.split(), "--check"], cwd=repo).returncode == 0
 
-def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str]) -> None:
+
+def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str], tmp_path: Path) -> None:
     host = Host(repo, no_request)
     clean, left_open, stale = (host.start()["session"] for _ in range(3))  # three sessions side by side
     assert host.call(clean, "calc.py", "task_done", {"state": "DONE"}) == "Review of this file finished.\n"
@@ -167,6 +175,10 @@ def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str]) -
     one_error_line(host.run("call", stale, "--file", "calc.py", "task_done", '{"state": "DONE"}'), "stale")
     one_error_line(host.run("finish", stale), "stale")
     one_error_line(host.run("finish", "0" * 64), "unknown or expired")
+    other = make_repo(tmp_path / "other")  # (the same user cache, so the same session store)
+    write(other, "calc.py", AFTER)
+    commit_all(other, "base")
+    one_error_line(Host(other, no_request).run("finish", clean), "belongs to the repository")
     one_error_line(host.run("call", "not-a-session", "--file", "calc.py", "task_done"), "not a delegate session")
 
 
@@ -248,6 +260,8 @@ def test_the_same_loop_through_mcp(repo: Path, no_request: dict[str, str], tmp_p
             await client.call("delegate_call", {"session": session, "file": "calc.py", "tool": "task_done",
                                                 "input": {"state": "DONE"}})
             out["blocked"] = (await client.call("delegate_finish", {"session": session})).structured_content
+            # MCP tools write no files: SARIF for a session driven through MCP is the CLI's finish of it.
+            out["sarif_finish"] = Host(repo, no_request).finish(session, "--sarif-output", str(tmp_path / "mcp.sarif"))
             left_open = (await client.call("delegate_start", {})).structured_content["session"]  # type: ignore[index]
             out["open"] = (await client.call("delegate_finish", {"session": left_open})).structured_content
             clean = (await client.call("delegate_start", {})).structured_content["session"]  # type: ignore[index]
@@ -268,6 +282,12 @@ def test_the_same_loop_through_mcp(repo: Path, no_request: dict[str, str], tmp_p
     blocked = out["blocked"]
     assert blocked["exit_code"] == 1 and blocked["findings"][0]["start_line"] == EVAL_LINE
     assert blocked["findings"][0]["anchored"] is True
+    assert out["sarif_finish"].returncode == 1, out["sarif_finish"].stderr
+    sarif = json.loads((tmp_path / "mcp.sarif").read_text())
+    assert schema_errors(sarif) == []
+    (result,) = sarif["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == EVAL_LINE
+    assert result["partialFingerprints"]["ocrHookFingerprint/v1"] == blocked["findings"][0]["fingerprint"]
     assert out["open"]["exit_code"] == 3
     assert out["clean"]["exit_code"] == 0 and out["clean"]["status"] == "complete"
     assert out["clean"]["findings"] == []
@@ -330,3 +350,39 @@ def test_expired_sessions_are_refused_and_removed(tmp_path: Path) -> None:
     assert list((tmp_path / "cache" / "delegate").glob("??/*")) == []  # the session and its lock are gone
     with pytest.raises(SessionError, match="unknown or expired"):
         store.load(session.id)
+
+
+def test_abandoned_and_surplus_sessions_are_pruned_when_one_starts(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import time
+
+    from ocr_hook.changes.scope import Scope
+    from ocr_hook.delegate import session as sessions
+
+    monkeypatch.setattr(sessions, "MAX_SESSIONS", 3)  # (200 in use; the rule is the same)
+    store = sessions.SessionStore(str(tmp_path / "cache"))
+
+    def started(age_s: float = 0.0) -> sessions.Session:
+        s = sessions.Session(id=sessions.new_id(), repo_root=str(tmp_path), scope=Scope("staged"), paths=(),
+                             config_file=None, flags={}, snapshot="x", created=time.time() - age_s,
+                             files={"a.py": sessions.FileState(rounds=3, effort="quick")})
+        store.create(s)
+        with store.locked(s.id):  # (a call leaves its lock file)
+            pass
+        stamp = time.time() - age_s
+        os.utime(store.store.entry(s.id), (stamp, stamp))
+        return s
+
+    def kept() -> set[str]:
+        return {p.stem for p in (tmp_path / "cache" / "delegate").glob("??/*.json")}
+
+    def locks() -> set[str]:
+        return {p.stem for p in (tmp_path / "cache" / "delegate").glob("??/*.lock")}
+
+    abandoned = started(age_s=sessions.MAX_AGE_S + 60)  # never used again, never loaded
+    assert kept() == {abandoned.id}
+    oldest = started(age_s=120)
+    assert kept() == locks() == {oldest.id}  # the abandoned one went when the next one started, lock and all
+    newer = [started(age_s=60 - n) for n in range(3)]
+    assert kept() == locks() == {s.id for s in newer}  # the newest MAX_SESSIONS stay

@@ -4,13 +4,14 @@ repositories with history, the real SDK, the fake Messages API."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
 import pytest
 from agent_support import filter_keeps_all
 from e2e_support import comment, comment_turn
-from fake_api import FakeMessagesAPI, task_done
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, run_cli, write
 from validators import schema_errors
 
@@ -51,7 +52,9 @@ def _body(request) -> str:
 def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                           sdk_env: dict[str, str]) -> None:
     repo = _history_repo(tmp_path / "repo")
-    fake_api.script("def half(x)", [comment_turn(OLD_BUG), task_done()])
+    reads = Reply([tool_use("file_read", {"file_path": "calc.py"}),
+                   tool_use("code_search", {"search_text": "return a"})])
+    fake_api.script("def half(x)", [reads, comment_turn(OLD_BUG), task_done()])
     sarif = tmp_path / "scan.sarif"
     before = repo_state(repo)
     proc = run_cli(repo, "scan", "--format", "json", "--sarif-output", str(sarif), env=sdk_env)
@@ -72,10 +75,17 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     # Only HEAD's text went out: never the unstaged edit, never the first commit's calc.py alone.
     calc_requests = fake_api.requests_for("def half(x)")
     assert calc_requests and all("UNSTAGED" not in _body(r) for r in fake_api.requests)
+    # ... nor through the reviewer's tools, which read HEAD too.
+    assert "6|    return x / 2" in _body(calc_requests[1]) and "calc.py:2:    return a - b" in _body(calc_requests[1])
     # The whole file, as an added file, with HEAD's guidance in the request.
     first = _body(calc_requests[0])
     assert "+def half(x):" in first and "@@ -0,0 +1,6 @@" in first and GUIDANCE in first
     assert "scan: 3 files to review, about" in proc.stderr and "within max_cost" in proc.stderr
+    # Each file's end says how far the scan is and what it has cost so far.
+    ends = re.findall(r"^ocr-hook: done (\S+) \(\d+ comment\(s\); (\d)/3 files, \$(\d+\.\d\d) so far\)$",
+                      proc.stderr, re.M)
+    assert sorted(p for p, _, _ in ends) == ["README.txt", "REVIEW.md", "calc.py"], proc.stderr
+    assert sorted(n for _, n, _ in ends) == ["1", "2", "3"] and float(max(c for *_, c in ends)) > 0
     assert repo_state(repo) == before
 
     # Re-scanning unchanged files costs nothing: every file answered from the result cache.
@@ -86,10 +96,16 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     text = run_cli(repo, "scan", "calc.py", env=sdk_env).stdout  # the next steps name the scan, not a review
     assert "ocr-hook scan --patch-output" in text and "--from REPORT.json" in text and len(fake_api.requests) == sent
 
-    # --rev reads that revision only; --staged reads the index (here: the edit once staged).
+    # --rev reads that revision only, tools included; --staged reads the index (here: the edit once staged).
+    fake_api.script("@@ -0,0 +1,2 @@", [Reply([tool_use("file_read", {"file_path": "calc.py"}),
+                                               tool_use("file_read", {"file_path": "REVIEW.md"})]), task_done()])
     old = run_cli(repo, "scan", "--rev", "HEAD~1", "--format", "json", "calc.py", env=sdk_env)
     assert old.returncode == 0, old.stderr
     assert [r for r in fake_api.requests[sent:] if "def half" in _body(r)] == []
+    assert json.loads(old.stdout)["coverage"]["reviewed"] == ["calc.py"]
+    v1, answered = fake_api.requests[sent:]  # HEAD~1's calc.py, whole; no guidance: REVIEW.md came later
+    assert "+    return a - b" in _body(v1) and "@@ -0,0 +1,2 @@" in _body(v1) and GUIDANCE not in _body(v1)
+    assert "2|    return a - b" in _body(answered) and GUIDANCE not in _body(answered)
     git(repo, "add", "calc.py")
     staged = run_cli(repo, "scan", "--staged", "--format", "json", "calc.py", env=sdk_env)
     assert staged.returncode == 0, staged.stderr
@@ -105,6 +121,12 @@ def _recipe(heading: str) -> list[list[str]]:
     commands = [shlex.split(line) for line in block.splitlines() if line.strip()]
     assert all(c[0] == "ocr-hook" for c in commands)
     return [c[1:] for c in commands]
+
+
+def _recipe_yaml(heading: str) -> str:
+    """The first yaml block under `heading` in docs/scan.md."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "scan.md").read_text(encoding="utf-8")
+    return page.split(f"\n## {heading}\n", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
 
 
 def test_adoption_recipe_then_only_a_new_finding_blocks(tmp_path: Path, fake_api: FakeMessagesAPI,
@@ -135,10 +157,15 @@ def test_adoption_recipe_then_only_a_new_finding_blocks(tmp_path: Path, fake_api
     assert findings["Subtraction in add() looks wrong."]["suppressed"] == "baseline"
     blocking = [f for f in findings.values() if f["suppressed"] is None]
     assert [(f["message"].split("\n")[0], f["start_line"]) for f in blocking] == [("Division by zero when b is 0.", 10)]
-    # Without the new bug the same gate passes: the old finding alone never blocks.
+    # Without the new bug the gate passes: the old finding alone never blocks. Here the baseline comes from
+    # the setting the page offers instead of the flag.
+    setting = _recipe_yaml("Adopt ocr-hook on existing code")
+    write(repo, ".ocr-hook.yaml", setting)
     fake_api.script("def ratio(a, b)", [comment_turn(OLD_BUG), task_done()])
-    again = run_cli(repo, *gate, "--filter-mode", "file", "--no-cache", "--no-memory", env=sdk_env)
+    again = run_cli(repo, "review", "--filter-mode", "file", "--no-cache", "--no-memory", "--format", "json",
+                    env=sdk_env)
     assert again.returncode == 0, again.stdout + again.stderr
+    assert [f["suppressed"] for f in json.loads(again.stdout)["findings"]] == ["baseline"]
 
 
 # ------------------------------------------------------------------------------ a tree of a few hundred files

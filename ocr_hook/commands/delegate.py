@@ -68,5 +68,6 @@ def run_finish(session_id: str, flags: Mapping[str, Any], quiet: bool) -> int:
     review_cmd.clear_outputs(flags.get(k) for k in ("json_output", "sarif_output", "gitlab_output"))
     done, session = finish(session_id, flags)
     progress = Progress(sys.stderr, quiet=quiet, live=False)
+    # The patch comes from this session again, never from `review`, which would ask the configured model.
     return review_cmd.report(done.result, done.change_set, done.texts, done.settings, progress, os.environ,
-                             scope_kind=session.scope.kind)
+                             scope_kind=session.scope.kind, patch_command=f"delegate finish {session.id}")

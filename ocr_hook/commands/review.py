@@ -409,6 +409,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                     deadline=started + settings.timeout, pricing=settings.pricing)
     if on_budget is not None:
         on_budget(budget)
+    if change_set.scan:
+        on_event = _scan_progress(on_event, len(files), budget)
     cache = None
     if settings.cache:
         cache = ResultCache(run_cache_dir(settings.cache_dir, environ))
@@ -420,6 +422,24 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     if memory is not None:
         job.memory, job.memory_id = memory.remembered(), memory.record_key
     return (agent or review_files)(job), dict(job.guidance)
+
+
+def _scan_progress(on_event: Callable[[str, str, str], None], total: int,
+                   budget: Budget) -> Callable[[str, str, str], None]:
+    """A scan runs for many files: each file's end also says how far the run is and what it has cost."""
+    import threading
+
+    lock, ended = threading.Lock(), [0]
+
+    def event(path: str, kind: str, detail: str) -> None:
+        if kind in ("done", "cached", "failed", "skipped"):
+            with lock:
+                ended[0] += 1
+                count = ended[0]
+            detail = f"{detail}; {count}/{total} files, ${budget.spent_usd:.2f} so far"
+        on_event(path, kind, detail)
+
+    return event
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
@@ -450,7 +470,8 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 
 
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
-           progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged") -> int:
+           progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged",
+           patch_command: str | None = None) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import render, renderer
 
@@ -466,7 +487,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
                          step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
-                         environ=environ, scope_kind=scope_kind)
+                         environ=environ, scope_kind=scope_kind, patch_command=patch_command)
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
@@ -502,7 +523,8 @@ def _write_output(path: str, fmt: str, text: str, unwritten: list[tuple[str, str
 
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
                    color: bool = False, step_summary_path: str | None = None,
-                   environ: Mapping[str, str] | None = None, scope_kind: str | None = None) -> ReportContext:
+                   environ: Mapping[str, str] | None = None, scope_kind: str | None = None,
+                   patch_command: str | None = None) -> ReportContext:
     """What every report of this run needs, the gate's exit code included, and for a blocked run what to do
     next (`environ` says whether pre-commit runs us; without it no hook is named)."""
     from ocr_hook import gate
@@ -523,6 +545,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             skip = skip_hint(running_manager(change_set.repo_root, kind, environ), kind, environ)
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
+                           patch_command=patch_command,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory and kind != SCAN)  # (a scan records no memory)
     return ReportContext(

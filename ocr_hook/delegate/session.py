@@ -3,7 +3,7 @@
 The store is ocr_hook.store's (atomic writes, mode 0600, anything corrupt or foreign is a miss, the newest
 MAX_SESSIONS kept); a session also has a lock file of its own beside it, so concurrent `call`s on one session
 take turns (read, answer, write) while other sessions go on undisturbed. A session older than MAX_AGE_S is
-expired: refused and removed.
+expired: refused and removed when used, and removed unused when another session starts.
 """
 
 from __future__ import annotations
@@ -110,8 +110,21 @@ class SessionStore:
 
     def create(self, session: Session) -> None:
         self.save(session)
-        if self.store.prune(MAX_SESSIONS):
+        if self.store.prune(MAX_SESSIONS) + self._drop_expired(time.time()):
             self._drop_orphan_locks()
+
+    def _drop_expired(self, now: float) -> int:
+        """Sessions nobody will use again: not written for MAX_AGE_S, so created longer ago than that (a call
+        rewrites its session). Without this, an abandoned session would wait for 200 newer ones."""
+        if self.store.link_below(self.store.directory) is not None:
+            return 0
+        dropped = 0
+        for entry in self.store.directory.glob("??/*.json"):
+            with contextlib.suppress(OSError):
+                if is_key(entry.stem) and not entry.is_symlink() and now - entry.stat().st_mtime > MAX_AGE_S:
+                    self.store.delete(entry.stem)
+                    dropped += 1
+        return dropped
 
     def _drop_orphan_locks(self) -> None:
         """The lock files of pruned sessions (a lock whose session still exists stays: a call may hold it)."""

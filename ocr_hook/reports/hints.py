@@ -22,9 +22,11 @@ DEFAULT_PATCH = "ocr-hook-fixes.patch"
 
 def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool, patch_output: str | None,
                json_output: str | None, dismissals_file: str, memory: bool = True,
-               skip: str | None = None) -> tuple[str, ...]:
+               skip: str | None = None, patch_command: str | None = None) -> tuple[str, ...]:
     """The hint for these blocking findings (none: no lines). `skip`: the command that skips the hook once
-    under the manager that ran it (ocr_hook.hookenv.skip_hint); without it, pre-commit's."""
+    under the manager that ran it (ocr_hook.hookenv.skip_hint); without it, pre-commit's. `patch_command`:
+    the ocr-hook command that writes this run's patch when it is not review or scan (e.g. a delegate finish,
+    which `review` would redo with a model)."""
     blocking = list(blocking)
     if not blocking:
         return ()
@@ -34,7 +36,7 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
         if patch_output:
             lines.append(f"  - apply the suggested fixes: git apply {apply_flag}{_quoted(patch_output)}")
         else:
-            command = "scan" if scope_kind == "scan" else "review"
+            command = patch_command or ("scan" if scope_kind == "scan" else "review")
             lines.append(f"  - apply the suggested fixes: ocr-hook {command} --patch-output {DEFAULT_PATCH} && "
                          f"git apply {apply_flag}{DEFAULT_PATCH}")
     # Without --from, dismiss looks the id up in the last review's memory; with memory off it needs a report.

@@ -41,6 +41,14 @@ def test_a_missing_required_parameter_is_caught() -> None:
         f"azure GET {PR}/threads: required query parameter 'api-version' missing"]
     items = "/contoso/Fabrikam/_apis/git/repositories/r1/items"
     assert any("'path' missing" in p for p in api_contract.check("azure", "GET", items, V, None))
+    # a request that leaves out its whole body misses what the body requires; an optional body may be left out
+    sarifs = "/repos/octo/app/code-scanning/sarifs"
+    assert [p.rsplit(": ", 1)[1] for p in api_contract.check("github", "POST", sarifs, {}, None)] == [
+        f"'{name}' is a required property" for name in ("commit_sha", "ref", "sarif")]
+    gitlab_mr = "/api/v4/projects/42/merge_requests/3"
+    assert "no body: (top): 'note' is a required" in api_contract.check("gitlab", "POST", gitlab_mr + "/draft_notes",
+                                                                          {}, None)[0]
+    assert api_contract.check("gitlab", "POST", gitlab_mr + "/draft_notes/bulk_publish", {}, None) == []
 
 
 def test_an_unknown_operation_or_parameter_is_caught() -> None:

@@ -96,6 +96,7 @@ def test_every_vendored_description_records_its_source() -> None:
             assert {"repository", "path"} <= set(doc["source"]), path.name
             if "package" in doc["source"]:  # a registry package that ships the official description
                 assert doc["source"]["package"].count("@") == 2 and doc["source"]["upstream"], path.name
+                assert doc["source"]["integrity"].startswith("sha512-"), path.name  # the tarball's, as npm has it
             else:
                 assert len(doc["source"]["commit"]) == 40, path.name
 

@@ -85,6 +85,20 @@ def test_a_fake_that_breaks_the_contract_fails_the_test() -> None:
     fake.assert_conforms()  # reported once
 
 
+def test_a_fake_forge_without_a_description_does_not_start() -> None:
+    from fake_forge import FakeForge
+
+    class Unchecked(FakeForge):
+        name = "somewhere"
+
+    class Unknown(FakeForge):
+        contract = "sourcehut"  # no description vendored
+
+    for fake in (Unchecked, Unknown):
+        with pytest.raises(TypeError, match="names no API description"):
+            fake()
+
+
 def test_every_vendored_description_records_its_source() -> None:
     for path in sorted(Path(api_contract.HERE).glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))

@@ -211,6 +211,10 @@ def check(forge: str, method: str, path: str, query: dict[str, str], body: Any) 
             problems.append(f"{where}: required query parameter {name!r} missing")
     if op.body is not None and body is not None:
         problems += _errors(op.body, body, f"{where}: body")
+    elif op.body is not None:  # no body at all: what the operation requires of one is missing
+        empty = {"object": {}, "array": []}.get(op.body.schema.get("type"))
+        if empty is not None:
+            problems += _errors(op.body, empty, f"{where}: no body")
     return problems
 
 

@@ -6,9 +6,10 @@ A subclass implements `route(rec, token)` → (status, payload, headers); a payl
 out as text (a diff, GitLab's plain "Retry later"), anything else as JSON. `auth(headers)` pulls the
 token out of the request the way that forge takes it.
 
-A subclass that names its `contract` (a forge in tests/api_descriptions/) has every request and reply
+A subclass names its `contract` (a forge in tests/api_descriptions/), and every request and reply is
 checked against that forge's API description (tests/api_contract.py); a violation is recorded and fails
-the test loudly at the next `reset()` or at `close()`.
+the test loudly at the next `reset()` or at `close()`. A fake without one does not start: no forge test
+runs outside the checker.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ class FakeForge:
     contract: str | None = None  # the API description its traffic is checked against
 
     def __init__(self, *, page_size: int = 2) -> None:
+        if not self.contract or not api_contract.operations(self.contract):
+            raise TypeError(f"{type(self).__name__} names no API description to check its traffic against")
         self.page_size = page_size  # small, so one request already needs several pages
         self.tokens: dict[str, str] = {}  # token → its scope ("write", "read")
         self.requests: list[Recorded] = []
@@ -121,17 +124,16 @@ class FakeForge:
         rec = Recorded(method, unquote(split.path), query, headers, body)
         with self.lock:
             self.requests.append(rec)
-            if self.contract:  # the path as sent: a description's {id} may be a percent-encoded "group%2Fapp"
-                self.violations += api_contract.check(self.contract, method, split.path, query, body)
+            # the path as sent: a description's {id} may be a percent-encoded "group%2Fapp"
+            self.violations += api_contract.check(self.contract, method, split.path, query, body)
             for fault in self.faults:
                 if fault.times > 0 and re.search(fault.pattern, f"{method} {rec.path}"):
-                    fault.times -= 1
+                    fault.times -= 1  # a test's deliberate answer (a redirect, a wrong shape): not checked
                     rec.status = fault.status
                     return fault.status, fault.payload, fault.headers
             status, payload, extra = self.route(rec, self.auth(headers))
             rec.status = status
-            if self.contract:
-                self.violations += api_contract.check_reply(self.contract, method, split.path, status, payload)
+            self.violations += api_contract.check_reply(self.contract, method, split.path, status, payload)
         return status, payload, extra
 
     def page(self, rec: Recorded, items: list[Any], *, size_param: str = "per_page") -> Answer:

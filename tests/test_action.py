@@ -48,15 +48,22 @@ def action() -> dict[str, Any]:
 
 # The pages whose GitHub workflows (a ```yaml block with `jobs:` and `runs-on:`) are checked, and how many
 # each holds: a recipe that goes missing fails the test.
-WORKFLOW_PAGES = {"docs/recipes/github.md": 3, "docs/recipes/gitea.md": 1, "docs/recipes/reviewdog.md": 1}
+WORKFLOW_PAGES = {"docs/recipes/github.md": 3, "docs/recipes/gitea.md": 1, "docs/recipes/reviewdog.md": 1,
+                  "docs/scan.md": 1}
+
+
+def _workflows(page: Path) -> list[str]:
+    blocks = re.findall(r"```ya?ml\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    return [b for b in blocks if re.search(r"^jobs:", b, re.M) and "runs-on:" in b]
 
 
 def docs_workflows() -> list[str]:
-    """Every GitHub workflow in the recipe pages of docs/."""
+    """Every GitHub workflow in the pages of docs/: a page that gains one must be listed above."""
+    holding = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md") if _workflows(p)}
+    assert holding == set(WORKFLOW_PAGES), holding ^ set(WORKFLOW_PAGES)
     found = []
     for page, count in WORKFLOW_PAGES.items():
-        blocks = re.findall(r"```ya?ml\n(.*?)```", (ROOT / page).read_text(encoding="utf-8"), re.S)
-        workflows = [b for b in blocks if re.search(r"^jobs:", b, re.M) and "runs-on:" in b]
+        workflows = _workflows(ROOT / page)
         assert len(workflows) == count, f"{page}: {len(workflows)} workflows, expected {count}"
         found += workflows
     return found

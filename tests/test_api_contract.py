@@ -41,6 +41,14 @@ def test_a_missing_required_parameter_is_caught() -> None:
         f"azure GET {PR}/threads: required query parameter 'api-version' missing"]
     items = "/contoso/Fabrikam/_apis/git/repositories/r1/items"
     assert any("'path' missing" in p for p in api_contract.check("azure", "GET", items, V, None))
+    # a request that leaves out its whole body misses what the body requires; an optional body may be left out
+    sarifs = "/repos/octo/app/code-scanning/sarifs"
+    assert [p.rsplit(": ", 1)[1] for p in api_contract.check("github", "POST", sarifs, {}, None)] == [
+        f"'{name}' is a required property" for name in ("commit_sha", "ref", "sarif")]
+    gitlab_mr = "/api/v4/projects/42/merge_requests/3"
+    assert "no body: (top): 'note' is a required" in api_contract.check("gitlab", "POST", gitlab_mr + "/draft_notes",
+                                                                          {}, None)[0]
+    assert api_contract.check("gitlab", "POST", gitlab_mr + "/draft_notes/bulk_publish", {}, None) == []
 
 
 def test_an_unknown_operation_or_parameter_is_caught() -> None:
@@ -77,6 +85,20 @@ def test_a_fake_that_breaks_the_contract_fails_the_test() -> None:
     fake.assert_conforms()  # reported once
 
 
+def test_a_fake_forge_without_a_description_does_not_start() -> None:
+    from fake_forge import FakeForge
+
+    class Unchecked(FakeForge):
+        name = "somewhere"
+
+    class Unknown(FakeForge):
+        contract = "sourcehut"  # no description vendored
+
+    for fake in (Unchecked, Unknown):
+        with pytest.raises(TypeError, match="names no API description"):
+            fake()
+
+
 def test_every_vendored_description_records_its_source() -> None:
     for path in sorted(Path(api_contract.HERE).glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -88,6 +110,7 @@ def test_every_vendored_description_records_its_source() -> None:
             assert {"repository", "path"} <= set(doc["source"]), path.name
             if "package" in doc["source"]:  # a registry package that ships the official description
                 assert doc["source"]["package"].count("@") == 2 and doc["source"]["upstream"], path.name
+                assert doc["source"]["integrity"].startswith("sha512-"), path.name  # the tarball's, as npm has it
             else:
                 assert len(doc["source"]["commit"]) == 40, path.name
 

@@ -1,13 +1,18 @@
 """tests/api_descriptions/extract.py reads Bitbucket's description out of a bare git mirror (as
-`fetch` gives coderabbitai/bitbucket) at a commit, and writes the same operations the vendored
-bitbucket.json holds: a description with bitbucket.json's operations, in a real scratch repository,
-comes back out as exactly those operations, with the commit and the upstream recorded."""
+`fetch` gives coderabbitai/bitbucket) at a commit, and GitHub's out of the tarball `npm pack
+@octokit/openapi` writes, and gives back the operations the vendored bitbucket.json and github.json hold:
+a description with those operations, in a real scratch repository or a real gzipped tarball, comes back
+out as exactly those operations, with the commit or the package and its integrity recorded."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import importlib.util
+import io
 import json
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +31,7 @@ def _extract_module() -> Any:
     return module
 
 
-def _description(vendored: dict[str, Any]) -> dict[str, Any]:
+def _description(vendored: dict[str, Any], server: str = "https://api.bitbucket.org/2.0") -> dict[str, Any]:
     """An OpenAPI 3 description with the vendored operations, their prose back in, and the report schema
     behind a $ref as in Atlassian's file."""
     paths: dict[str, Any] = {}
@@ -44,7 +49,7 @@ def _description(vendored: dict[str, Any]) -> dict[str, Any]:
                 "description": "x", "content": {"application/json": {"schema": schema}}}
         paths.setdefault(op["path"], {})[op["method"].lower()] = answer
     return {"openapi": "3.0.0", "info": {"title": "Bitbucket API", "version": "2.0"},
-            "servers": [{"url": "https://api.bitbucket.org/2.0"}], "paths": paths,
+            "servers": [{"url": server}], "paths": paths,
             "components": {"schemas": {"report": report}}}
 
 
@@ -66,3 +71,24 @@ def test_a_bare_mirror_at_a_commit_gives_back_the_vendored_operations(tmp_path: 
     with pytest.raises(KeyError):  # HEAD, the default, has none of them
         extract.extract("bitbucket", bare)
     assert git(bare, "rev-parse", "HEAD").strip() != first
+
+
+def test_an_npm_tarball_gives_back_the_vendored_github_operations(tmp_path: Path) -> None:
+    vendored = json.loads((api_contract.HERE / "github.json").read_text(encoding="utf-8"))
+    description = _description(vendored, "https://api.github.com")
+    description["info"]["description"] = vendored["source"]["upstream"]
+    tgz = tmp_path / "octokit-openapi-9.9.9.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for name, doc in (("package.json", {"name": "@octokit/openapi", "version": "9.9.9"}),
+                          ("generated/api.github.com.json", description)):
+            data = json.dumps(doc).encode("utf-8")
+            member = tarfile.TarInfo(f"package/{name}")
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    out = _extract_module().extract("github", tgz)
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(tgz.read_bytes()).digest()).decode("ascii")
+    assert out["source"] == {"repository": "github/rest-api-description", "package": "npm:@octokit/openapi@9.9.9",
+                             "integrity": integrity, "path": "generated/api.github.com.json",
+                             "upstream": vendored["source"]["upstream"]}
+    assert out["basePath"] == "" and out["dialect"] == "openapi3"
+    assert json.dumps(out["operations"], sort_keys=True) == json.dumps(vendored["operations"], sort_keys=True)

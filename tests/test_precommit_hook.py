@@ -62,11 +62,17 @@ def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def hook_config(hook_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both hooks of the committed copy, outside the target repository (as try-repo keeps its own)."""
-    rev = git(hook_source, "rev-parse", "HEAD").strip()
+    """docs/recipes/pre-commit.md's configuration (the README's quickstart), pointed at the committed copy,
+    outside the target repository (as try-repo keeps its own)."""
+    page = (PROJECT / "docs" / "recipes" / "pre-commit.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(repos:.*?)```", page, re.S)
+    assert block, "docs/recipes/pre-commit.md has no .pre-commit-config.yaml"
+    recipe = yaml.safe_load(block.group(1))
+    [repo] = recipe["repos"]
+    assert [h["id"] for h in repo["hooks"]] == ["ocr-hook", "ocr-hook-push"], repo
+    repo.update(repo=str(hook_source), rev=git(hook_source, "rev-parse", "HEAD").strip())
     config = tmp_path_factory.mktemp("pre-commit-config") / ".pre-commit-config.yaml"
-    hooks = [{"id": "ocr-hook"}, {"id": "ocr-hook-push"}]
-    config.write_text(yaml.safe_dump({"repos": [{"repo": str(hook_source), "rev": rev, "hooks": hooks}]}))
+    config.write_text(yaml.safe_dump(recipe))
     return config
 
 

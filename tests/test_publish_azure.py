@@ -52,7 +52,7 @@ def server() -> Iterator[FakeAzure]:
 
 
 @pytest.fixture
-def azure(server: FakeAzure, case: ReportCase) -> FakeAzure:
+def azure(server: FakeAzure, case: ReportCase) -> Iterator[FakeAzure]:
     server.reset()
     server.tokens = {TOKEN: "write"}
     # Two pushes: the second is the reviewed head. Its changes list (pages of 2) holds more files than
@@ -63,7 +63,8 @@ def azure(server: FakeAzure, case: ReportCase) -> FakeAzure:
     server.add_pull(7, [Iteration(EARLIER_HEAD, case.base, [Change("/" + PATH)]),
                         Iteration(case.head, case.base, changes)])
     server.files = {(case.head, "/" + PATH): AFTER, (case.head, "/" + NEW_NAME): LIB_AFTER}
-    return server
+    yield server
+    server.assert_conforms()  # off-contract traffic fails the test that sent it
 
 
 def pull(azure: FakeAzure) -> AzurePull:

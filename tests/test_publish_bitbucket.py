@@ -46,13 +46,14 @@ def server() -> Iterator[FakeBitbucket]:
 
 
 @pytest.fixture
-def bitbucket(server: FakeBitbucket, case: ReportCase) -> FakeBitbucket:
+def bitbucket(server: FakeBitbucket, case: ReportCase) -> Iterator[FakeBitbucket]:
     server.reset()
     server.tokens[TOKEN] = "write"
     server.commits = {case.head}
     server.files = {(case.head, PATH): (case.repo / PATH).read_text(), (case.head, NEW_NAME):
                     (case.repo / NEW_NAME).read_text()}
-    return server
+    yield server
+    server.assert_conforms()  # off-contract traffic fails the test that sent it
 
 
 def pipelines_env(case: ReportCase, fake: FakeBitbucket, *, token: str | None = TOKEN, **extra: str) -> dict[str, str]:

@@ -31,12 +31,13 @@ def server() -> Iterator[FakeGitea]:
 
 
 @pytest.fixture
-def gitea(server: FakeGitea) -> FakeGitea:
+def gitea(server: FakeGitea) -> Iterator[FakeGitea]:
     server.reset()
     server.tokens.clear()
     server.tokens.update({TOKEN: "write", ACTIONS_TOKEN: "actions"})
     server.pulls.clear()
-    return server
+    yield server
+    server.assert_conforms()  # off-contract traffic fails the test that sent it
 
 
 @pytest.fixture

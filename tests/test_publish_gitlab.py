@@ -45,8 +45,9 @@ def server() -> Iterator[FakeGitLab]:
 
 
 @pytest.fixture
-def gitlab(server: FakeGitLab) -> FakeGitLab:
-    return server.fresh(TOKEN)
+def gitlab(server: FakeGitLab) -> Iterator[FakeGitLab]:
+    yield server.fresh(TOKEN)
+    server.assert_conforms()  # off-contract traffic fails the test that sent it
 
 
 @pytest.fixture

@@ -75,14 +75,15 @@ def server() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def github(server: FakeGitHub) -> FakeGitHub:
+def github(server: FakeGitHub) -> Iterator[FakeGitHub]:
     server.requests.clear()
     server.pulls.clear()
     server.tokens.clear()
     server.tokens.update({ACTIONS_TOKEN: "write", USER_TOKEN: "write"})
     server.logins[USER_TOKEN] = "octo-bot"
     server.link_header = server.odd_items = server.link_base = None
-    return server
+    yield server
+    server.assert_conforms()  # off-contract traffic fails the test that sent it
 
 
 @pytest.fixture

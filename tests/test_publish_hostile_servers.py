@@ -12,7 +12,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
+import api_contract
 import forked_cli
 import pytest
 from fake_gitlab import FakeGitLab, MergeRequest
@@ -35,8 +37,9 @@ def server() -> Iterator[FakeGitLab]:
 
 
 @pytest.fixture
-def gitlab(server: FakeGitLab) -> FakeGitLab:
-    return server.fresh(TOKEN)
+def gitlab(server: FakeGitLab) -> Iterator[FakeGitLab]:
+    yield server.fresh(TOKEN)
+    server.assert_conforms()  # off-contract traffic fails the test that sent it
 
 
 @pytest.fixture
@@ -82,6 +85,7 @@ class _Trickle(QuietHandler):
     server: Any
 
     def do_GET(self) -> None:
+        self.server.paths.append(self.path)
         self.server.arrived.set()
         self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
         self.wfile.flush()
@@ -96,6 +100,7 @@ class _Trickle(QuietHandler):
 def test_one_byte_at_a_time_does_not_outlive_the_timeout(case: ReportCase) -> None:
     trickle = LoopbackServer(("127.0.0.1", 0), _Trickle)
     trickle.arrived, trickle.done, trickle.dropped = threading.Event(), threading.Event(), threading.Event()
+    trickle.paths = []
     thread = threading.Thread(target=trickle.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -113,6 +118,9 @@ def test_one_byte_at_a_time_does_not_outlive_the_timeout(case: ReportCase) -> No
     assert proc.stderr.strip() == ("ocr-hook: publish: nothing published on group/app!3: the publishing deadline "
                                    "passed during GET user"), proc.stderr
     assert took < 6, took  # 1 s of deadline and a process start; the per-read timeouts would never end it
+    # this server stands in for GitLab too: what was asked of it is a documented operation
+    assert trickle.paths and [p for path in trickle.paths for p in api_contract.check(
+        "gitlab", "GET", urlsplit(path).path, dict(parse_qsl(urlsplit(path).query)), None)] == []
 
 
 def _env(api: str) -> dict[str, str]:

@@ -19,12 +19,14 @@ from fake_api import FakeMessagesAPI
 from fake_gitea import FakeGitea
 from fake_gitlab import FakeGitLab
 from publish_support import NEW_NAME, OLD_NAME, PATH, Reviewed, messages_env, ocr_hook, script
+from validators import validate_gitlab
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "fakeForgeToken0123456789abcdefABCDEF"
 
 
-PAGES = {"gitlab-publish": "docs/recipes/gitlab.md", "gitea-publish": "docs/recipes/gitea.md"}
+PAGES = {"gitlab-publish": "docs/recipes/gitlab.md", "gitea-publish": "docs/recipes/gitea.md",
+         "gitlab-code-quality": "docs/recipes/gitlab.md"}
 
 
 def recipe(name: str) -> Any:
@@ -80,6 +82,23 @@ def test_the_gitlab_ci_job(case: Reviewed, messages: FakeMessagesAPI) -> None:
             in publish.stderr
         assert len([d for d in mr.discussions if d["notes"][0]["position"]]) == 4
         assert {r.headers.get("private-token") for r in gitlab.requests} == {TOKEN}
+
+
+def test_the_gitlab_code_quality_job(case: Reviewed, messages: FakeMessagesAPI) -> None:
+    """The README's CI-gate quickstart, as docs/recipes/gitlab.md has it: the gate fails the job and the
+    report the job hands GitLab's widget is there, valid, at the changed lines."""
+    job = recipe("gitlab-code-quality")["ocr-hook"]
+    assert job["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    env = {**messages_env(messages), **{k: str(v) for k, v in job["variables"].items()},
+           "GITLAB_CI": "true", "CI": "true", "CI_PIPELINE_SOURCE": "merge_request_event",
+           "CI_MERGE_REQUEST_DIFF_BASE_SHA": case.base, "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"}
+    [review] = run_lines(job["script"], case.repo, env)
+    assert review.returncode == 1, review.stderr
+    assert job["artifacts"]["when"] == "always"  # the report is kept although the gate failed the job
+    report = case.repo / job["artifacts"]["reports"]["codequality"]
+    entries = json.loads(report.read_text(encoding="utf-8"))
+    validate_gitlab(entries)
+    assert {e["location"]["path"] for e in entries} == {PATH, NEW_NAME}
 
 
 def test_the_gitea_actions_workflow(case: Reviewed, messages: FakeMessagesAPI, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Extract the operations ocr-hook calls from a forge's official API description into a small JSON file.
 
     python tests/api_descriptions/extract.py azure /path/to/clone/of/vsts-rest-api-specs
-    python tests/api_descriptions/extract.py github /path/to/unpacked/npm/package   # npm pack @octokit/openapi
+    python tests/api_descriptions/extract.py github octokit-openapi-VERSION.tgz   # npm pack @octokit/openapi@VERSION
     python tests/api_descriptions/extract.py gitea /path/to/v1_json.tmpl COMMIT
     python tests/api_descriptions/extract.py bitbucket /path/to/git/dir/of/coderabbitai/bitbucket [COMMIT]
 
@@ -15,22 +15,32 @@ the public repository coderabbitai/bitbucket vendors it. Give a clone, or a bare
 `git show COMMIT:PATH`; COMMIT defaults to HEAD), or the downloaded file and the commit it was taken at.
 An OpenAPI 3 description's base path is its first server's path (Bitbucket's https://api.bitbucket.org/2.0).
 
-reads the description at its path in the clone, or in an unpacked registry package that ships the
-forge's official description (`package.json` there: its name and version are recorded instead of a
-commit, with the upstream the description names) (Swagger 2.0 or OpenAPI 3, JSON or YAML), keeps only the
-operations listed in OPERATIONS below, resolves every $ref they need (a cycle becomes `{}`, open), drops
-the prose, and writes tests/api_descriptions/<forge>.json with the source repository, path and commit
-(`git -C CLONE rev-parse HEAD`). tests/api_contract.py validates the fakes' traffic against those files.
-Operations a description lacks are written down by hand in <forge>.extra.json, each with the page of the
-REST documentation it comes from; this script never touches those.
+GitHub's own repository is over the mirror's size limit; the npm package @octokit/openapi ships its
+description, generated from it. Its generator adds the `x-octokit` extension (dropped here) and overrides a
+handful of operations, none of those listed below; it records no upstream commit. Give the tarball `npm pack`
+wrote (or the unpacked directory): its name and version are recorded instead of a commit, with the
+upstream the description names and, from a tarball, npm's sha512 integrity of it, which `npm view
+@octokit/openapi@VERSION dist.integrity` confirms.
+
+It reads the description at its path in the clone, or in the registry package (Swagger 2.0 or OpenAPI 3,
+JSON or YAML), keeps only the operations listed in OPERATIONS below, resolves every $ref they need (a
+cycle becomes `{}`, open), drops the prose, and writes tests/api_descriptions/<forge>.json with the source
+repository, path and commit (`git -C CLONE rev-parse HEAD`). tests/api_contract.py validates the fakes'
+traffic against those files. Operations a description lacks are written down by hand in
+<forge>.extra.json, each with the page of the REST documentation it comes from; this script never touches
+those.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import json
 import re
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,8 +53,7 @@ SOURCES: dict[str, dict[str, str]] = {
     "azure": {"repository": "MicrosoftDocs/vsts-rest-api-specs", "path": "specification/git/7.1/git.json"},
     "github": {"repository": "github/rest-api-description",
                "path": "descriptions/api.github.com/api.github.com.json",
-               # github/rest-api-description is over the mirror's size limit; @octokit/openapi ships the
-               # same description (its generator adds only `x-octokit`, which is dropped here)
+               # from the npm package @octokit/openapi (see above): the path inside it
                "package_path": "generated/api.github.com.json"},
     "gitea": {"repository": "go-gitea/gitea", "path": "templates/swagger/v1_json.tmpl"},  # a downloaded file
     "gitlab": {"repository": "gitlabhq/gitlabhq", "path": "doc/api/openapi/openapi_v2.yaml"},
@@ -166,6 +175,19 @@ def _source(forge: str, root: Path, commit: str | None = None) -> tuple[dict[str
         resolved = _git(root, "rev-parse", "--verify", f"{commit or 'HEAD'}^{{commit}}").strip()
         text = _git(root, "show", f"{resolved}:{source['path']}")
         return {**source, "commit": resolved}, Path(source["path"]), text
+    if root.is_file() and root.name.endswith(".tgz") and "package_path" in SOURCES[forge]:
+        data = root.read_bytes()
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            def member(name: str) -> str:
+                handle = tar.extractfile(f"package/{name}")
+                assert handle is not None, name
+                return handle.read().decode("utf-8")
+            package, text = json.loads(member("package.json")), member(SOURCES[forge]["package_path"])
+        path = Path(SOURCES[forge]["package_path"])
+        integrity = "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode("ascii")
+        return {"repository": source["repository"], "package": f"npm:{package['name']}@{package['version']}",
+                "integrity": integrity, "path": SOURCES[forge]["package_path"],
+                "upstream": _load(path, text).get("info", {}).get("description", "")}, path, text
     if root.is_file():
         if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
             print(f"extract.py: {root} is one file: name the 40-hex commit it was downloaded at", file=sys.stderr)

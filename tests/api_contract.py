@@ -118,8 +118,10 @@ def _corrected(described: list[dict[str, Any]], corrections: list[dict[str, Any]
     """Apply <forge>.extra.json's corrections to the extracted operations, in place. Each names where it
     applies ("METHOD TEMPLATE LOCATION", the location a /-path inside the operation as extract.py wrote it)
     and either a `schema` that replaces the description's there, an `or` schema allowed beside it, an `and`
-    schema the value must meet as well, or `parameters` the operation also takes. One that no longer finds
-    its place fails loudly: the description changed and the correction must be looked at again."""
+    schema the value must meet as well, `as_items` (the value is an array of what the description gives
+    there: GitLab's grape-swagger writes a list reply as one object), or `parameters` the operation also
+    takes. One that no longer finds its place fails loudly: the description changed and the correction must
+    be looked at again."""
     for correction in corrections:
         for where in correction["where"]:
             method, template, *at = where.split(" ")
@@ -137,6 +139,8 @@ def _corrected(described: list[dict[str, Any]], corrections: list[dict[str, Any]
                 raise LookupError(f"{name}: correction for {where}: the description has nothing there")
             if "schema" in correction:
                 node[last] = correction["schema"]
+            elif correction.get("as_items"):
+                node[last] = {"type": "array", "items": node[last]}
             else:  # `or`: either schema will do; `and`: the description's, and this one too
                 node[last] = ({"anyOf": [node[last], correction["or"]]} if "or" in correction
                               else {"allOf": [node[last], correction["and"]]})

@@ -54,7 +54,7 @@ class MergeRequest:
 
 class FakeGitLab(FakeForge):
     name = "gitlab"
-    contract = "gitlab"  # checked against the REST documentation (tests/api_descriptions/gitlab.extra.json)
+    contract = "gitlab"  # gitlab.json (GitLab's openapi_v2.yaml) and gitlab.extra.json (the REST documentation)
 
     def __init__(self, project_path: str = "group/app", project_id: int = 42, **kw: Any) -> None:
         super().__init__(**kw)

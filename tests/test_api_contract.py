@@ -196,6 +196,31 @@ def test_gitlab_requests_and_replies_are_checked() -> None:
         "gitlab", "GET", GL_MR + "/discussions", 200, [{"id": "ab12", "notes": [{"id": 1, "user": {}}]}]))
 
 
+
+def test_gitlab_user_merge_request_and_diffs_are_checked_against_gitlabs_openapi_v2() -> None:
+    for path in ("/api/v4/user", GL_MR, GL_MR + "/diffs"):  # extracted (gitlab.json), not hand-written
+        op = api_contract.find("gitlab", "GET", path)
+        assert op is not None and op.source == "gitlabhq/gitlabhq", path
+    assert api_contract.check_reply("gitlab", "GET", "/api/v4/user", 200,
+                                    {"id": 7, "username": "bot", "state": "active"}) == []
+    assert any("'login' was unexpected" in p for p in api_contract.check_reply(  # GitHub's spelling
+        "gitlab", "GET", "/api/v4/user", 200, {"id": 7, "login": "bot"}))
+    assert api_contract.check("gitlab", "GET", GL_MR, {"render_html": "true"}, None) == []
+    assert "'with_diffs' is not one" in api_contract.check("gitlab", "GET", GL_MR, {"with_diffs": "1"}, None)[0]
+    refs = {"base_sha": "b" * 40, "head_sha": "a" * 40, "start_sha": "b" * 40}
+    assert api_contract.check_reply("gitlab", "GET", GL_MR, 200,
+                                    {"iid": 3, "sha": "a" * 40, "state": "opened", "diff_refs": refs}) == []
+    assert any("'head' was unexpected" in p for p in api_contract.check_reply(
+        "gitlab", "GET", GL_MR, 200, {"iid": 3, "diff_refs": {"head": "a" * 40}}))
+    assert api_contract.check("gitlab", "GET", GL_MR + "/diffs", {"page": "2", "per_page": "100"}, None) == []
+    diff = {"old_path": "app.py", "new_path": "app.py", "diff": "@@ -1 +1 @@\n-a\n+b\n", "new_file": False,
+            "renamed_file": False, "deleted_file": False}
+    assert api_contract.check_reply("gitlab", "GET", GL_MR + "/diffs", 200, [diff]) == []
+    # the description gives one Diff; gitlab.extra.json's correction makes the reply the list GitLab sends
+    assert "is not of type 'array'" in api_contract.check_reply("gitlab", "GET", GL_MR + "/diffs", 200, diff)[0]
+    assert any("'path' was unexpected" in p for p in api_contract.check_reply(
+        "gitlab", "GET", GL_MR + "/diffs", 200, [{**diff, "path": "app.py"}]))
+
 BB = "/2.0/repositories/team/app/commit/" + "a" * 40 + "/reports/ocr-hook"
 BB_REPORT = {"type": "report", "title": "ocr-hook review", "report_type": "BUG", "result": "FAILED",
              "data": [{"title": "Findings", "type": "NUMBER", "value": 2}]}

@@ -1,8 +1,9 @@
 """tests/api_descriptions/extract.py reads Bitbucket's description out of a bare git mirror (as
-`fetch` gives coderabbitai/bitbucket) at a commit, and GitHub's out of the tarball `npm pack
-@octokit/openapi` writes, and gives back the operations the vendored bitbucket.json and github.json hold:
-a description with those operations, in a real scratch repository or a real gzipped tarball, comes back
-out as exactly those operations, with the commit or the package and its integrity recorded."""
+`fetch` gives coderabbitai/bitbucket) at a commit, GitHub's out of the tarball `npm pack
+@octokit/openapi` writes, and GitLab's out of a downloaded openapi_v2.yaml, and gives back the operations
+the vendored bitbucket.json, github.json and gitlab.json hold: a description with those operations, in a
+real scratch repository, a real gzipped tarball or a YAML file, comes back out as exactly those operations,
+with the commit or the package and its integrity recorded."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from typing import Any
 
 import api_contract
 import pytest
+import yaml
 from gitrepo import commit_all, git, make_repo, write
 
 SWAGGER = "src/cloud/openapi/swagger.v3.json"
@@ -92,3 +94,42 @@ def test_an_npm_tarball_gives_back_the_vendored_github_operations(tmp_path: Path
                              "upstream": vendored["source"]["upstream"]}
     assert out["basePath"] == "" and out["dialect"] == "openapi3"
     assert json.dumps(out["operations"], sort_keys=True) == json.dumps(vendored["operations"], sort_keys=True)
+
+
+def _swagger_gitlab(vendored: dict[str, Any]) -> dict[str, Any]:
+    """A Swagger 2.0 description shaped like GitLab's openapi_v2.yaml: the vendored operations at the paths
+    the description files them under (`GET /user` as /api/v3/user), parameters in Swagger 2's flat form,
+    replies behind $refs into `definitions`, with prose and examples to drop."""
+    paths: dict[str, Any] = {}
+    definitions: dict[str, Any] = {}
+    for op in copy.deepcopy(vendored["operations"]):
+        answer: dict[str, Any] = {"summary": "prose, dropped", "produces": ["application/json"],
+                                  "parameters": [{"in": p["in"], "name": p["name"], "required": p["required"],
+                                                  "description": "prose", **p["schema"]} for p in op["parameters"]],
+                                  "responses": {}, "tags": ["merge_requests"], "operationId": op["operationId"]}
+        for status, schema in op["responses"].items():
+            if schema is not None:
+                name = f"Entity_{len(definitions)}"
+                definitions[name] = {**schema, "description": f"{name} model"}
+                schema = {"$ref": f"#/definitions/{name}"}
+            answer["responses"][status] = {"description": "x", **({"schema": schema} if schema else {})}
+        paths.setdefault(op.get("describedAs", op["path"]), {})[op["method"].lower()] = answer
+    return {"info": {"title": "GitLab API", "version": "v4"}, "swagger": "2.0", "host": "gitlab.com",
+            "paths": paths, "definitions": definitions}
+
+
+def test_a_downloaded_openapi_v2_yaml_gives_back_the_vendored_gitlab_operations(tmp_path: Path) -> None:
+    vendored = json.loads((api_contract.HERE / "gitlab.json").read_text(encoding="utf-8"))
+    assert {op["path"] for op in vendored["operations"]} >= {"/api/v4/user"}  # served at v4, filed under v3
+    spec = tmp_path / "openapi_v2.yaml"
+    spec.write_text(yaml.safe_dump(_swagger_gitlab(vendored), sort_keys=False), encoding="utf-8")
+    extract = _extract_module()
+    commit = vendored["source"]["commit"]
+    out = extract.extract("gitlab", spec, commit)
+    assert out["source"] == {"repository": "gitlabhq/gitlabhq", "path": "doc/api/openapi/openapi_v2.yaml",
+                             "commit": commit}
+    assert out["basePath"] == "" and out["dialect"] == "swagger2"  # the paths carry /api/v4 themselves
+    assert json.dumps(out["operations"], sort_keys=True) == json.dumps(vendored["operations"], sort_keys=True)
+    with pytest.raises(SystemExit) as refused:  # one downloaded file: the commit it came from must be named
+        extract.extract("gitlab", spec)
+    assert refused.value.code == 2

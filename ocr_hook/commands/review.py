@@ -516,7 +516,9 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
 
         kind = scope_kind or (SCAN if change_set.scan else "staged" if change_set.target is None else "base")
         skip = None
-        if pre_commit and environ is not None:
+        # A push review runs from a pre-push hook (by hand it has no range): lefthook's, husky's or a plain one
+        # is no commit-time review (git names no index for a push), yet its skip line is still that hook's.
+        if environ is not None and (pre_commit or kind == "push"):
             from ocr_hook.commands.doctor_hooks import running_manager
             from ocr_hook.hookenv import skip_hint
 

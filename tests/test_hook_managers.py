@@ -252,6 +252,10 @@ def test_a_pre_push_reviews_every_pushed_branch_against_what_the_remote_has(mana
     assert proc.returncode == 0 and len(fake.requests) == sent, proc.stdout + proc.stderr
     assert manager != "plain" or "the push only deletes refs: nothing to review" in proc.stderr, proc.stderr
     assert _on_remote(repo) == ""
+    # Everything up to date: git runs the hook with no line at all, which is no reason to fail the push.
+    proc = _push(repo, "main")
+    assert proc.returncode == 0 and "the push sends nothing" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert len(fake.requests) == sent
 
 
 def _on_remote(repo: Path) -> str:
@@ -331,6 +335,12 @@ def test_doctor_reads_each_lefthook_hook_on_its_own(tmp_path: Path) -> None:
         assert commit_row[0] == doctor.OK
         assert push_row[0] == doctor.WARN and problem in push_row[1], push_row
         assert "a script (with `use_stdin: true`)" in push_row[2] and "lefthook install" in push_row[2]
+    # The script without use_stdin, pushed: lefthook hands it an empty pipe, which is no pass.
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
+    commit_all(repo, "base")
+    proc = subprocess.run(["git", "push", "-q", str(tmp_path / "remote.git"), "main"], cwd=repo, env=hook_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "no range to review" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
 def test_push_given_to_the_ocr_hook_id_names_ocr_hook_push(repos: dict[str, Path]) -> None:

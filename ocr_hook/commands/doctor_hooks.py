@@ -59,6 +59,15 @@ def running_manager(root: str, scope_kind: str, environ: Mapping[str, str]) -> s
     return found.manager
 
 
+def passes_push_lines(root: str) -> bool:
+    """Whether the installed pre-push hook hands ocr-hook the lines git gives it: a plain script and husky's do,
+    lefthook's only from a script with `use_stdin: true` (pre-commit and prek name the range themselves)."""
+    found = installed(root, "pre-push")
+    if found.manager == "lefthook":
+        return _lefthook_problem(root, "pre-push", _config(root, found)[0]) == ""
+    return found.manager in ("plain", "husky")
+
+
 def hook_rows(root: str) -> list[Row] | None:
     """One row per installed hook, or None when no manager but pre-commit installed any (doctor's
     pre-commit check then says what it always said)."""
@@ -82,7 +91,7 @@ def _row(root: str, found: Installed) -> Row:
     if manager in ("pre-commit", "prek"):
         runs = hook in _stages(root, config_name)
     elif manager == "lefthook":
-        problem = _lefthook_problem(root, hook, config_name, config)
+        problem = _lefthook_problem(root, hook, config_name)
         if problem:
             return Row("warn", f"{hook}: installed by lefthook, {problem}{where}", _fix(manager, hook))
         runs = True
@@ -112,7 +121,7 @@ def _stages(root: str, names: str) -> set[str]:
     return found
 
 
-def _lefthook_problem(root: str, hook: str, names: str, config: str | None) -> str:
+def _lefthook_problem(root: str, hook: str, names: str) -> str:
     """Why lefthook's `hook` does not review (\"\": it does), from the sections of its configuration files."""
     import yaml
 

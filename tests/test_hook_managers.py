@@ -137,7 +137,8 @@ def test_a_commit_under_each_manager_is_a_commit_time_review(manager: str, repos
         proc = _commit(repo, "-m", "clean")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         (request,) = fake.requests  # one turn: one request, and no filter for a clean file
-        assert fake_script_of(request) == CLEAN and not thinking_on(request.body)  # the quick profile
+        assert fake_script_of(request) == CLEAN  # the quick profile, though the model could think:
+        assert not thinking_on(request.body) and request.body["output_config"] == {"effort": "low"}
         (line,) = _ours(proc)  # brief: the verdict alone
         assert line.startswith("ocr-hook: PASSED") and "no findings" in line, proc.stdout + proc.stderr
 
@@ -305,6 +306,20 @@ def test_doctor_fixes_name_the_managers_own_commands(tmp_path: Path) -> None:
     ((status, message, fix),) = _hook_checks(repo, ["lefthook", "install"])
     assert status == doctor.WARN and "installed by lefthook, which does not run ocr-hook" in message
     assert "lefthook install" in fix and "pre-commit install" not in fix
+
+    repo = make_repo(tmp_path / "plain-other")
+    write(repo, ".git/hooks/pre-commit", "#!/bin/sh\nexec make lint\n")
+    ((status, message, fix),) = _hook_checks(repo, ["chmod", "+x", ".git/hooks/pre-commit"])
+    assert (status, message) == (doctor.WARN, "pre-commit: installed by plain, which does not run ocr-hook")
+    assert fix == "add `ocr-hook review --staged` to the pre-commit hook (docs/hook-managers.md, plain git hooks)"
+
+    repo = make_repo(tmp_path / "husky-other")
+    (repo / "node_modules").symlink_to(_husky_modules())
+    write(repo, ".husky/pre-push", "npm test\n")
+    _commit_row, (status, message, fix) = _hook_checks(repo, ["npx", "--no-install", "husky"])  # husky 9: every hook
+    assert (status, message) == (doctor.WARN, "pre-push: installed by husky, which does not run ocr-hook "
+                                              "(.husky/pre-push)")
+    assert fix == "add the line `ocr-hook review --push` to .husky/pre-push (docs/hook-managers.md, husky)"
 
     # prek installs the commit hook only (its default), while the configuration also reviews pushes.
     repo = make_repo(tmp_path / "prek-half")

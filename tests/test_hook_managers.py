@@ -3,7 +3,8 @@ written with the real pre-commit, prek, lefthook, husky (npm, tests/install_husk
 repositories with a bare remote, against the fake Messages API with a model that could think.
 
 One repository per manager for the module (installing a manager is the slow part); each test leaves it as it
-found it (nothing committed to main, the index reset).
+found it (nothing committed to main, the index reset). The commits' reviews are served by one warm worker for
+the module, as on a developer's machine (half the module's time without it).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ from fake_api import Reply, task_done, text, thinking_on
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 from ocr_hook.commands import doctor
-from ocr_hook.hookenv import PushInputError, commit_time, pushed_refs
+from ocr_hook.commands.doctor_hooks import running_manager
+from ocr_hook.hookenv import PushInputError, commit_time, pushed_refs, skip_hint
 
 PROJECT = Path(__file__).resolve().parent.parent
 DOC = PROJECT / "docs" / "hook-managers.md"
@@ -54,12 +57,32 @@ def recipe(section: str) -> tuple[dict[str, str], list[str]]:
     return files, commands
 
 
+_WARM: dict[str, str] = {}  # the module's warm worker (see `warm`), once it has one
+
+
 def hook_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This environment (the fake API's, once a test has sdk_env) with this interpreter's scripts first on
     PATH: ocr-hook, pre-commit, prek and lefthook are installed there."""
-    env = dict(os.environ)
+    env = {**without_ci(dict(os.environ)), **_WARM}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return {**env, **(extra or {})}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> Iterator[None]:
+    """The hooks' reviews served by a warm worker, as on a developer's machine: the first commit of the module
+    starts it, and every later hook run (whichever manager, the same installed ocr-hook) hands it its review
+    instead of importing the SDK again. Stopped, and nothing left running, at the end."""
+    runtime = Path(tempfile.mkdtemp(prefix="ocr-w-"))  # short: a socket path's limit
+    runtime.chmod(0o700)
+    _WARM.update({"OCR_HOOK_WARM": "auto", "XDG_RUNTIME_DIR": str(runtime)})
+    try:
+        yield
+    finally:
+        subprocess.run([sys.executable, "-m", "ocr_hook", "warm", "stop"], env=hook_env(), capture_output=True,
+                       timeout=60)
+        _WARM.clear()
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _husky_modules() -> Path:
@@ -373,6 +396,13 @@ def test_the_pre_push_lines() -> None:
     assert pushed_refs("") == []
     with pytest.raises(PushInputError, match="line 1 is not a pre-push line"):
         pushed_refs("refs/heads/feat HEAD\n")
+
+
+def test_pre_commit_forced_under_lefthook_still_names_lefthooks_skip(repos: dict[str, Path]) -> None:
+    forced = {"PRE_COMMIT": "1"}  # what a user may export by hand; lefthook ignores SKIP=
+    assert skip_hint(running_manager(str(repos["lefthook"]), "staged", forced), "staged", forced) == \
+        "LEFTHOOK_EXCLUDE=ocr-hook git commit ..."
+    assert running_manager(str(repos["prek"]), "staged", {}) is None  # prek's hook, but a run in a terminal
 
 
 def test_commit_time_is_what_git_or_the_manager_says() -> None:

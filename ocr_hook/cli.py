@@ -106,7 +106,7 @@ def cli(verbose: bool) -> None:
 @click.option("--provider", type=click.Choice(["anthropic", "bedrock", "vertex", "claude-code"]),
               help="Who answers the review: the Messages API (anthropic, bedrock, vertex) or Claude Code.")
 @click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
-              help="How deep each file's review goes (default auto: quick under pre-commit, standard in CI "
+              help="How deep each file's review goes (default auto: quick in a git hook, standard in CI "
                    "and elsewhere, risky paths one level deeper).")
 @click.option("--max-cost", type=float, metavar="USD", help="Cost ceiling for the whole run.")
 @click.option("--max-tokens", type=int, metavar="N", help="Token ceiling for the whole run.")

@@ -77,8 +77,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("max_files", "Files reviewed per run, most valuable first; the rest are listed as not reviewed."),
         ("plan_threshold", "Changed lines from which a file gets a read-only plan phase first (under "
                            "`effort: standard`)."),
-        ("effort", "How deep each file's review goes; `auto` is `quick` under pre-commit and `standard` "
-                   "elsewhere (see [Effort](effort.md))."),
+        ("effort", "How deep each file's review goes; `auto` is `quick` at commit time (a git hook, see "
+                   "[Hook managers](hook-managers.md)) and `standard` elsewhere (see [Effort](effort.md))."),
         ("risk_paths", "Gitignore-style globs that `effort: auto` reviews one level deeper; setting it "
                        "replaces the list."),
         ("cache", "Reuse the findings of files whose diff, content, models, prompts and settings are unchanged."),
@@ -90,8 +90,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("memory", "Review memory: a re-review after a fix looks at what changed since the last review (see "
                    "[Review memory](memory.md))."),
         ("late_findings", "`block`: findings raised now on lines unchanged since the last review block too."),
-        ("warm", "The warm worker for commit-time reviews: `auto` is on under pre-commit on Linux and macOS, "
-                 "never in CI or on Windows (see [Warm worker](warm-worker.md))."),
+        ("warm", "The warm worker for commit-time reviews: `auto` is on at commit time (a git hook) on Linux "
+                 "and macOS, never in CI or on Windows (see [Warm worker](warm-worker.md))."),
         ("warm_idle", "Seconds without a run after which the warm worker exits."),
     ]),
     ("File selection", [

@@ -3,25 +3,32 @@ written with the real pre-commit, prek, lefthook, husky (npm, tests/install_husk
 repositories with a bare remote, against the fake Messages API with a model that could think.
 
 One repository per manager for the module (installing a manager is the slow part); each test leaves it as it
-found it (nothing committed to main, the index reset).
+found it (nothing committed to main, the index reset). The commits' reviews are served by one warm worker for
+the module, as on a developer's machine (half the module's time without it).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_support import is_filter
+from ci_repos import without_ci
 from e2e_support import CALC_AFTER, CALC_BEFORE, CALC_PATH, comment, comment_turn
 from fake_api import Reply, task_done, text, thinking_on
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 from ocr_hook.commands import doctor
-from ocr_hook.hookenv import PushInputError, commit_time, pushed_refs
+from ocr_hook.commands.doctor_hooks import running_manager
+from ocr_hook.hookenv import PushInputError, commit_time, pushed_refs, skip_hint
 
 PROJECT = Path(__file__).resolve().parent.parent
 DOC = PROJECT / "docs" / "hook-managers.md"
@@ -50,12 +57,32 @@ def recipe(section: str) -> tuple[dict[str, str], list[str]]:
     return files, commands
 
 
+_WARM: dict[str, str] = {}  # the module's warm worker (see `warm`), once it has one
+
+
 def hook_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """This environment (the fake API's, once a test has sdk_env) with this interpreter's scripts first on
     PATH: ocr-hook, pre-commit, prek and lefthook are installed there."""
-    env = dict(os.environ)
+    env = {**without_ci(dict(os.environ)), **_WARM}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return {**env, **(extra or {})}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> Iterator[None]:
+    """The hooks' reviews served by a warm worker, as on a developer's machine: the first commit of the module
+    starts it, and every later hook run (whichever manager, the same installed ocr-hook) hands it its review
+    instead of importing the SDK again. Stopped, and nothing left running, at the end."""
+    runtime = Path(tempfile.mkdtemp(prefix="ocr-w-"))  # short: a socket path's limit
+    runtime.chmod(0o700)
+    _WARM.update({"OCR_HOOK_WARM": "auto", "XDG_RUNTIME_DIR": str(runtime)})
+    try:
+        yield
+    finally:
+        subprocess.run([sys.executable, "-m", "ocr_hook", "warm", "stop"], env=hook_env(), capture_output=True,
+                       timeout=60)
+        _WARM.clear()
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def _husky_modules() -> Path:
@@ -72,6 +99,9 @@ def _setup(manager: str, root: Path) -> Path:
     commit_all(repo, "base")
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "origin", "main")
+    # As after `git clone`: lefthook finds the files a pre-push *command* would see from origin/HEAD, and with it
+    # set skips one for a push of another branch (the recipe's script must not be).
+    git(repo, "remote", "set-head", "origin", "main")
     files, commands = recipe("pre-commit" if manager == "prek" else SECTION[manager])
     if manager == "prek":
         commands = recipe("prek")[1]
@@ -108,26 +138,77 @@ def _opening(path: str) -> str:
     return f"Review the change to `{path}`"
 
 
+def _skipping(line: str) -> tuple[dict[str, str], list[str]]:
+    """The variables and options a skip hint (`SKIP=ocr-hook git commit ...`) sets, to run it as written."""
+    words = line.replace("...", "").split()
+    return (dict(w.split("=", 1) for w in words[:words.index("git")]),
+            [w for w in words if w.startswith("--")])
+
+
+def _ours(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    """What ocr-hook printed, among the manager's lines (prek indents a hook's output)."""
+    return [line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip().startswith("ocr-hook:")]
+
+
 @pytest.mark.parametrize("manager", list(SECTION))
 def test_a_commit_under_each_manager_is_a_commit_time_review(manager: str, repos: dict[str, Path], fake) -> None:
     repo = repos[manager]
-    write(repo, CLEAN, "def double(x):\n    return 2 * x\n")
-    write(repo, CALC_PATH, CALC_AFTER)
-    git(repo, "add", CLEAN, CALC_PATH)
-    before = git(repo, "rev-parse", "HEAD")
+    before = git(repo, "rev-parse", "HEAD").strip()
     try:
-        proc = _commit(repo, "-m", "two files")
+        write(repo, CLEAN, "def double(x):\n    return 2 * x\n")
+        git(repo, "add", CLEAN)
+        proc = _commit(repo, "-m", "clean")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        (request,) = fake.requests  # one turn: one request, and no filter for a clean file
+        assert fake_script_of(request) == CLEAN  # the quick profile, though the model could think:
+        assert not thinking_on(request.body) and request.body["output_config"] == {"effort": "low"}
+        (line,) = _ours(proc)  # brief: the verdict alone
+        assert line.startswith("ocr-hook: PASSED") and "no findings" in line, proc.stdout + proc.stderr
+
+        clean_tip = git(repo, "rev-parse", "HEAD")
+        write(repo, CALC_PATH, CALC_AFTER)
+        git(repo, "add", CALC_PATH)
+        proc = _commit(repo, "-m", "subtract")
         out = proc.stdout + proc.stderr
         assert proc.returncode != 0, out
-        assert git(repo, "rev-parse", "HEAD") == before  # blocked: nothing committed
-        assert "Subtraction in add()" in out and f"skip this hook once: {SKIP_LINE[manager]}" in out, out
-        reviews = [r for r in fake.requests if not is_filter(r.body)]
-        clean = [r for r in reviews if fake_script_of(r) == CLEAN]
-        assert len(clean) == 1, [r.first_user_text[:200] for r in reviews]  # one turn: one request
-        assert not any(thinking_on(r.body) for r in reviews)  # the quick profile: no thinking
+        assert git(repo, "rev-parse", "HEAD") == clean_tip  # blocked: nothing committed
+        assert "Subtraction in add()" in out and f"skip this hook once: {SKIP_LINE[manager]} ..." in out, out
+        assert not any(thinking_on(r.body) for r in fake.requests)
+        # The hint, run as written with the real manager: the hook is skipped, the commit made, nothing sent.
+        sent = len(fake.requests)
+        variables, options = _skipping(SKIP_LINE[manager])
+        proc = _commit(repo, *options, "-m", "subtract", **variables)
+        assert proc.returncode == 0 and git(repo, "rev-parse", "HEAD") != clean_tip, proc.stdout + proc.stderr
+        assert len(fake.requests) == sent
     finally:
-        git(repo, "reset", "-q", "--hard", before.strip())
+        git(repo, "reset", "-q", "--hard", before)
         (repo / CLEAN).unlink(missing_ok=True)
+
+
+def test_a_commit_under_a_plain_hook_starts_the_warm_worker(repos: dict[str, Path], fake) -> None:
+    """`warm: auto` at commit time, with no PRE_COMMIT: the plain hook's review leaves a worker behind."""
+    repo, runtime = repos["plain"], Path(tempfile.mkdtemp(prefix="ocr-w-"))  # short: a socket path's limit
+    runtime.chmod(0o700)
+    env = {**without_ci(hook_env()), "OCR_HOOK_WARM": "auto", "XDG_RUNTIME_DIR": str(runtime)}
+    before = git(repo, "rev-parse", "HEAD").strip()
+    try:
+        write(repo, CLEAN, "def double(x):\n    return 2 * x\n")
+        git(repo, "add", CLEAN)
+        proc = subprocess.run(["git", "commit", "-q", "-m", "clean"], cwd=repo, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        lock = os.open(runtime / "ocr-hook" / "spawn.lock", os.O_RDWR)  # absent: no worker was started
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # the starting worker holds it until it listens
+        finally:
+            os.close(lock)
+    finally:
+        stop = subprocess.run([sys.executable, "-m", "ocr_hook", "warm", "stop"], env=env, capture_output=True,
+                              text=True, timeout=60)
+        git(repo, "reset", "-q", "--hard", before)
+        (repo / CLEAN).unlink(missing_ok=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+    assert stop.stdout == "stopped 1 warm worker(s)\n", stop.stdout + stop.stderr
 
 
 def fake_script_of(request) -> str:
@@ -135,43 +216,75 @@ def fake_script_of(request) -> str:
     return next((p for p in (CLEAN, CALC_PATH) if _opening(p) in request.first_user_text), "")
 
 
-def _push(repo: Path, *refs: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "push", "-q", "origin", *refs], cwd=repo, env=hook_env(), capture_output=True,
-                          text=True, timeout=120)
+def _push(repo: Path, *refs: str, options: tuple[str, ...] = (), **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "push", "-q", *options, "origin", *refs], cwd=repo, env=hook_env(extra),
+                          capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("manager", ["husky", "lefthook"])
-def test_a_push_of_another_branch_with_a_high_finding_is_refused(manager: str, repos: dict[str, Path],
-                                                                  fake) -> None:
+PUSH_SKIP = {"husky": "HUSKY=0 git push", "lefthook": "LEFTHOOK=0 git push", "plain": "git push --no-verify"}
+
+
+def _reviews(fake) -> dict[str, int]:
+    """Review requests (not the filter's) per file."""
+    found: dict[str, int] = {}
+    for request in fake.requests:
+        if not is_filter(request.body):
+            found[fake_script_of(request)] = found.get(fake_script_of(request), 0) + 1
+    return found
+
+
+@pytest.mark.parametrize("manager", list(PUSH_SKIP))
+def test_a_pre_push_reviews_every_pushed_branch_against_what_the_remote_has(manager: str, repos: dict[str, Path],
+                                                                           fake) -> None:
+    """From main, `git push origin feat two` with a high finding on feat: refused, both new branches reviewed
+    (only their own commits), nothing reaches the remote; the skip hint pushes them; a later push of one branch
+    reviews only what the remote lacks, beside a deletion, which is skipped."""
     repo = repos[manager]
-    git(repo, "switch", "-q", "-c", f"feat-{manager}")
-    write(repo, CALC_PATH, CALC_AFTER)
-    git(repo, "commit", "-q", "--no-verify", "-am", "subtract")
-    git(repo, "switch", "-q", "main")
-    proc = _push(repo, f"feat-{manager}")
-    out = proc.stdout + proc.stderr
-    assert proc.returncode != 0 and "Subtraction in add()" in out, out
-    assert _on_remote(repo) == ""  # the remote did not get it
-
-
-def _on_remote(repo: Path) -> str:
-    return git(repo.parent / "remote.git", "branch", "--list", "feat-*", "two-*")
-
-
-def test_a_plain_pre_push_of_two_other_branches_reviews_both_and_refuses_the_push(repos: dict[str, Path],
-                                                                                 fake) -> None:
-    repo = repos["plain"]
-    for branch, path, body in (("two-a", CALC_PATH, CALC_AFTER), ("two-b", CLEAN, "def one():\n    return 1\n")):
+    feat, two = f"feat-{manager}", f"two-{manager}"
+    for branch, path, body in ((feat, CALC_PATH, CALC_AFTER), (two, CLEAN, "def one():\n    return 1\n")):
         git(repo, "switch", "-q", "-c", branch, "main")
         write(repo, path, body)
         git(repo, "add", path)
         git(repo, "commit", "-q", "--no-verify", "-m", branch)
     git(repo, "switch", "-q", "main")
-    proc = _push(repo, "two-a", "two-b")  # from main: neither is the current branch
-    assert proc.returncode != 0 and "Subtraction in add()" in proc.stderr + proc.stdout, proc.stderr
-    reviewed = {fake_script_of(r) for r in fake.requests if not is_filter(r.body)}
-    assert reviewed == {CALC_PATH, CLEAN}
+    proc = _push(repo, feat, two)  # neither is the current branch
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Subtraction in add()" in out, out
+    assert f"skip this hook once: {PUSH_SKIP[manager]} ..." in out, out
+    # Two turns for calc.py (the comment, then task_done), one for clean.py; calc.py unchanged on `two` is not
+    # reviewed: a new branch is reviewed against what the remote has, not from the root.
+    assert _reviews(fake) == {CALC_PATH: 2, CLEAN: 1}
     assert _on_remote(repo) == ""
+
+    sent = len(fake.requests)
+    variables, options = _skipping(PUSH_SKIP[manager])
+    proc = _push(repo, feat, two, options=tuple(options), **variables)
+    assert proc.returncode == 0 and len(fake.requests) == sent, proc.stdout + proc.stderr
+    assert _on_remote(repo).split() == [feat, two]
+
+    git(repo, "switch", "-q", two)
+    write(repo, CLEAN, "def one():\n    return 1 * 1\n")
+    git(repo, "commit", "-q", "--no-verify", "-am", "again")
+    git(repo, "switch", "-q", "main")
+    proc = _push(repo, two, f":{feat}")  # an existing branch (from the remote's tip) and a deletion (skipped)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _reviews(fake) == {CALC_PATH: 2, CLEAN: 2} and _on_remote(repo).split() == [two]
+
+    # A push that only deletes runs the hook, which lets it through; once is enough (the lines are git's).
+    sent = len(fake.requests)
+    proc = _push(repo, f":{two}", options=() if manager == "plain" else ("--no-verify",))
+    assert proc.returncode == 0 and len(fake.requests) == sent, proc.stdout + proc.stderr
+    assert manager != "plain" or "the push only deletes refs: nothing to review" in proc.stderr, proc.stderr
+    assert _on_remote(repo) == ""
+    # Everything up to date: git runs the hook with no line at all, which is no reason to fail the push.
+    proc = _push(repo, "main")
+    assert proc.returncode == 0 and "the push sends nothing" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert len(fake.requests) == sent
+
+
+def _on_remote(repo: Path) -> str:
+    return git(repo.parent / "remote.git", "for-each-ref", "--format=%(refname:short)", "refs/heads/feat-*",
+               "refs/heads/two-*")
 
 
 def test_review_push_with_no_range_says_so_and_exits_2(repos: dict[str, Path], sdk_env) -> None:
@@ -193,14 +306,79 @@ def test_doctor_names_the_manager_of_each_hook(repos: dict[str, Path]) -> None:
             assert f"pre-push: installed by {manager}, runs ocr-hook" in lines[1], lines
 
 
-def test_doctor_fixes_name_the_managers_own_commands(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "bare-lefthook")
-    write(repo, "lefthook.yml", "pre-commit:\n  commands:\n    lint:\n      run: true\n")
-    proc = subprocess.run(["lefthook", "install"], cwd=repo, env=hook_env(), capture_output=True, text=True)
+_PUSH_HOOK = """\
+      - id: ocr-hook-push
+        name: ocr-hook push
+        entry: ocr-hook review --push
+        language: system
+        pass_filenames: false
+        stages: [pre-push]
+"""
+
+
+def _hook_checks(repo: Path, install: list[str]) -> list[tuple[str, str, str]]:
+    proc = subprocess.run(install, cwd=repo, env=hook_env(), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    (check,) = doctor.check_pre_commit(doctor._Context(str(repo), hook_env(), None, root=str(repo)))
-    assert check.status == doctor.WARN and "installed by lefthook, which does not run ocr-hook" in check.message
-    assert "lefthook install" in check.fix and "pre-commit install" not in check.fix
+    return [(c.status, c.message, c.fix)
+            for c in doctor.check_pre_commit(doctor._Context(str(repo), hook_env(), None, root=str(repo)))]
+
+
+def test_doctor_fixes_name_the_managers_own_commands(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "no-ocr-hook")
+    write(repo, "lefthook.yml", "pre-commit:\n  commands:\n    lint:\n      run: true\n")
+    ((status, message, fix),) = _hook_checks(repo, ["lefthook", "install"])
+    assert status == doctor.WARN and "installed by lefthook, which does not run ocr-hook" in message
+    assert "lefthook install" in fix and "pre-commit install" not in fix
+
+    repo = make_repo(tmp_path / "plain-other")
+    write(repo, ".git/hooks/pre-commit", "#!/bin/sh\nexec make lint\n")
+    ((status, message, fix),) = _hook_checks(repo, ["chmod", "+x", ".git/hooks/pre-commit"])
+    assert (status, message) == (doctor.WARN, "pre-commit: installed by plain, which does not run ocr-hook")
+    assert fix == "add `ocr-hook review --staged` to the pre-commit hook (docs/hook-managers.md, plain git hooks)"
+
+    repo = make_repo(tmp_path / "husky-other")
+    (repo / "node_modules").symlink_to(_husky_modules())
+    write(repo, ".husky/pre-push", "npm test\n")
+    _commit_row, (status, message, fix) = _hook_checks(repo, ["npx", "--no-install", "husky"])  # husky 9: every hook
+    assert (status, message) == (doctor.WARN, "pre-push: installed by husky, which does not run ocr-hook "
+                                              "(.husky/pre-push)")
+    assert fix == "add the line `ocr-hook review --push` to .husky/pre-push (docs/hook-managers.md, husky)"
+
+    # prek installs the commit hook only (its default), while the configuration also reviews pushes.
+    repo = make_repo(tmp_path / "prek-half")
+    files, _ = recipe("pre-commit")
+    write(repo, ".pre-commit-config.yaml", files[".pre-commit-config.yaml"] + _PUSH_HOOK)
+    commit_row, push_row = _hook_checks(repo, ["prek", "install"])
+    assert commit_row[:2] == (doctor.OK, "pre-commit: installed by prek, runs ocr-hook (.pre-commit-config.yaml)")
+    assert push_row == (doctor.WARN, "pre-push: ocr-hook configured for it, but prek did not install it",
+                        "prek install --hook-type pre-push")
+
+
+def test_doctor_reads_each_lefthook_hook_on_its_own(tmp_path: Path) -> None:
+    """ocr-hook in lefthook's pre-commit section says nothing of its pre-push; a pre-push *command* (skipped when
+    the checked-out branch has nothing to push) or a script without use_stdin does not review a push."""
+    commit = "pre-commit:\n  commands:\n    ocr-hook:\n      run: ocr-hook review --staged\n"
+    cases = {
+        "pre-push:\n  commands:\n    test:\n      run: make test\n": "which does not run ocr-hook",
+        "pre-push:\n  commands:\n    ocr-hook-push:\n      run: ocr-hook review --push\n      use_stdin: true\n":
+            "runs ocr-hook as the command 'ocr-hook-push', which lefthook skips",
+        "pre-push:\n  scripts:\n    \"ocr-hook-push.sh\":\n      runner: sh\n":
+            "without `use_stdin: true`: every push fails (exit 2)",
+    }
+    for number, (push, problem) in enumerate(cases.items()):
+        repo = make_repo(tmp_path / f"lefthook-{number}")
+        write(repo, "lefthook.yml", commit + push)
+        write(repo, ".lefthook/pre-push/ocr-hook-push.sh", "exec ocr-hook review --push\n")
+        commit_row, push_row = _hook_checks(repo, ["lefthook", "install"])
+        assert commit_row[0] == doctor.OK
+        assert push_row[0] == doctor.WARN and problem in push_row[1], push_row
+        assert "a script (with `use_stdin: true`)" in push_row[2] and "lefthook install" in push_row[2]
+    # The script without use_stdin, pushed: lefthook hands it an empty pipe, which is no pass.
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "remote.git")], check=True)
+    commit_all(repo, "base")
+    proc = subprocess.run(["git", "push", "-q", str(tmp_path / "remote.git"), "main"], cwd=repo, env=hook_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "no range to review" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
 def test_push_given_to_the_ocr_hook_id_names_ocr_hook_push(repos: dict[str, Path]) -> None:
@@ -218,6 +396,13 @@ def test_the_pre_push_lines() -> None:
     assert pushed_refs("") == []
     with pytest.raises(PushInputError, match="line 1 is not a pre-push line"):
         pushed_refs("refs/heads/feat HEAD\n")
+
+
+def test_pre_commit_forced_under_lefthook_still_names_lefthooks_skip(repos: dict[str, Path]) -> None:
+    forced = {"PRE_COMMIT": "1"}  # what a user may export by hand; lefthook ignores SKIP=
+    assert skip_hint(running_manager(str(repos["lefthook"]), "staged", forced), "staged", forced) == \
+        "LEFTHOOK_EXCLUDE=ocr-hook git commit ..."
+    assert running_manager(str(repos["prek"]), "staged", {}) is None  # prek's hook, but a run in a terminal
 
 
 def test_commit_time_is_what_git_or_the_manager_says() -> None:

@@ -297,7 +297,7 @@ def check_warm(ctx: _Context) -> list[Check]:
                       f"chmod 700 {directory} (or remove it: the next review makes it)")]
     running = [(p, s) for p, s in control.workers(ctx.environ) if s is not None]
     when = {"off": "off: every review runs cold", "on": "on: every review is served warm",
-            "auto": "auto: reviews under pre-commit are served warm"}[mode]
+            "auto": "auto: commit-time reviews (run by a git hook) are served warm"}[mode]
     if not running:
         start = "" if mode == "off" else "; the next such review starts one"
         return [Check("warm", OK, f"warm: {when}; no worker running{start} (sockets in {directory})")]

@@ -59,32 +59,117 @@ def running_manager(root: str, scope_kind: str, environ: Mapping[str, str]) -> s
     return found.manager
 
 
+def passes_push_lines(root: str) -> bool:
+    """Whether the installed pre-push hook hands ocr-hook the lines git gives it: a plain script and husky's do,
+    lefthook's only from a script with `use_stdin: true` (pre-commit and prek name the range themselves)."""
+    found = installed(root, "pre-push")
+    if found.manager == "lefthook":
+        return _lefthook_problem(root, "pre-push", _config(root, found)[0]) == ""
+    return found.manager in ("plain", "husky")
+
+
 def hook_rows(root: str) -> list[Row] | None:
     """One row per installed hook, or None when no manager but pre-commit installed any (doctor's
     pre-commit check then says what it always said)."""
     found = [installed(root, hook) for hook in HOOKS]
     if all(f.manager in (None, "pre-commit") for f in found):
         return None
-    return [_row(root, f) for f in found if f.manager is not None]
+    rows = [_row(root, f) for f in found if f.manager is not None]
+    # prek (or pre-commit) installed one hook while its configuration also names ocr-hook for the other.
+    for missing in (f for f in found if f.manager is None):
+        manager = next(f.manager for f in found if f.manager is not None)
+        if manager in ("pre-commit", "prek") and missing.hook in _stages(root, _config(root, missing, manager)[0]):
+            rows.append(Row("warn", f"{missing.hook}: ocr-hook configured for it, but {manager} did not install it",
+                            f"{manager} install --hook-type {missing.hook}"))
+    return rows
 
 
 def _row(root: str, found: Installed) -> Row:
     manager, hook = found.manager or "plain", found.hook
     config_name, config = _config(root, found)
     where = f" ({config_name})" if config_name else ""
-    if runs_ocr_hook(manager, found.text or "", config):
+    if manager in ("pre-commit", "prek"):
+        runs = hook in _stages(root, config_name)
+    elif manager == "lefthook":
+        problem = _lefthook_problem(root, hook, config_name)
+        if problem:
+            return Row("warn", f"{hook}: installed by lefthook, {problem}{where}", _fix(manager, hook))
+        runs = True
+    else:
+        runs = runs_ocr_hook(manager, found.text or "", config)
+    if runs:
         return Row("ok", f"{hook}: installed by {manager}, runs ocr-hook{where}")
     return Row("warn", f"{hook}: installed by {manager}, which does not run ocr-hook{where}", _fix(manager, hook))
 
 
-def _config(root: str, found: Installed) -> tuple[str, str | None]:
-    """The file that says what the manager runs, and its text."""
+def _stages(root: str, names: str) -> set[str]:
+    """The git hooks the pre-commit/prek configuration files `names` (as _config lists them) run ocr-hook in."""
+    import tomllib
+
+    import yaml
+
+    from ocr_hook.commands.doctor import _ocr_hook_stages
+
+    found: set[str] = set()
+    for name in filter(None, names.split(", ")):
+        text = _read(Path(root, name)) or ""
+        try:  # prek.toml has the same repos and hooks as the YAML file
+            found |= set(_ocr_hook_stages(tomllib.loads(text) if name.endswith(".toml") else yaml.safe_load(text))
+                         .values())
+        except (tomllib.TOMLDecodeError, yaml.YAMLError):  # doctor's pre-commit check says where it is broken
+            found |= set(HOOKS) if "ocr-hook" in text else set()
+    return found
+
+
+def _lefthook_problem(root: str, hook: str, names: str) -> str:
+    """Why lefthook's `hook` does not review (\"\": it does), from the sections of its configuration files."""
+    import yaml
+
+    entries: list[tuple[str, str, dict]] = []  # (command | script, name, its settings)
+    for name in filter(None, names.split(", ")):
+        try:
+            section = (yaml.safe_load(_read(Path(root, name)) or "") or {}).get(hook)
+        except (yaml.YAMLError, AttributeError):
+            return f"whose {name} cannot be read"
+        section = section if isinstance(section, dict) else {}
+        for kind in ("commands", "scripts"):
+            table = section.get(kind)
+            for entry, spec in (table.items() if isinstance(table, dict) else ()):
+                entries.append((kind[:-1], str(entry), spec if isinstance(spec, dict) else {}))
+        for job in section.get("jobs") if isinstance(section.get("jobs"), list) else ():
+            if isinstance(job, dict):
+                kind = "script" if job.get("script") else "command"
+                entries.append((kind, str(job.get("script") or job.get("name") or ""), job))
+    ours = [(kind, name, spec) for kind, name, spec in entries if _lefthook_runs_us(root, hook, kind, name, spec)]
+    if not ours:
+        return "which does not run ocr-hook"
+    if hook != "pre-push":
+        return ""
+    kind, name, spec = ours[0]
+    if kind == "command":
+        return (f"runs ocr-hook as the command {name!r}, which lefthook skips when the checked-out branch has "
+                "nothing to push (`git push origin feat` from main)")
+    if spec.get("use_stdin") is not True:
+        return f"runs ocr-hook from the script {name!r} without `use_stdin: true`: every push fails (exit 2)"
+    return ""
+
+
+def _lefthook_runs_us(root: str, hook: str, kind: str, name: str, spec: dict) -> bool:
+    if kind == "command":
+        return "ocr-hook" in str(spec.get("run", ""))
+    # A script is a file in a source directory (lefthook's source_dir and source_dir_local defaults).
+    return any("ocr-hook" in (_read(Path(root, where, hook, name)) or "") for where in (".lefthook", ".lefthook-local"))
+
+
+def _config(root: str, found: Installed, manager: str | None = None) -> tuple[str, str | None]:
+    """The file that says what the manager (by default the hook's) runs, and its text."""
     top = Path(root)
-    if found.manager in ("pre-commit", "prek"):
+    manager = manager or found.manager
+    if manager in ("pre-commit", "prek"):
         names: tuple[str, ...] = (".pre-commit-config.yaml", ".pre-commit-config.yml", "prek.toml")
-    elif found.manager == "lefthook":
+    elif manager == "lefthook":
         names = _LEFTHOOK_FILES
-    elif found.manager == "husky":
+    elif manager == "husky":
         # husky's hook runs <dir>/<hook> beside the <dir>/_ that core.hooksPath names.
         script = (top / found.hooks_path).parent / found.hook
         return str(script.relative_to(top)) if script.is_relative_to(top) else str(script), _read(script)
@@ -103,7 +188,7 @@ def _fix(manager: str, hook: str) -> str:
         stage = "" if hook == "pre-commit" else " --hook-type pre-push"
         return f"add `- id: {hook_id}` to .pre-commit-config.yaml ({_DOC}, {manager}), then `{manager} install{stage}`"
     if manager == "lefthook":
-        what = "an `ocr-hook` command running" if hook == "pre-commit" else "a script (with use_stdin) running"
+        what = "an `ocr-hook` command running" if hook == "pre-commit" else "a script (with `use_stdin: true`) running"
         return f"add {what} `ocr-hook review {scope}` under `{hook}:` in lefthook.yml ({_DOC}, lefthook), then " \
                "`lefthook install`"
     if manager == "husky":

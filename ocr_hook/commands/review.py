@@ -87,6 +87,9 @@ def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, 
         if text.strip():
             sys.stderr.write("ocr-hook: the push only deletes refs: nothing to review\n")
             return 0
+        if _git_gave_no_lines(stdin, environ):
+            sys.stderr.write("ocr-hook: the push sends nothing (everything up to date): nothing to review\n")
+            return 0
         raise FatalError("review --push: no range to review: run it from a pre-push hook, which gives it the "
                          "pushed refs on standard input (lefthook: `use_stdin: true`), or under pre-commit")
     codes = [run(Scope("push", from_ref=None if ref.new else ref.remote_sha, to_ref=ref.local_sha), paths,
@@ -94,6 +97,25 @@ def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, 
     from ocr_hook import gate
 
     return gate.worst_exit(codes)
+
+
+def _git_gave_no_lines(stdin: TextIO | None, environ: Mapping[str, str]) -> bool:
+    """Whether git ran this pre-push hook with no line at all, as for a push with everything up to date, rather
+    than nobody passing its lines on. Git runs a hook with its lines on a pipe (and GIT_EXEC_PATH set); the pipe
+    is empty alike when lefthook passes nothing on, so only a hook known to pass them on counts (a plain one,
+    husky's, lefthook's script with use_stdin)."""
+    import stat
+
+    if stdin is None or not environ.get("GIT_EXEC_PATH"):
+        return False
+    try:
+        if not stat.S_ISFIFO(os.fstat(stdin.fileno()).st_mode):
+            return False  # a terminal or /dev/null: run by hand
+        from ocr_hook.commands.doctor_hooks import passes_push_lines
+
+        return passes_push_lines(repo_top(os.getcwd())[0])
+    except Exception:  # (no file descriptor, no repository): the run's own error says what is wrong
+        return False
 
 
 def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *,
@@ -538,7 +560,9 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
 
         kind = scope_kind or (SCAN if change_set.scan else "staged" if change_set.target is None else "base")
         skip = None
-        if pre_commit and environ is not None:
+        # A push review runs from a pre-push hook (by hand it has no range): lefthook's, husky's or a plain one
+        # is no commit-time review (git names no index for a push), yet its skip line is still that hook's.
+        if environ is not None and (pre_commit or kind == "push"):
             from ocr_hook.commands.doctor_hooks import running_manager
             from ocr_hook.hookenv import skip_hint
 

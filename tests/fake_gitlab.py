@@ -17,7 +17,8 @@ merge requests, discussions, notes and draft notes) and the error bodies GitLab 
   position off the diff is GitLab's 400 {"message": "400 Bad request - Note {:line_code=>[\"can't be
   blank\", \"must be a valid line code\"]}"} (GitLab validates a draft's position when it publishes;
   the fake refuses at creation, which is where the adapter can still move that finding to the note).
-* GET …/draft_notes → the token user's pending drafts; DELETE …/draft_notes/:id → 204.
+* GET …/draft_notes → the token user's pending drafts, in one reply (GitLab does not paginate that list; a
+  draft with no position has a `position` object of nulls); DELETE …/draft_notes/:id → 204.
 * POST …/draft_notes/bulk_publish → 204; the drafts become discussions by their author.
 * PUT …/draft_notes/:id/publish → 204; that one draft becomes a discussion.
 * POST …/notes {body} → 201; PUT …/notes/:note_id {body} → 200 (only its author: else 403).
@@ -36,6 +37,8 @@ from fake_forge import Answer, FakeForge, Recorded
 from unidiff import PatchSet
 
 LINE_CODE = "400 Bad request - Note {:line_code=>[\"can't be blank\", \"must be a valid line code\"]}"
+NO_POSITION = {"base_sha": None, "start_sha": None, "head_sha": None, "old_path": None, "new_path": None,
+               "position_type": "text", "old_line": None, "new_line": None, "line_range": None}
 INSUFFICIENT = {"error": "insufficient_scope",
                 "error_description": "The request requires higher privileges than provided by the access token.",
                 "scope": "api"}
@@ -129,9 +132,8 @@ class FakeGitLab(FakeForge):
                 return self.page(rec, mr.diffs)
             if rest == "/discussions":
                 return self.page(rec, mr.discussions)
-            if rest == "/draft_notes":  # the token user's own drafts only
-                return self.page(rec, [{k: v for k, v in d.items() if k != "author"} for d in mr.drafts
-                                       if d["author"] == username])
+            if rest == "/draft_notes":  # the token user's own drafts only, all in one unpaginated reply
+                return 200, [_draft_reply(d) for d in mr.drafts if d["author"] == username], {}
         if rec.method == "POST" and rest == "/draft_notes":
             return self._draft(mr, rec.body, username)
         if (dn := re.fullmatch(r"/draft_notes/(\d+)", rest)) and rec.method == "DELETE":
@@ -194,7 +196,7 @@ class FakeGitLab(FakeForge):
         draft = {"id": next(self.ids), "author_id": 7, "author": username, "merge_request_id": mr.iid,
                  "note": body["note"], "position": position, "line_code": None, "discussion_id": None}
         mr.drafts.append(draft)
-        return 201, {k: v for k, v in draft.items() if k != "author"}, {}
+        return 201, _draft_reply(draft), {}
 
     def _valid(self, mr: MergeRequest, p: Any) -> bool:
         if not isinstance(p, dict) or p.get("position_type") != "text":
@@ -211,3 +213,9 @@ class FakeGitLab(FakeForge):
                 if line.target_line_no == new and new is not None:
                     return old == line.source_line_no  # added: no old_line; unchanged: its base number
         return False
+
+
+def _draft_reply(draft: dict[str, Any]) -> dict[str, Any]:
+    """A draft as GitLab gives it: a draft with no diff position still has a `position` object, its fields
+    null (docs.gitlab.com/api/draft_notes, the sample reply), never a null position."""
+    return {**{k: v for k, v in draft.items() if k != "author"}, "position": draft["position"] or NO_POSITION}

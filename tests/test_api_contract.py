@@ -221,6 +221,36 @@ def test_gitlab_user_merge_request_and_diffs_are_checked_against_gitlabs_openapi
     assert any("'path' was unexpected" in p for p in api_contract.check_reply(
         "gitlab", "GET", GL_MR + "/diffs", 200, [{**diff, "path": "app.py"}]))
 
+
+def test_gitlab_draft_notes_are_checked_against_gitlabs_openapi_v2() -> None:
+    drafts = GL_MR + "/draft_notes"
+    for method, path in (("GET", drafts), ("POST", drafts), ("DELETE", drafts + "/7"), ("PUT", drafts + "/7/publish"),
+                         ("POST", drafts + "/bulk_publish")):  # extracted (gitlab.json), not hand-written
+        op = api_contract.find("gitlab", method, path)
+        assert op is not None and op.source == "gitlabhq/gitlabhq", (method, path)
+    for method, path in (("GET", GL_MR + "/discussions"), ("PUT", GL_MR + "/discussions/ab12"),
+                         ("POST", GL_MR + "/notes"), ("PUT", GL_MR + "/notes/5")):  # not in the description
+        op = api_contract.find("gitlab", method, path)
+        assert op is not None and op.source.startswith("https://docs.gitlab.com/api/"), (method, path)
+    # GitLab gives a user's drafts in one reply: the list takes no page or per_page (the publisher sent per_page)
+    assert api_contract.check("gitlab", "GET", drafts, {}, None) == []
+    assert "'per_page' is not one" in api_contract.check("gitlab", "GET", drafts, {"per_page": "100"}, None)[0]
+    # the page's sample draft: what the description types as integers is null here, a SHA or hex id elsewhere
+    sample = {"id": 5, "author_id": 23, "merge_request_id": 11, "resolve_discussion": False, "discussion_id": None,
+              "note": "Example title", "commit_id": None, "line_code": None,
+              "position": {"base_sha": None, "position_type": "text", "new_line": None, "line_range": None}}
+    assert api_contract.check_reply("gitlab", "GET", drafts, 200, [sample]) == []
+    replying = {**sample, "discussion_id": "ab" * 20, "commit_id": "c" * 40, "line_code": "1c497f_2_4"}
+    assert api_contract.check_reply("gitlab", "POST", drafts, 201, replying) == []
+    assert any("613 is not of type" in p for p in api_contract.check_reply(  # the description's integer
+        "gitlab", "POST", drafts, 201, {**sample, "discussion_id": 613}))
+    # the fake's old mistake: a draft with no position has a position object of nulls, not null
+    assert any("None is not of type 'object'" in p for p in api_contract.check_reply(
+        "gitlab", "GET", drafts, 200, [{**sample, "position": None}]))
+    assert any("'body' was unexpected" in p for p in api_contract.check_reply(
+        "gitlab", "POST", drafts, 201, {**sample, "body": "x"}))
+
+
 BB = "/2.0/repositories/team/app/commit/" + "a" * 40 + "/reports/ocr-hook"
 BB_REPORT = {"type": "report", "title": "ocr-hook review", "report_type": "BUG", "result": "FAILED",
              "data": [{"title": "Findings", "type": "NUMBER", "value": 2}]}

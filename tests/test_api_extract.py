@@ -98,20 +98,29 @@ def test_an_npm_tarball_gives_back_the_vendored_github_operations(tmp_path: Path
 
 def _swagger_gitlab(vendored: dict[str, Any]) -> dict[str, Any]:
     """A Swagger 2.0 description shaped like GitLab's openapi_v2.yaml: the vendored operations at the paths
-    the description files them under (`GET /user` as /api/v3/user), parameters in Swagger 2's flat form,
-    replies behind $refs into `definitions`, with prose and examples to drop."""
+    the description files them under (`GET /user` as /api/v3/user), parameters in Swagger 2's flat form, a
+    request body as the `in: body` parameter named after the operation (the draft note's), replies behind
+    $refs into `definitions` (a list's items, as `is_array` writes it), with prose and examples to drop."""
     paths: dict[str, Any] = {}
     definitions: dict[str, Any] = {}
+
+    def ref(schema: dict[str, Any], name: str) -> dict[str, Any]:
+        definitions[name] = {**schema, "description": f"{name} model"}
+        return {"$ref": f"#/definitions/{name}"}
+
     for op in copy.deepcopy(vendored["operations"]):
         answer: dict[str, Any] = {"summary": "prose, dropped", "produces": ["application/json"],
                                   "parameters": [{"in": p["in"], "name": p["name"], "required": p["required"],
                                                   "description": "prose", **p["schema"]} for p in op["parameters"]],
                                   "responses": {}, "tags": ["merge_requests"], "operationId": op["operationId"]}
+        if op["body"] is not None:
+            answer["parameters"].append({"name": op["operationId"], "in": "body", "required": True,
+                                         "schema": ref(op["body"], op["operationId"])})
         for status, schema in op["responses"].items():
-            if schema is not None:
-                name = f"Entity_{len(definitions)}"
-                definitions[name] = {**schema, "description": f"{name} model"}
-                schema = {"$ref": f"#/definitions/{name}"}
+            if schema is not None and schema.get("type") == "array":
+                schema = {"type": "array", "items": ref(schema["items"], f"Entity_{len(definitions)}")}
+            elif schema is not None:
+                schema = ref(schema, f"Entity_{len(definitions)}")
             answer["responses"][status] = {"description": "x", **({"schema": schema} if schema else {})}
         paths.setdefault(op.get("describedAs", op["path"]), {})[op["method"].lower()] = answer
     return {"info": {"title": "GitLab API", "version": "v4"}, "swagger": "2.0", "host": "gitlab.com",
@@ -121,6 +130,12 @@ def _swagger_gitlab(vendored: dict[str, Any]) -> dict[str, Any]:
 def test_a_downloaded_openapi_v2_yaml_gives_back_the_vendored_gitlab_operations(tmp_path: Path) -> None:
     vendored = json.loads((api_contract.HERE / "gitlab.json").read_text(encoding="utf-8"))
     assert {op["path"] for op in vendored["operations"]} >= {"/api/v4/user"}  # served at v4, filed under v3
+    kept = {(op["method"], op["path"].rsplit("merge_requests/{merge_request_iid}", 1)[-1])
+            for op in vendored["operations"]}
+    assert kept >= {("GET", "/draft_notes"), ("POST", "/draft_notes"), ("DELETE", "/draft_notes/{draft_note_id}"),
+                    ("PUT", "/draft_notes/{draft_note_id}/publish"), ("POST", "/draft_notes/bulk_publish")}
+    assert any(op["body"] for op in vendored["operations"]) and any(  # a body and a list reply go through too
+        (op["responses"].get("200") or {}).get("type") == "array" for op in vendored["operations"])
     spec = tmp_path / "openapi_v2.yaml"
     spec.write_text(yaml.safe_dump(_swagger_gitlab(vendored), sort_keys=False), encoding="utf-8")
     extract = _extract_module()

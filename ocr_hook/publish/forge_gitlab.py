@@ -92,8 +92,9 @@ class GitLabAdapter:
 
     def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]:
         # Drafts an earlier run left unpublished (its bulk_publish failed) would be published with these:
-        # ocr-hook's own pending drafts (GitLab lists only the token user's) are removed first.
-        for draft in self.api.get_all(f"{self._mr}/draft_notes"):
+        # ocr-hook's own pending drafts (GitLab lists only the token user's) are removed first. GitLab gives
+        # them all in one reply: that list takes no page or per_page (lib/api/draft_notes.rb does not paginate).
+        for draft in self.api.get_all(f"{self._mr}/draft_notes", per_page=""):
             if comment_fingerprint(str(draft.get("note") or "")) and draft.get("id") is not None:
                 self.api.delete(f"{self._mr}/draft_notes/{quote(str(draft['id']), safe='')}")
         refused: set[str] = set()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from fake_api import FakeMessagesAPI, task_done
 from gitrepo import commit_all, git, make_repo, run_cli, write
-from slow_code import go_tree
+from slow_code import go_tree, py_callers_tree
 
 from ocr_hook.budget.tokens import estimate_tokens
 from ocr_hook.changes.collect import collect_changes
@@ -43,6 +43,21 @@ def test_a_go_package_of_large_files_is_packed_within_the_deadline(
     assert "func Sum(total int) int" in _first(fake_api, "big/file00.go")
     took = re.search(r" · ([0-9.]+)s\n", done.stdout)  # the run's own wall time, as its summary prints it
     assert took is not None and float(took.group(1)) < 6, done.stdout
+
+
+def test_call_sites_in_many_files_do_not_outlive_the_timeout(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    """A changed signature called from 400 Python files: each file holding a call site was read and parsed
+    (to tell calls from mentions) whatever the deadline, about 20 s here, past --timeout 6 (before: the file
+    was skipped at the time limit, exit 3). Past the packs' share of the timeout nothing more is parsed."""
+    repo = py_callers_tree(tmp_path / "py", files=400, size=25_000, calls=1)
+    fake_api.script("lib.py", [task_done()])
+    done = run_cli(repo, "review", "--timeout", "6", env=sdk_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "def compute(a, b=0):" in _first(fake_api, "lib.py")
+    took = re.search(r" · ([0-9.]+)s\n", done.stdout)
+    assert took is not None and float(took.group(1)) < 6, done.stdout
+
 
 def test_no_pack_outlives_its_share_of_the_timeout(tmp_path: Path) -> None:
     """The packs' own deadline (a share of --timeout): once it has passed nothing more is looked up, and
@@ -78,30 +93,57 @@ def _python_repo(root: Path, lib: str, app_after: str, config: str = "",
 APP_AFTER = "from lib import normalise\n\n\ndef lookup(users, name):\n    return users.get(normalise(name))\n"
 
 
-def test_a_secret_across_the_line_cut_and_the_intent_cap_is_masked_before_either_cut(
+def test_a_secret_across_the_line_cut_is_masked_before_the_cut(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     head = 'def normalise(name, key="'
     lib = head + "k" * (289 - len(head)) + " " + TOKEN + '"):\n    return name.strip().lower()\n'
     repo = _python_repo(tmp_path / "repo", lib, APP_AFTER)
+    fake_api.script("app.py", [task_done()])
+    done = run_cli(repo, "review", env=sdk_env)
+    assert done.returncode == 0, done.stderr
+    first = _first(fake_api, "app.py")
+    assert "definition of `normalise`" in first and " [MASKED-SE…" in first
+    assert TOKEN[:10] not in first  # before: 36 of its 40 characters, cut at 300 and so not recognised
+
+
+def test_a_secret_across_the_intent_cap_is_masked_before_the_cap(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    repo = _python_repo(tmp_path / "repo", "def normalise(name):\n    return name.strip().lower()\n", APP_AFTER)
     intent = "Why: " + "w" * (2_993 - len("Why: ")) + " " + TOKEN
     fake_api.script("app.py", [task_done()])
     done = run_cli(repo, "review", "--intent", intent, env=sdk_env)
     assert done.returncode == 0, done.stderr
     first = _first(fake_api, "app.py")
-    assert "definition of `normalise`" in first and " [MASKED-SE…" in first
-    assert TOKEN[:10] not in first  # before: 36 of its 40 characters after the line cut, 6 after the cap
+    assert "Why: www" in first and "[cut here: the description is" in first
+    assert TOKEN[:6] not in first  # before: its first 6 characters, cut at the cap and so not recognised
 
 
-def test_excluded_files_are_kept_out_and_the_budget_covers_the_heading_and_the_cut_line(
-        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
-    lib = "".join(f"def helper{i}(v):\n    \"\"\"Helper number {i}, documented at length.\"\"\"\n    return v\n\n\n"
-                  for i in range(6))
-    app = "from lib import " + ", ".join(f"helper{i}" for i in range(6)) + "\nfrom legacy.old import normalise\n\n\n" \
-        "def lookup(users, name):\n    return " + "".join(f"helper{i}(" for i in range(6)) + "normalise(name)" + \
-        ")" * 6 + "\n"
-    repo = _python_repo(tmp_path / "repo", lib, app, config="context_tokens: 300\nexclude:\n  - legacy/\n",
-                        others={"legacy/old.py": "def normalise(name):\n    return name.lower()\n",
-                                "legacy/__init__.py": ""})
+LIB_HELPERS = "".join(f"def helper{i}(v):\n    \"\"\"Helper number {i}, documented at length.\"\"\"\n    return v\n\n\n"
+                      for i in range(6))
+APP_HELPERS = ("from lib import " + ", ".join(f"helper{i}" for i in range(6))
+               + "\nfrom legacy.old import normalise\n\n\ndef lookup(users, name):\n    return "
+               + "".join(f"helper{i}(" for i in range(6)) + "normalise(name)" + ")" * 6 + "\n")
+LEGACY = {"legacy/old.py": "def normalise(name):\n    return name.lower()\n", "legacy/__init__.py": ""}
+
+
+def test_files_matched_by_exclude_are_never_quoted(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                   sdk_env: dict[str, str]) -> None:
+    repo = _python_repo(tmp_path / "repo", LIB_HELPERS, APP_HELPERS, config="exclude:\n  - legacy/\n", others=LEGACY)
+    fake_api.script("app.py", [task_done()])
+    done = run_cli(repo, "review", env=sdk_env)
+    assert done.returncode == 0, done.stderr
+    first = _first(fake_api, "app.py")
+    assert "definition of `helper0`" in first and "legacy/old.py" not in first
+    # The control: without the exclude, legacy/old.py's normalise is quoted.
+    write(repo, ".ocr-hook.yaml", "context_tokens: 2000\n")
+    fake_api.script("app.py", [task_done()])
+    assert run_cli(repo, "review", env=sdk_env).returncode == 0
+    assert "definition of `normalise` (legacy/old.py" in _first(fake_api, "app.py")
+
+
+def test_context_tokens_covers_the_heading_and_the_cut_line(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                            sdk_env: dict[str, str]) -> None:
+    repo = _python_repo(tmp_path / "repo", LIB_HELPERS, APP_HELPERS, config="context_tokens: 300\n", others=LEGACY)
     fake_api.script("app.py", [task_done()])
     done = run_cli(repo, "review", env=sdk_env)
     assert done.returncode == 0, done.stderr
@@ -109,7 +151,6 @@ def test_excluded_files_are_kept_out_and_the_budget_covers_the_heading_and_the_c
     section = first[first.index(SECTION):]
     assert "left out to stay within context_tokens 300" in section and "definition of `helper" in section
     assert estimate_tokens(section) <= 300  # before: the heading and this line on top, about 130 tokens more
-    assert "legacy/old.py" not in first
 
     # A budget the heading alone fills sends no section at all (and the coverage says what was cut).
     write(repo, ".ocr-hook.yaml", "context_tokens: 100\n")
@@ -118,9 +159,3 @@ def test_excluded_files_are_kept_out_and_the_budget_covers_the_heading_and_the_c
     assert done.returncode == 0, done.stderr
     assert SECTION not in _first(fake_api, "app.py")
     assert json.loads(done.stdout)["coverage"]["context"]["app.py"]["entries"] == 0
-    write(repo, ".ocr-hook.yaml", "context_tokens: 2000\n")  # the control: without the exclude, it is quoted
-    without = load(str(repo), None, {}, {})
-    change_set = collect_changes(str(repo), Scope("staged"), [], {})
-    with open_snapshot(str(repo), change_set) as snapshot:
-        pack = build_pack(change_set.files[0], snapshot, without)
-    assert pack is not None and any(e.path == "legacy/old.py" for e in pack.entries)

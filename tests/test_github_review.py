@@ -344,3 +344,24 @@ def test_suppressed_findings_are_counted_not_posted(case: Case, github: FakeGitH
     assert "1 suppressed (not posted)" in post.body["body"]
     assert "f3 multiplies" not in json.dumps(post.body)
 
+
+
+def test_a_report_of_another_commit_or_a_committed_one_is_not_the_verdict(case: Case, github: FakeGitHub,
+                                                                          pull: Pull, tmp_path: Path) -> None:
+    # Issue 41, item 1: github-review takes only this run's report of the pull request's head.
+    data = dict(case.report, scope=f"main...HEAD (merge base {'d' * 12}..{'e' * 12})")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data), encoding="utf-8")
+    line = one_line(publish(case, github, pr_event(tmp_path, case.head), report=other))
+    assert line.startswith("ocr-hook: github-review: review not published on octo/app#7: the report is of commit "
+                           f"{'e' * 12}, not of the head {case.head[:12]}"), line
+    committed = case.repo / "ocr.json"
+    committed.write_text(case.report_path.read_text(encoding="utf-8"), encoding="utf-8")
+    git(case.repo, "add", "ocr.json")  # staged is enough: git then tracks it
+    try:
+        proc = publish(case, github, pr_event(tmp_path, case.head), report=committed)
+    finally:
+        git(case.repo, "rm", "-q", "--cached", "ocr.json")
+        committed.unlink()
+    assert proc.returncode == 2 and "ocr.json: git tracks this file" in proc.stderr, proc.stderr
+    assert [r for r in github.requests if r.method != "GET"] == []

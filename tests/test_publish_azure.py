@@ -320,10 +320,12 @@ def test_a_guid_mention_in_model_text_stays_inert(case: ReportCase, azure: FakeA
 @pytest.mark.parametrize(("pattern", "payload"), [
     (r"GET .*/connectionData$", {"authenticatedUser": "not an object"}),
     (r"GET .*/iterations$", {"value": [{"id": "one"}]}),
+    (r"GET .*/threads$", {"value": [1]}),
 ])
 def test_answers_of_the_wrong_shape_are_one_line(case: ReportCase, azure: FakeAzure, pattern: str,
                                                  payload: Any) -> None:
-    # Issue 41, item 8: a string where an object is due, "one" for an id: one line, exit 0 (was exit 4).
+    # Issue 41, item 8: a string where an object is due, "one" for an id, value: [1]: one line, exit 0 (was
+    # exit 4).
     azure.fail(pattern, 200, payload)
     line = one_line(publish(case, pr_env(case, azure)))
     assert "nothing published on " in line and "Azure DevOps answered with a shape its API does not describe" in line

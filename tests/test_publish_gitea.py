@@ -156,3 +156,14 @@ def test_the_other_forges_bot_name_is_an_ordinary_user(case: Reviewed, gitea: Fa
     fps = ",".join(f["fingerprint"] for f in case.report["findings"])
     gitea.add_review(7, f"<!-- ocr-hook review exit=1 status=complete fingerprints={fps} -->", "forgejo-actions")
     assert "4 inline comment(s), 2 finding(s) in the body" in run(case, gitea, tmp_path, GITEA_TOKEN="")
+
+
+def test_a_report_of_another_commit_publishes_nothing(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                                      tmp_path: Path) -> None:
+    # Issue 41, item 1: not this request's verdict, so no review, no comment.
+    other = case.variant(tmp_path, "other.json",
+                         lambda d: d.update(scope=f"main...HEAD (merge base {case.base[:12]}..{'e' * 12})"))
+    line = run(case, gitea, tmp_path, report=other)
+    assert line == (f"ocr-hook: publish: nothing published on octo/app#7: the report is of commit {'e' * 12}, not of "
+                    f"the head {case.head[:12]}; nothing of it is this request's verdict")
+    assert gitea.writes() == []

@@ -158,20 +158,24 @@ def test_a_cache_root_another_user_made_is_not_used(tmp_path: Path) -> None:
 
 
 def test_warm_log_is_never_opened_through_a_link(tmp_path: Path) -> None:
+    """The user's own cache directory with warm.log a link to another file: the commit's review runs cold
+    and starts no worker, rather than have one append to whatever the link names."""
     cache = _short_dir()
     try:
         victim = tmp_path / "victim.txt"
         victim.write_text("")
         (cache / "ocr-hook").mkdir(mode=0o700)
         (cache / "ocr-hook" / "warm.log").symlink_to(victim)
-        env = {"XDG_CACHE_HOME": str(cache), "XDG_RUNTIME_DIR": str(cache), "PATH": os.environ["PATH"]}
-        directory = protocol.socket_dir(env)
-        assert protocol.private_dir(directory, create=True)
-        assert client.spawn(protocol.socket_path(directory), 900.0, env) is None
-        assert victim.read_text() == ""
+        repo = make_repo(tmp_path / "idle")
+        commit_all(repo, "empty")
+        proc = real_cli(repo, commit_env(cache, dict(os.environ), XDG_CACHE_HOME=str(cache)), "review", "--verbose")
+        assert proc.returncode == 0 and "running cold" in proc.stderr, proc.stderr
+        assert "started a worker" not in proc.stderr, proc.stderr
+        assert victim.read_text() == "" and (cache / "ocr-hook" / "warm.log").is_symlink()
     finally:
-        _kill_leftovers(cache)
+        left = _kill_leftovers(cache)
         shutil.rmtree(cache, ignore_errors=True)
+    assert left == []
 
 
 def test_warm_stop_stops_a_worker_that_is_still_starting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -240,6 +240,10 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
     definition = re.compile(rf"\b(def|function\*?|func|fn|class|sub|proc|void|static|public|private)\s+"
                             rf"(\([^)]*\)\s*)?(\*\s*)?({alternatives})\s*\(")
     for hit in result.hits:
+        if reader.expired():
+            # Each hit's file may be read and parsed (thousands of large files can match): past the packs'
+            # deadline the rest stay unread, and the search counts as cut short.
+            return False
         text = reader.text(hit.path)
         if text is None:
             continue
@@ -321,9 +325,19 @@ def _sureness(hit: GrepHit, name: str, stem: str, qualified: re.Pattern[str], re
     if qualified.search(hit.text):
         return 0
     if not name.startswith(".") and re.search(rf"(?<![.\w$]){re.escape(name)}\s*\(", _code_part(hit.text)) \
-            and re.search(rf"\b{re.escape(stem)}\b", reader.text(hit.path) or ""):
+            and _names_module(hit.path, stem, reader):
         return 1
     return 2
+
+
+def _names_module(path: str, stem: str, reader: Reader) -> bool:
+    """Whether the file spells the defining module's name: one scan of it a run, not one per call site (a
+    file of a thousand call sites would be read through a thousand times)."""
+    key = ("names-module", path, stem)
+    found = reader.memo.get(key)
+    if found is None:
+        found = reader.memo[key] = re.search(rf"\b{re.escape(stem)}\b", reader.text(path) or "") is not None
+    return bool(found)
 
 
 def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> list[tuple[int, ContextEntry]]:

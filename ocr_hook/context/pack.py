@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ocr_hook.context import ContextEntry, ContextPack
@@ -243,18 +243,41 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
         text = reader.text(hit.path)
         if text is None:
             continue
-        calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
+        calls = _calls_of(hit.path, text, reader)
         if calls is None and definition.search(hit.text):
             continue
         code = hit.text if calls is not None else _code_part(hit.text)
         for match in call.finditer(code):
-            if calls is not None and (hit.line_no, match.group(2)) not in calls:
+            if calls is not None and calls(hit.line_no, match.group(2)) is None:
                 continue  # the word in a docstring, a string or a comment, or a definition: not a call
             for name in (match.group(2), "." + match.group(2)) if match.group(1) else (match.group(2),):
                 sites = by_name.setdefault(name, [])
                 if hit not in sites[-3:]:
                     sites.append(hit)
     return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
+
+
+def _calls_of(path: str, text: str, reader: Reader) -> Callable[[int, str], int | None] | None:
+    """For a file a parser reads (Python's `ast`, an installed tree-sitter grammar): (line, callee name) → the
+    last line of a call of that name written on that line, or None when there is no such call. None for a
+    file no parser reads, or that its grammar cannot parse whole (the line's own reading then decides)."""
+    if path.endswith((".py", ".pyi")):
+        found = _python_calls(path, text, reader)
+        return None if found is None else lambda line, name: found.get((line, name))
+    from ocr_hook.context import tree_lang
+
+    lang = tree_lang.for_extension(posixpath.splitext(path)[1].lower())
+    if lang is None:
+        return None
+    root = lang.tree(path, text, reader).root_node
+    if root.has_error:
+        return None
+    lines = file_lines(text)
+
+    def end(line: int, name: str) -> int | None:
+        return tree_lang.call_end(root, lines[line - 1], line - 1, name) if 0 < line <= len(lines) else None
+
+    return end
 
 
 def _python_calls(path: str, text: str, reader: Reader) -> dict[tuple[int, str], int] | None:
@@ -356,8 +379,8 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
         for site, hit in enumerate(chosen):
             text = reader.text(hit.path) or ""
             bare = name.lstrip(".")
-            calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
-            end = calls.get((hit.line_no, bare), hit.line_no) if calls is not None else \
+            calls = _calls_of(hit.path, text, reader)
+            end = (calls(hit.line_no, bare) or hit.line_no) if calls is not None else \
                 _call_end(file_lines(text), hit.line_no, bare)
             # The whole call (its arguments are what a changed signature breaks), a line before it.
             span = Span(hit.line_no - 1, max(hit.line_no + 1, min(end, hit.line_no + CALL_LINES - 1)))

@@ -120,10 +120,13 @@ def test_a_grammar_language_s_call_sites_are_its_call_nodes(tmp_path: Path) -> N
     util_c = "int compute(int a) {\n  return a;\n}\n"
     header = "int compute(int a);\n"
     other_c = '#include "util.h"\n\nint total(void) {\n  return compute(\n    1);\n}\n'
-    before = {"net.js": net, "user.js": user, "util.c": util_c, "util.h": header, "other.c": other_c}
+    broken = "const { fetch } = require('./net')\nlet x = ) (\n// fetch(url) is the old way\nconst r = fetch(\n  1)\n"
+    before = {"net.js": net, "user.js": user, "util.c": util_c, "util.h": header, "other.c": other_c,
+              "broken.js": broken}
     after = {"net.js": net.replace("timeout", "opts"), "util.c": util_c.replace("(int a)", "(int a, int b)")}
     entries = _entries(tmp_path, before, after)
-    assert [(e.path, e.start, e.end) for e in entries["net.js"]] == [("user.js", 10, 14)]  # the whole call only
+    # the whole call only; a file the grammar cannot parse is read line by line (its comment is no call)
+    assert [(e.path, e.start, e.end) for e in entries["net.js"]] == [("broken.js", 3, 5), ("user.js", 10, 14)]
     assert [(e.path, e.start, e.end) for e in entries["util.c"]] == [("other.c", 3, 5)]  # not the prototype
 
 

@@ -108,3 +108,42 @@ def test_a_class_is_shown_by_what_calling_it_takes(tmp_path: Path) -> None:
     shown = {e.name: e.text for e in pack.entries if e.kind == "definition"}
     assert "def __init__(self, base_url,\n                 verify=True):" in shown["Client"]
     assert shown["Options"].endswith("    retries: int\n    backoff: float = 0.5")
+
+
+def test_a_grammar_language_s_call_sites_are_its_call_nodes(tmp_path: Path) -> None:
+    # The name as a method's or a prototype's definition, in a block comment or a template literal over
+    # several lines: none is a call, which the line alone cannot show; the grammar's call node can.
+    net = "function fetch(url, timeout) {\n  return url\n}\nmodule.exports = { fetch }\n"
+    user = ("const { fetch } = require('./net')\n/* the old way:\n   fetch(url, 5000) */\nconst help = `call\n"
+            "  fetch(url) first`\nclass Cache {\n  fetch(key) {\n    return key\n  }\n}\nconst r = fetch(\n"
+            "  'https://x',\n  5000,\n)\n")
+    util_c = "int compute(int a) {\n  return a;\n}\n"
+    header = "int compute(int a);\n"
+    other_c = '#include "util.h"\n\nint total(void) {\n  return compute(\n    1);\n}\n'
+    broken = "const { fetch } = require('./net')\nlet x = ) (\n// fetch(url) is the old way\nconst r = fetch(\n  1)\n"
+    before = {"net.js": net, "user.js": user, "util.c": util_c, "util.h": header, "other.c": other_c,
+              "broken.js": broken}
+    after = {"net.js": net.replace("timeout", "opts"), "util.c": util_c.replace("(int a)", "(int a, int b)")}
+    entries = _entries(tmp_path, before, after)
+    # the whole call only; a file the grammar cannot parse is read line by line (its comment is no call)
+    assert [(e.path, e.start, e.end) for e in entries["net.js"]] == [("broken.js", 3, 5), ("user.js", 10, 14)]
+    assert [(e.path, e.start, e.end) for e in entries["util.c"]] == [("other.c", 3, 5)]  # not the prototype
+
+
+def test_a_grammar_language_s_class_is_shown_to_its_constructor(tmp_path: Path) -> None:
+    client = ("/**\n * A client.\n */\nexport class Client {\n  static retries = 3\n  timeout = 5\n  headers = {}\n"
+              "  agent = null\n  constructor(baseUrl,\n              verify = true) {\n    this.baseUrl = baseUrl\n"
+              "  }\n}\n")
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "client.js", client)
+    write(repo, "app.js", "import { Client } from './client.js'\n")
+    commit_all(repo, "base")
+    write(repo, "app.js", "import { Client } from './client.js'\n\nconst c = new Client('x', false)\n")
+    git(repo, "add", "-A")
+    settings = load(str(repo), None, {}, {})
+    change_set = collect_changes(str(repo), Scope("staged"), [], {})
+    with open_snapshot(str(repo), change_set) as snapshot:
+        pack = build_pack(change_set.files[0], snapshot, settings)
+    assert pack is not None
+    shown = {e.name: e for e in pack.entries if e.kind == "definition"}
+    assert shown["Client"].text.endswith("  constructor(baseUrl,\n              verify = true) {")

@@ -126,6 +126,18 @@ def test_a_base_range_brings_its_commit_messages_and_a_pull_request_its_descript
     assert "Commit 1: Add a helper" in intent and "Commit 2: Look users up by their normalised name" in intent
     assert len(intent.encode()) <= 3_000 + 600  # the cap (3,000 bytes of text) plus the label and the fence
 
+    # Commit bodies too long to fit beside that description: every commit's subject still reaches it.
+    write(repo, "lib.py", LIB + "\n\ndef unused():\n    return 2\n")
+    commit_all(repo, "Tune the helper\n\n" + "Why it matters, at length. " * 120)
+    done = run_cli(repo, "review", "--base", "main", env=github)
+    assert done.returncode == 0, done.stderr
+    first = _first(fake_api, "app.py")
+    intent = first[first.index(label):first.index("Context from other files")]
+    assert "Normalised lookups\n\n## Checklist" in intent and "Why it matters" not in intent
+    assert "Commit 1: Tune the helper\nCommit 2: Add a helper\nCommit 3: Look users up by their normalised name" \
+        in intent
+    assert len(intent.encode()) <= 3_000 + 600
+
 
 def test_the_mcp_review_tool_takes_an_intent(repo: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     """The server's own request handlers, connected in-process (the SDK's test transport): the tool's schema,

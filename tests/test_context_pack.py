@@ -277,3 +277,19 @@ def test_intent_at_file_and_a_missing_file(tmp_path: Path) -> None:
     assert intent_mod.read_flag("@@literal") == "@literal" and intent_mod.read_flag("plain") == "plain"
     with pytest.raises(Exception, match=r"--intent @.*cannot read the file"):
         intent_mod.read_flag(f"@{tmp_path / 'missing.txt'}")
+
+
+def test_the_language_modules_take_their_shared_types_from_model_not_from_pack() -> None:
+    import ast
+
+    import ocr_hook.context as package
+
+    here = Path(package.__file__).parent
+    for module in ("python_lang", "tree_lang", "grep_lang", "model"):
+        tree = ast.parse((here / f"{module}.py").read_text(encoding="utf-8"))
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
+            {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names} | \
+            {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert "ocr_hook.context.pack" not in imported, module
+        if module != "model":
+            assert "ocr_hook.context.model" in imported, module

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ocr_hook.settings import Settings
 
 DEFINITION_LINES = 8  # signature plus docstring and first statements
+CLASS_LINES = 12  # a class's entry may run this far to reach the end of its constructor's signature
 MAX_SOURCE_BYTES = 400_000  # larger files are skipped as sources (generated, data, bundles)
 MAX_AVERAGE_LINE = 300  # characters: minified or generated code
 GREP_TIMEOUT_S = 3.0

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ocr_hook.context import ContextEntry, ContextPack
 from ocr_hook.context.model import (  # noqa: F401  (the names the rest of the package and its tests read here)
@@ -236,9 +236,7 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
     specs = tuple(f"*{ext}" for ext in extensions)
     result = reader.grep(pattern, specs, MANY_SITES)
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
-    # A definition's own line, by the keyword right before the name (`var fn = router(` is a call).
-    definition = re.compile(rf"\b(def|function\*?|func|fn|class|sub|proc|void|static|public|private)\s+"
-                            rf"(\([^)]*\)\s*)?(\*\s*)?({alternatives})\s*\(")
+    definition = _definition_line(alternatives)
     for hit in result.hits:
         if reader.expired():
             # Each hit's file may be read and parsed (thousands of large files can match): past the packs'
@@ -248,9 +246,12 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
         if text is None:
             continue
         calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
-        if calls is None and definition.search(hit.text):
+        # A grammar's call nodes decide when a site is chosen (_site_end): parsing every file a common name is
+        # written in would cost more than the pack.
+        deferred = calls is None and _grammar(hit.path) is not None
+        if calls is None and not deferred and definition.search(hit.text):
             continue
-        code = hit.text if calls is not None else _code_part(hit.text)
+        code = hit.text if calls is not None or deferred else _code_part(hit.text)
         for match in call.finditer(code):
             if calls is not None and (hit.line_no, match.group(2)) not in calls:
                 continue  # the word in a docstring, a string or a comment, or a definition: not a call
@@ -259,6 +260,58 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
                 if hit not in sites[-3:]:
                     sites.append(hit)
     return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
+
+
+def _definition_line(alternatives: str) -> re.Pattern[str]:
+    """A definition's own line, by the keyword right before the name (`var fn = router(` is a call)."""
+    return re.compile(rf"\b(def|function\*?|func|fn|class|sub|proc|void|static|public|private)\s+"
+                      rf"(\([^)]*\)\s*)?(\*\s*)?({alternatives})\s*\(")
+
+
+def _grammar(path: str) -> Any:
+    from ocr_hook.context import tree_lang
+
+    return tree_lang.for_extension(posixpath.splitext(path)[1].lower())
+
+
+def _tree_calls(path: str, text: str, reader: Reader) -> Callable[[int, str], int | None] | None:
+    """For a file an installed grammar parses whole: (line, callee name) → the last line of a call of that
+    name written on that line, or None when there is no such call; None for a file it cannot parse whole
+    (the line's own reading decides there)."""
+    key = ("tree-calls", path)
+    if key in reader.memo:
+        return reader.memo[key]  # type: ignore[return-value]
+    from ocr_hook.context import tree_lang
+
+    lang = _grammar(path)
+    root = lang.tree(path, text, reader).root_node if lang is not None else None
+    if root is None or root.has_error:
+        reader.memo[key] = None
+        return None
+    lines = file_lines(text)
+
+    def end(line: int, name: str) -> int | None:
+        return tree_lang.call_end(root, lines[line - 1], line - 1, name) if 0 < line <= len(lines) else None
+
+    reader.memo[key] = end
+    return end
+
+
+def _site_end(hit: GrepHit, name: str, text: str, reader: Reader) -> int | None:
+    """The last line of the call of `name` a chosen hit shows, or None when the hit is no call: Python's
+    `ast` and a grammar's call nodes say so; other languages by the line without its strings and comments."""
+    if hit.path.endswith((".py", ".pyi")):
+        calls = _python_calls(hit.path, text, reader)
+        if calls is not None:
+            return calls.get((hit.line_no, name), hit.line_no)  # kept by _grep_calls only when a call
+    elif _grammar(hit.path) is not None:
+        tree_calls = _tree_calls(hit.path, text, reader)
+        if tree_calls is not None:
+            return tree_calls(hit.line_no, name)
+        if _definition_line(re.escape(name)).search(hit.text) or \
+                not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
+            return None
+    return _call_end(file_lines(text), hit.line_no, name)
 
 
 def _python_calls(path: str, text: str, reader: Reader) -> dict[tuple[int, str], int] | None:
@@ -357,22 +410,22 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
         hits = sorted(dict.fromkeys(h for h in by_name.get(name, ()) if h.path != own),
                       key=lambda h: (is_test_path(h.path), _sureness(h, name, stem, qualified, reader),
                                      distance(own, h.path), h.path, h.line_no))
-        chosen: list[GrepHit] = []
+        chosen: dict[GrepHit, int] = {}
         files: set[str] = set()
+        bare = name.lstrip(".")
         for pass_no in (0, 1):  # distinct files first, then more sites in the same files
             for hit in hits:
-                if len(chosen) >= CALLER_SITES:
+                if len(chosen) >= CALLER_SITES or reader.expired():
                     break
-                if (pass_no == 0 and hit.path in files) or hit in chosen or reader.text(hit.path) is None:
+                text = reader.text(hit.path)
+                if (pass_no == 0 and hit.path in files) or hit in chosen or text is None:
                     continue
-                chosen.append(hit)
+                end = _site_end(hit, bare, text, reader)
+                if end is None:
+                    continue  # a grammar's reading: no call of the name here
+                chosen[hit] = end
                 files.add(hit.path)
-        for site, hit in enumerate(chosen):
-            text = reader.text(hit.path) or ""
-            bare = name.lstrip(".")
-            calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
-            end = calls.get((hit.line_no, bare), hit.line_no) if calls is not None else \
-                _call_end(file_lines(text), hit.line_no, bare)
+        for site, (hit, end) in enumerate(chosen.items()):
             # The whole call (its arguments are what a changed signature breaks), a line before it.
             span = Span(hit.line_no - 1, max(hit.line_no + 1, min(end, hit.line_no + CALL_LINES - 1)))
             entry = _entry("caller", name.lstrip("."), hit.path, span, reader.text(hit.path) or "")

@@ -10,10 +10,9 @@ import posixpath
 from collections import Counter
 from dataclasses import dataclass
 
-from ocr_hook.context.model import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
+from ocr_hook.context.model import CLASS_LINES, DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 _BUILTINS = frozenset(dir(builtins))
-CLASS_LINES = 12  # a class's entry may run this far to reach the end of its constructor's signature
 BASE_CLASS_WEIGHT = 10  # uses a base class on an added `class` line counts for, in the pack's order
 _Def = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 

@@ -20,7 +20,7 @@ from collections import Counter
 from functools import cache
 from typing import Any
 
-from ocr_hook.context.model import DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
+from ocr_hook.context.model import CLASS_LINES, DEFINITION_LINES, Analysis, Follow, Reader, Span, Want
 
 # extension → (grammar module, its language function, our name, the extensions its code lives in)
 _JS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
@@ -266,6 +266,11 @@ def _member(node: Any) -> tuple[str, str] | None:
 
 def _nested(node: Any) -> bool:
     """A function inside another function's body: nothing in another file can call it."""
+    if node.type.endswith("declarator"):  # C/C++ tag a function's declarator: its own definition holds it
+        while node.parent is not None and node.parent.type.endswith("declarator"):
+            node = node.parent
+        if node.parent is not None and node.parent.type == "function_definition":
+            node = node.parent
     parent = node.parent
     while parent is not None:
         if any(word in parent.type for word in ("function", "method_definition", "method_declaration", "arrow",
@@ -297,7 +302,69 @@ def _span_of(node: Any) -> Span:
         # Its last lines only: a long doc comment must not push the signature out of the entry.
         start = max(previous.start_point[0] + 1, start - DOC_LINES)
     end = node.end_point[0] + 1
+    # A class is called through its constructor: what a caller must match is that signature, not a doc comment.
+    through = _constructor_end(node) if "class" in node.type else None
+    if through is not None and through - start < CLASS_LINES:
+        return Span(start, max(through, min(end, start + ENTRY_LINES - 1)))
     return Span(start, min(end, start + ENTRY_LINES - 1))
+
+
+def _constructor_end(node: Any) -> int | None:
+    """The last line (1-based) of a class's constructor signature: JavaScript's `constructor(`, Java's and C#'s
+    constructor declaration, Ruby's `initialize`."""
+    body = node.child_by_field_name("body")
+    for child in body.named_children if body is not None else ():
+        name = child.child_by_field_name("name")
+        if child.type == "constructor_declaration" or (
+                child.type in ("method_definition", "method") and name is not None
+                and _text(name) in ("constructor", "initialize")):
+            params = child.child_by_field_name("parameters")
+            return int((params or name or child).end_point[0]) + 1
+    return None
+
+
+# A grammar's call nodes (JS/TS, Go, Rust, C/C++: call_expression; JS/C++: new_expression; Java:
+# method_invocation, object_creation_expression; C#: invocation_expression; Ruby: call, method_call), the
+# fields naming their callee, and the fields that lead from a callee expression to the name it calls.
+_CALLS = frozenset({"call_expression", "new_expression", "method_invocation", "object_creation_expression",
+                    "invocation_expression", "call", "method_call"})
+_CALLEE_FIELDS = ("function", "constructor", "method", "name", "type")
+_NAME_FIELDS = ("property", "field", "name", "function", "type")
+_GENERIC = frozenset({"generic_name", "index_expression"})  # `fetch<int>` (C#), `fetch[int]` (Go)
+
+
+def _callee_name(node: Any) -> Any:
+    """The node naming what a callee expression calls: `b` in `a.b`, `a::b`, `a->b`, `b<T>`."""
+    for _ in range(6):
+        inner = next((c for f in _NAME_FIELDS if (c := node.child_by_field_name(f)) is not None), None)
+        if inner is None and node.type in _GENERIC and node.named_child_count:
+            inner = node.named_children[0]
+        if inner is None:
+            return node
+        node = inner
+    return node
+
+
+def call_end(root: Any, line: str, row: int, name: str) -> int | None:
+    """The last line (1-based) of a call of `name` whose callee is written on `row` (0-based) of the parsed
+    file, `line` being that row's text; None when no call node has the name as its callee there (a
+    definition, a declaration, a string, a comment, a mere reference)."""
+    ends = []
+    for match in re.finditer(rf"(?<![\w$]){re.escape(name)}\b", line):
+        col = len(line[:match.start()].encode("utf-8", "surrogateescape"))
+        node = root.named_descendant_for_point_range((row, col), (row, col + len(name.encode("utf-8"))))
+        up = node
+        for _ in range(5):  # the callee's name is at most a few nodes under its call (a.b, a::b<T>)
+            if up is None:
+                break
+            if up.type in _CALLS:
+                callee = next((c for f in _CALLEE_FIELDS if (c := up.child_by_field_name(f)) is not None), None)
+                target = _callee_name(callee) if callee is not None else None
+                if target is not None and (target.start_byte, target.end_byte) == (node.start_byte, node.end_byte):
+                    ends.append(int(up.end_point[0]) + 1)
+                break
+            up = up.parent
+    return max(ends) if ends else None
 
 
 def _grep_wants(path: str, names: list[str], reader: Reader, extensions: tuple[str, ...]) -> list[Want]:

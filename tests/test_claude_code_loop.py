@@ -1,6 +1,7 @@
 """provider: claude-code runs the main loop's rules as the API path does (DESIGN.md 15, issue 42): the last round
 is announced with the results that open it and answered with only its tools, a lone round is offered only those,
-and identical calls are answered from the earlier round and end the file at the third repeat. The same scripted
+identical calls are answered from the earlier round and end the file at the third repeat, and a reply without a
+tool call is nudged (a model that never calls one fails as one without tool support). The same scripted
 reviews run through the real Claude Code CLI and through the Messages API client; the fake sees the same
 conversations from both (tool names aside: Claude Code prefixes them)."""
 
@@ -11,14 +12,16 @@ from typing import Any
 
 import pytest
 from e2e_support import calc_repo, run_review
-from fake_api import FakeMessagesAPI, RecordedRequest, Reply, tool_use
+from fake_api import FakeMessagesAPI, RecordedRequest, Reply, text, tool_use
 
 from ocr_hook.agent import prompts, registry
-from ocr_hook.agent.loop import MAX_REPEATS
+from ocr_hook.agent.loop import MAX_NUDGES, MAX_REPEATS, NO_TOOL_USE
 
 REPEAT_PATH, REPEAT_MARKER = "repeats.py", "SAME-CALL-AGAIN-3b8"
 LAST_PATH, LAST_MARKER = "last.py", "LAST-ROUND-7e1"
 ONE_PATH, ONE_MARKER = "one.py", "ONE-ROUND-5a2"
+QUIET_PATH, QUIET_MARKER = "quiet.py", "TEXT-FIRST-4c6"
+MUTE_PATH, MUTE_MARKER = "mute.py", "NEVER-A-TOOL-9d3"
 ROUNDS = 4
 REPEATED = "You already called file_read with exactly this input"
 PROVIDERS = ("claude-code", "anthropic")
@@ -55,7 +58,8 @@ def _tools(request: RecordedRequest) -> set[str]:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     base = tmp_path_factory.mktemp("claude-code-loop")
     repo = calc_repo(base / "repo", {REPEAT_PATH: f"# {REPEAT_MARKER}\nA = 1\n", LAST_PATH: f"# {LAST_MARKER}\nB = 2\n",
-                                     ONE_PATH: f"# {ONE_MARKER}\nC = 3\n"})
+                                     ONE_PATH: f"# {ONE_MARKER}\nC = 3\n", QUIET_PATH: f"# {QUIET_MARKER}\nD = 4\n",
+                                     MUTE_PATH: f"# {MUTE_MARKER}\nE = 5\n"})
     out: dict[str, dict[str, Any]] = {}
     with FakeMessagesAPI() as fake:
         # the same call every turn, never task_done
@@ -64,6 +68,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
         fake.script(LAST_MARKER, [Reply([_read(LAST_PATH, n)]) for n in range(1, ROUNDS)]
                     + [Reply([_read(LAST_PATH, ROUNDS), tool_use("task_done", {"state": "DONE"})])])
         fake.script(ONE_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})])])
+        # text first, then task_done once nudged; and a model that only ever writes text
+        fake.script(QUIET_MARKER, [Reply([text("Looks fine to me.")]),
+                                   Reply([tool_use("task_done", {"state": "DONE"})])])
+        fake.script(MUTE_MARKER, [Reply([text("Nothing to add.")]) for _ in range(ROUNDS + 2)])
         for provider in PROVIDERS:
             env = {"HOME": str(base / "home"), "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_AUTH_TOKEN": "",
                    "XDG_CACHE_HOME": str(base / "cache"), "OCR_HOOK_PROVIDER": provider, "PRE_COMMIT": "1",
@@ -71,13 +79,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
             env.update({"CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-test", "ANTHROPIC_API_KEY": ""}
                        if provider == "claude-code" else {"ANTHROPIC_API_KEY": "test-key-not-secret"})
             mark = len(fake.requests)
-            run = run_review(repo, env, base / f"out-{provider}", REPEAT_PATH, LAST_PATH)
+            run = run_review(repo, env, base / f"out-{provider}", REPEAT_PATH, LAST_PATH, QUIET_PATH, MUTE_PATH)
             sent = fake.requests[mark:]
             mark = len(fake.requests)
             lone = run_review(repo, {**env, "OCR_HOOK_MAX_ROUNDS": "1"}, base / f"out-one-{provider}", ONE_PATH)
             out[provider] = {"run": run, "lone": lone, "lone_requests": fake.requests[mark:],
                              "repeats": [r for r in sent if REPEAT_MARKER in r.first_user_text],
-                             "last": [r for r in sent if LAST_MARKER in r.first_user_text]}
+                             "last": [r for r in sent if LAST_MARKER in r.first_user_text],
+                             "quiet": [r for r in sent if QUIET_MARKER in r.first_user_text],
+                             "mute": [r for r in sent if MUTE_MARKER in r.first_user_text]}
     return out
 
 
@@ -116,7 +126,8 @@ def test_repeated_calls_are_answered_from_before_and_end_the_file(runs: dict[str
     assert [REPEATED in _latest_user_text(r) for r in requests] == [False, False] + [True] * (MAX_REPEATS - 1)
     state, reason = side["run"].coverage_state(REPEAT_PATH)
     assert state == "failed" and f"repeated identical tool calls {MAX_REPEATS} times" in reason, reason
-    assert side["run"].code == 3 and side["run"].report["usage"]["requests"] == 2 * ROUNDS
+    assert side["run"].code == 3
+    assert side["run"].report["usage"]["requests"] == sum(len(side[k]) for k in ("repeats", "last", "quiet", "mute"))
 
 
 def test_claude_code_answers_a_repeat_in_the_api_paths_words(runs: dict[str, Any]) -> None:
@@ -126,3 +137,25 @@ def test_claude_code_answers_a_repeat_in_the_api_paths_words(runs: dict[str, Any
 
     assert answer("claude-code") == answer("anthropic")
     assert json.dumps(runs["claude-code"]["repeats"][0].body).count("mcp__ocr-hook__file_read") >= 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_reply_without_a_tool_call_is_nudged(runs: dict[str, Any], provider: str) -> None:
+    side = runs[provider]
+    first, nudged = side["quiet"]
+    assert prompts.nudge(QUIET_PATH) not in _latest_user_text(first)
+    assert prompts.nudge(QUIET_PATH) in _latest_user_text(nudged)
+    assert "Looks fine to me." in json.dumps(nudged.body["messages"])  # the reply stays in the conversation
+    assert side["run"].coverage_state(QUIET_PATH) == ("reviewed", "")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_model_that_never_calls_a_tool_fails_as_one_without_tool_support(runs: dict[str, Any],
+                                                                          provider: str) -> None:
+    side = runs[provider]
+    requests = side["mute"]
+    # nudged after each reply until the round limit (the last nudge opens the last round and says so)
+    assert len(requests) == ROUNDS == MAX_NUDGES + 1
+    assert [prompts.nudge(MUTE_PATH) in _latest_user_text(r) for r in requests] == [False] + [True] * MAX_NUDGES
+    assert prompts.final_round(MUTE_PATH) in _latest_user_text(requests[-1])
+    assert side["run"].coverage_state(MUTE_PATH) == ("failed", NO_TOOL_USE)

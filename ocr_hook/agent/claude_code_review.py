@@ -28,7 +28,9 @@ from ocr_hook.agent.client import BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import SecretMasker
 from ocr_hook.agent.loop import (
     MAX_CHECKLIST_CHARS,
+    MAX_NUDGES,
     MAX_REPEATS,
+    NO_TOOL_USE,
     FileReview,
     FileTask,
     _call_key,
@@ -139,6 +141,7 @@ class ClaudeCodeReview(FileReview):
         if rounds == 1:
             first += "\n\n" + prompts.final_round(self.path)
         announced = False
+        nudges = 0
 
         async def answer(name: str, args: dict[str, Any]) -> tuple[ToolResult, bool]:
             nonlocal announced
@@ -150,12 +153,28 @@ class ClaudeCodeReview(FileReview):
             if round_no == rounds - 1 and not announced:  # these results open the last round
                 announced = True
                 result = ToolResult(f"{result.text}\n\n{prompts.final_round(self.path)}", result.is_error)
-            if self.repeats >= MAX_REPEATS:
+            # After a nudge Claude Code counts its --max-turns afresh: the last round ends here, not there.
+            if self.repeats >= MAX_REPEATS or round_no >= rounds:
                 talk.end_after_turn()
             return result, False
 
+        def follow_up() -> str | None:
+            """Claude Code ends a conversation at a reply without a tool call; the API path nudges the model
+            back to its tools (at most MAX_NUDGES times, a cut reply told it was cut), and so does this."""
+            nonlocal nudges
+            if talk.stop not in ("end_turn", "max_tokens", "stop_sequence") or talk.requests >= rounds:
+                return None
+            nudges += 1
+            if nudges > MAX_NUDGES:
+                return None
+            text = prompts.cut_off() if talk.stop == "max_tokens" else prompts.nudge(self.path)
+            if talk.requests + 1 == rounds:
+                text += "\n\n" + prompts.final_round(self.path)
+            return text
+
         talk = self._talk("final" if rounds == 1 else "main", self.settings.model_for("main"), self._system_text(),
                           rounds, self.settings.max_output_tokens, answer, MAIN_CLOSERS)
+        talk.follow_up = follow_up
         self._open(talk, first)
         failure = await self._converse(talk, first)
         if self._state == "DONE":
@@ -169,7 +188,16 @@ class ClaudeCodeReview(FileReview):
             raise BudgetStop(talk.halted_for)
         if failure is not None and "max_turns" not in failure:
             raise _End("api", f"Claude Code: {failure}")
-        raise _End("model", f"no task_done within the limit of {rounds} rounds")
+        if talk.stop == "refusal":
+            raise _End("model", "the model declined to review this file (refusal)")
+        if talk.stop != "tool_use" and failure is None:  # it ended on a reply without a tool call
+            if self.tool_calls == 0:
+                raise _End("model", NO_TOOL_USE)
+            if nudges > MAX_NUDGES:
+                raise _End("model", "the model stopped calling tools and never called task_done")
+        # The last round was answered: the model has said all it had to say.
+        self.main_finished = talk.requests >= rounds
+        raise _End("model", f"no task_done within the limit of {self.rounds_limit} rounds")
 
     async def ask(self, model: str, system: str | list[dict[str, Any]], user_text: str, max_tokens: int) -> str:
         """One request with no tool (re-location, review filter): post_review's Ask, through Claude Code."""
@@ -216,6 +244,8 @@ class CliTalk:
         self._called: set[str] = set()  # the tools called in the message streaming in
         self._calls = self._handled = 0  # the message's tool calls, and how many of them a handler answered
         self._end_after_turn = False
+        # Asked when Claude Code ended the conversation without an error: the next user message, or None.
+        self.follow_up: Callable[[], str | None] | None = None
         # Clear while a message streams in, set once its usage is counted: a handler decides after that.
         self._counted = asyncio.Event()
         self._counted.set()
@@ -362,10 +392,13 @@ class CliTalk:
 
             async def converse() -> str | None:
                 async with ClaudeSDKClient(options, transport=transport) as client:
-                    await client.query(first)
-                    async for message in client.receive_response():
-                        if isinstance(message, ResultMessage) and message.is_error:
-                            return " ".join(str(message.result or message.subtype).split())[:240]
+                    prompt: str | None = first
+                    while prompt is not None:
+                        await client.query(prompt)
+                        async for message in client.receive_response():
+                            if isinstance(message, ResultMessage) and message.is_error:
+                                return " ".join(str(message.result or message.subtype).split())[:240]
+                        prompt = self.follow_up() if self.follow_up is not None else None
                 return None
 
             talk = asyncio.create_task(converse())

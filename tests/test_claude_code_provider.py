@@ -154,6 +154,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         interrupted.send_signal(signal.SIGINT)
         interrupted.communicate(timeout=60)
         out["interrupted"] = (arrived, interrupted.returncode)
+        # The terminal closed (SIGHUP) while Claude Code waits: the same clean end, with 128 + SIGHUP.
+        hung_up = popen_review(repo, env, "--no-cache", HELD_PATH)
+        arrived = fake.wait_for_requests(held_seen + 2, HELD_MARKER, timeout=60)
+        hung_up.send_signal(signal.SIGHUP)
+        _out, hung_up_err = hung_up.communicate(timeout=60)
+        out["hung_up"] = (arrived, hung_up.returncode, hung_up_err)
         out["survivors"] = _processes_with(f"HOME={base / 'home'}".encode())
         out["unchanged"] = (_contents(repo), porcelain(repo)) == before
         no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
@@ -316,6 +322,14 @@ def test_the_timeout_holds_with_a_reply_that_never_comes(runs: dict[str, Any]) -
 def test_ctrl_c_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
     arrived, code = runs["interrupted"]
     assert arrived and code in (130, -signal.SIGINT), code
+    assert runs["survivors"] == []
+
+
+def test_a_closed_terminal_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
+    # SIGHUP's default would end ocr-hook alone, leaving its Claude Code (in a session of its own) running
+    arrived, code, stderr = runs["hung_up"]
+    assert arrived and code == 128 + signal.SIGHUP, (code, stderr)
+    assert stderr.strip().splitlines()[-1] == "ocr-hook: terminated"
     assert runs["survivors"] == []
 
 

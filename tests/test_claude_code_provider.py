@@ -288,7 +288,7 @@ def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any]) -> None:
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     line = proc.stderr.strip()
     assert_one_line(line)
-    assert "claude login" in line and "claude setup-token" in line
+    assert "claude login" in line and "claude setup-token" in line and "ANTHROPIC_API_KEY" in line
 
 
 def test_doctor_names_the_cli_its_version_and_the_credential(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ Kept thin and light: nothing here imports the agent or the SDK at start-up.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 from collections.abc import Callable
@@ -458,15 +459,16 @@ def warm_stop() -> None:
     sys.exit(control.stop())
 
 
-_terminated = False  # set by SIGTERM: the interrupt below exits 143 instead of 130
+_terminated = 0  # the signal (SIGTERM, SIGHUP) that ended the run: the interrupt below exits 128 + it, not 130
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM takes Ctrl-C's path: the SIGINT handler in force runs. Inside the review's event loop that is
-    asyncio's, which cancels the run cleanly; a KeyboardInterrupt raised here instead would end whichever
-    task happened to be running and asyncio would print its traceback. SIGINT ignored (nohup): raise."""
+    """SIGTERM and SIGHUP (the terminal closed) take Ctrl-C's path: the SIGINT handler in force runs. Inside the
+    review's event loop that is asyncio's, which cancels the run cleanly (a provider's child processes killed
+    with it); a KeyboardInterrupt raised here instead would end whichever task happened to be running and asyncio
+    would print its traceback. SIGINT ignored (nohup): raise."""
     global _terminated
-    _terminated = True
+    _terminated = signum
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):
         handler(signal.SIGINT, frame)
@@ -490,6 +492,8 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):  # a cp1252 pipe or an ASCII console must never crash a run
         make_safe(stream)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:  # nohup's SIG_IGN stays
+        signal.signal(signal.SIGHUP, _on_sigterm)
     try:
         cli.main(args=argv, prog_name="ocr-hook", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -500,8 +504,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns KeyboardInterrupt into Abort
         if _terminated:
-            click.echo("ocr-hook: terminated", err=True)
-            sys.exit(143)
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+                click.echo("ocr-hook: terminated", err=True)
+            sys.exit(128 + _terminated)
         click.echo("ocr-hook: interrupted", err=True)
         sys.exit(130)
     except FatalError as exc:

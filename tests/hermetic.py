@@ -49,7 +49,7 @@ def in_ci() -> bool:
 # A POSIX shell starts a background job (`cmd &`, also `nohup cmd &` in a script) with SIGINT and SIGQUIT
 # ignored, and an ignored signal stays ignored across exec: a review started from such a suite would never
 # see Ctrl-C. A terminal gives a foreground command the default dispositions.
-_TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM)
+_TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ runs all of them, each its own CLI conversation."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import signal
@@ -66,6 +67,20 @@ def _relocate_answer(body: dict[str, Any]) -> Reply:
     return Reply([text(json.dumps({"locations": [{"comment": 1, "code": "    return a / b"}]}))])
 
 
+def _contents(repo: Path) -> dict[str, str]:
+    """Every file all_files lists (work tree and .git, but git's own object store and index), by content."""
+    return {rel: hashlib.sha256((repo / rel).read_bytes()).hexdigest() for rel in all_files(repo)
+            if not (repo / rel).is_symlink()}
+
+
+def _cost(request: RecordedRequest, prices: Any) -> float:
+    """What the fake billed for one request, at ocr-hook's prices (USD per million tokens)."""
+    price, usage = prices[request.body["model"]], request.usage or {}
+    return (usage.get("input_tokens", 0) * price.input + usage.get("output_tokens", 0) * price.output
+            + usage.get("cache_creation_input_tokens", 0) * price.cache_write
+            + usage.get("cache_read_input_tokens", 0) * price.cache_read) / 1_000_000
+
+
 def _processes_with(marker: bytes) -> list[int]:
     """Live processes whose environment holds `marker` (Linux /proc): the CLIs a run started."""
     found = []
@@ -116,7 +131,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                         severity="medium", suggestion=None)
         fake.script(PHASES_MARKER, [Reply([tool_use("code_comment", {"comments": [unplaced, wrong]}),
                                            tool_use("task_done", {"state": "DONE"})])])
-        before_files, before_status = all_files(repo), porcelain(repo)
+        before = _contents(repo), porcelain(repo)
         out["blocked"] = run_review(repo, env, base / "out-blocked", CALC_PATH, CLEAN_PATH)
         out["blocked_requests"] = fake.requests
         mark = len(fake.requests)
@@ -139,8 +154,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         interrupted.send_signal(signal.SIGINT)
         interrupted.communicate(timeout=60)
         out["interrupted"] = (arrived, interrupted.returncode)
+        # The terminal closed (SIGHUP) while Claude Code waits: the same clean end, with 128 + SIGHUP.
+        hung_up = popen_review(repo, env, "--no-cache", HELD_PATH)
+        arrived = fake.wait_for_requests(held_seen + 2, HELD_MARKER, timeout=60)
+        hung_up.send_signal(signal.SIGHUP)
+        _out, hung_up_err = hung_up.communicate(timeout=60)
+        out["hung_up"] = (arrived, hung_up.returncode, hung_up_err)
         out["survivors"] = _processes_with(f"HOME={base / 'home'}".encode())
-        out["unchanged"] = (all_files(repo), porcelain(repo)) == (before_files, before_status)
+        out["unchanged"] = (_contents(repo), porcelain(repo)) == before
         no_login = {**env, "CLAUDE_CODE_OAUTH_TOKEN": "", "HOME": str(base / "empty-home")}
         out["no_login"] = run_cli(repo, "review", "--no-cache", env=no_login)
         out["all_requests"] = fake.requests
@@ -252,8 +273,14 @@ def test_max_cost_cuts_a_model_that_never_stops(runs: dict[str, Any]) -> None:
     assert state == "failed" and "cost cap" in reason, reason
     usage = run.report["usage"]
     assert 2 <= len(requests) < 59 and usage["requests"] == len(requests), (usage, len(requests))
-    # billed at most the cap plus the one request in flight (the dearest of them bounds it)
-    assert usage["cost_usd"] <= MAX_COST * 1.5, usage
+    # billed at most the cap plus the one request in flight: what the fake billed before the last request is
+    # within the cap, and the report counted every billed request at ocr-hook's prices
+    from ocr_hook.settings import load
+
+    prices = load(None, environ={}).pricing
+    costs = [_cost(r, prices) for r in requests]
+    assert sum(costs[:-1]) <= MAX_COST, costs
+    assert usage["cost_usd"] == pytest.approx(sum(costs), abs=1e-6), (usage, costs)
 
 
 def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any]) -> None:
@@ -261,7 +288,7 @@ def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any]) -> None:
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     line = proc.stderr.strip()
     assert_one_line(line)
-    assert "claude login" in line and "claude setup-token" in line
+    assert "claude login" in line and "claude setup-token" in line and "ANTHROPIC_API_KEY" in line
 
 
 def test_doctor_names_the_cli_its_version_and_the_credential(tmp_path: Path) -> None:
@@ -298,6 +325,14 @@ def test_ctrl_c_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
     assert runs["survivors"] == []
 
 
+def test_a_closed_terminal_ends_the_run_and_its_claude_code(runs: dict[str, Any]) -> None:
+    # SIGHUP's default would end ocr-hook alone, leaving its Claude Code (in a session of its own) running
+    arrived, code, stderr = runs["hung_up"]
+    assert arrived and code == 128 + signal.SIGHUP, (code, stderr)
+    assert stderr.strip().splitlines()[-1] == "ocr-hook: terminated"
+    assert runs["survivors"] == []
+
+
 def test_a_filter_the_budget_cannot_cover_is_never_sent(tmp_path: Path) -> None:
     """The budget is checked before Claude Code starts: a filter that does not fit is skipped (every comment
     kept, the file's findings marked incomplete for the cache), as on the API path, and nothing is sent."""
@@ -328,3 +363,17 @@ def test_a_filter_the_budget_cannot_cover_is_never_sent(tmp_path: Path) -> None:
     assert [f.start_line for f in post.findings] == [CALC_LINE] and not post.complete
     [note] = post.notes
     assert "review filter skipped, all comments kept" in note and "cost cap" in note, note
+
+
+def test_files_at_once_default_to_four_with_claude_code() -> None:
+    """Each file's Claude Code is a ~180-195 MB process that takes most of a core while it starts (measured on the
+    2-core machine: 8 files at 4 at once as fast as at 8): while concurrency is left at its default, 4 at once."""
+    from ocr_hook.agent.run import CLAUDE_CODE_CONCURRENCY, _concurrency
+    from ocr_hook.config_files import read_yaml
+    from ocr_hook.settings import load
+
+    default = read_yaml("defaults.yaml")["concurrency"]
+    assert default > CLAUDE_CODE_CONCURRENCY == 4
+    assert _concurrency(load(None, environ={"OCR_HOOK_PROVIDER": "claude-code"})) == 4
+    assert _concurrency(load(None, environ={"OCR_HOOK_PROVIDER": "claude-code", "OCR_HOOK_CONCURRENCY": "6"})) == 6
+    assert _concurrency(load(None, environ={})) == default

@@ -29,7 +29,8 @@ def _plant_user_settings(home: Path, hook_ran: Path) -> None:
         event: [{"matcher": "*", "hooks": [hook]}] for event in ("SessionStart", "PreToolUse", "UserPromptSubmit")}}))
 
 
-async def _converse(fake: FakeMessagesAPI, home: Path, work: Path, calls: list[tuple[str, Any]]) -> list[Any]:
+async def _converse(fake: FakeMessagesAPI, home: Path, work: Path, calls: list[tuple[str, Any]],
+                    sources: list[str] | None = None) -> list[Any]:
     from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp_server, tool
 
     schema = {"type": "object", "properties": {"state": {"type": "string", "enum": ["DONE", "FAILED"]}},
@@ -49,7 +50,7 @@ async def _converse(fake: FakeMessagesAPI, home: Path, work: Path, calls: list[t
     options = ClaudeAgentOptions(
         tools=[], system_prompt="You review code.", mcp_servers={SERVER: create_sdk_mcp_server(
             SERVER, tools=[task_done, code_comment])},
-        allowed_tools=[f"mcp__{SERVER}__task_done", f"mcp__{SERVER}__code_comment"], setting_sources=[],
+        allowed_tools=[f"mcp__{SERVER}__task_done", f"mcp__{SERVER}__code_comment"], setting_sources=sources or [],
         strict_mcp_config=True, max_turns=2, model="claude-sonnet-5-5", cwd=str(work), verbatim_prompts=True,
         permission_mode="dontAsk", include_partial_messages=True,
         env={"HOME": str(home), "ANTHROPIC_BASE_URL": fake.url, "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-test",
@@ -119,3 +120,18 @@ def test_sse_events_carry_the_message() -> None:
                   and e["delta"]["type"] == "input_json_delta")
     assert text == "hello" and json.loads(raw) == {"a": 1}
     assert next(e for e in events if e["type"] == "message_delta")["usage"]["output_tokens"] == 7
+
+
+def test_the_planted_settings_apply_when_claude_code_reads_them(tmp_path: Path) -> None:
+    """The control for test_user_settings_never_apply (and the provider's): with the user's setting source, the
+    same planted ~/.claude runs its hook and sends its canary, so their absence there means something."""
+    home, work, hook_ran = tmp_path / "home", tmp_path / "work", tmp_path / "hook-ran"
+    work.mkdir()
+    _plant_user_settings(home, hook_ran)
+    with FakeMessagesAPI() as fake:
+        fake.script("REVIEW-ME-42", [Reply([tool_use("task_done", {"state": "DONE"})]),
+                                     Reply([{"type": "text", "text": "Done."}])])
+        asyncio.run(_converse(fake, home, work, [], sources=["user"]))
+        requests = fake.requests
+    assert hook_ran.exists()
+    assert any(CANARY in r.raw.decode("utf-8", "replace") for r in requests)

@@ -28,13 +28,18 @@ from ocr_hook.agent.client import BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import SecretMasker
 from ocr_hook.agent.loop import (
     MAX_CHECKLIST_CHARS,
+    MAX_NUDGES,
+    MAX_REPEATS,
+    NO_TOOL_USE,
     FileReview,
     FileTask,
+    _call_key,
     _context_text,
     _End,
     answer_in_loop,
     as_shown,
     first_main_message,
+    repeated_call,
     run_tool,
 )
 from ocr_hook.agent.tool_api import ToolResult
@@ -95,7 +100,7 @@ class ClaudeCodeReview(FileReview):
             nonlocal noted
             if talk.requests >= rounds:  # the last round's calls: the plan is over, nothing more is sent
                 return ToolResult("The plan phase is over."), True
-            result, _ = await self._call(name, args, "plan")
+            result, _ = await self._call(name, args, "plan", talk.requests)
             if talk.requests == rounds - 1 and not noted:  # the next request is the last round
                 noted = True
                 result = ToolResult(f"{result.text}\n\n{prompts.plan_last_round()}", result.is_error)
@@ -113,24 +118,63 @@ class ClaudeCodeReview(FileReview):
             raise _End("model", "the model declined to review this file (refusal)")
         return (talk.text.strip()[:MAX_CHECKLIST_CHARS] or None), talk.requests
 
-    async def _call(self, name: str, args: dict[str, Any], phase: str) -> tuple[ToolResult, str | None]:
-        """A tool call answered as the API path answers it, and task_done's state."""
+    async def _call(self, name: str, args: dict[str, Any], phase: str, round_no: int) -> tuple[ToolResult, str | None]:
+        """A tool call answered as the API path answers it (a repeat of an answered call included), and
+        task_done's state."""
+        key = _call_key(name, args)
+        if name != "task_done" and key in self._answered:
+            self.repeats += 1
+            return repeated_call(name, self._answered[key]), None
+        self._answered[key] = round_no
         answer, state = answer_in_loop(name, args, phase, self.box)
         if answer is None:
             answer = as_shown(await asyncio.to_thread(run_tool, name, dict(args), self.ctx), self.mask)
         return answer, state
 
-    async def _answer_main(self, name: str, args: dict[str, Any]) -> tuple[ToolResult, bool]:
-        answer, state = await self._call(name, args, "main")
-        if state is not None:
-            self._state = state
-            return answer, True  # task_done: the conversation ends here, nothing is sent after it
-        return answer, False
-
     async def _main(self, rounds: int, checklist: str | None = None) -> None:
+        self._answered.clear()  # the plan's answers are not part of this conversation
+        self.repeats = 0
         first = await first_main_message(self.task, self.mask, rounds, checklist)
-        talk = self._talk("main", self.settings.model_for("main"), self._system_text(), rounds,
-                          self.settings.max_output_tokens, self._answer_main, MAIN_CLOSERS)
+        # As on the API path: the last round is announced with the message that opens it and is offered only
+        # its tools. The CLI's tools are fixed when it starts, so a lone round is started with the last round's
+        # tools; in a longer conversation the last round's calls are answered as that phase answers them.
+        if rounds == 1:
+            first += "\n\n" + prompts.final_round(self.path)
+        announced = False
+        nudges = 0
+
+        async def answer(name: str, args: dict[str, Any]) -> tuple[ToolResult, bool]:
+            nonlocal announced
+            round_no = talk.requests  # the calling message is counted before its calls are answered
+            result, state = await self._call(name, args, "final" if round_no >= rounds else "main", round_no)
+            if state is not None:
+                self._state = state
+                return result, True  # task_done: the conversation ends here, nothing is sent after it
+            if round_no == rounds - 1 and not announced:  # these results open the last round
+                announced = True
+                result = ToolResult(f"{result.text}\n\n{prompts.final_round(self.path)}", result.is_error)
+            # After a nudge Claude Code counts its --max-turns afresh: the last round ends here, not there.
+            if self.repeats >= MAX_REPEATS or round_no >= rounds:
+                talk.end_after_turn()
+            return result, False
+
+        def follow_up() -> str | None:
+            """Claude Code ends a conversation at a reply without a tool call; the API path nudges the model
+            back to its tools (at most MAX_NUDGES times, a cut reply told it was cut), and so does this."""
+            nonlocal nudges
+            if talk.stop not in ("end_turn", "max_tokens", "stop_sequence") or talk.requests >= rounds:
+                return None
+            nudges += 1
+            if nudges > MAX_NUDGES:
+                return None
+            text = prompts.cut_off() if talk.stop == "max_tokens" else prompts.nudge(self.path)
+            if talk.requests + 1 == rounds:
+                text += "\n\n" + prompts.final_round(self.path)
+            return text
+
+        talk = self._talk("final" if rounds == 1 else "main", self.settings.model_for("main"), self._system_text(),
+                          rounds, self.settings.max_output_tokens, answer, MAIN_CLOSERS)
+        talk.follow_up = follow_up
         self._open(talk, first)
         failure = await self._converse(talk, first)
         if self._state == "DONE":
@@ -138,11 +182,22 @@ class ClaudeCodeReview(FileReview):
             return
         if self._state is not None:
             raise _End("model", "the model could not review this file (task_done FAILED)")
+        if self.repeats >= MAX_REPEATS:
+            raise _End("model", f"the model repeated identical tool calls {self.repeats} times")
         if talk.halted_for is not None:
             raise BudgetStop(talk.halted_for)
         if failure is not None and "max_turns" not in failure:
             raise _End("api", f"Claude Code: {failure}")
-        raise _End("model", f"no task_done within the limit of {rounds} rounds")
+        if talk.stop == "refusal":
+            raise _End("model", "the model declined to review this file (refusal)")
+        if talk.stop != "tool_use" and failure is None:  # it ended on a reply without a tool call
+            if self.tool_calls == 0:
+                raise _End("model", NO_TOOL_USE)
+            if nudges > MAX_NUDGES:
+                raise _End("model", "the model stopped calling tools and never called task_done")
+        # The last round was answered: the model has said all it had to say.
+        self.main_finished = talk.requests >= rounds
+        raise _End("model", f"no task_done within the limit of {self.rounds_limit} rounds")
 
     async def ask(self, model: str, system: str | list[dict[str, Any]], user_text: str, max_tokens: int) -> str:
         """One request with no tool (re-location, review filter): post_review's Ask, through Claude Code."""
@@ -187,6 +242,10 @@ class CliTalk:
         self._next_input = 0
         self._usage: dict[str, int] = {}
         self._called: set[str] = set()  # the tools called in the message streaming in
+        self._calls = self._handled = 0  # the message's tool calls, and how many of them a handler answered
+        self._end_after_turn = False
+        # Asked when Claude Code ended the conversation without an error: the next user message, or None.
+        self.follow_up: Callable[[], str | None] | None = None
         # Clear while a message streams in, set once its usage is counted: a handler decides after that.
         self._counted = asyncio.Event()
         self._counted.set()
@@ -210,6 +269,12 @@ class CliTalk:
         self._stop.set()
         if self._transport is not None:
             self._transport.kill()
+
+    def end_after_turn(self) -> None:
+        """End the conversation once the calling message's calls are answered, as the API path ends it after a
+        whole turn. A call the SDK's schema check refused never reaches a handler: then it ends as the next
+        message starts."""
+        self._end_after_turn = True
 
     def _command(self, system_file: Path, names: list[str]) -> list[str]:
         command = [self.cli, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
@@ -247,7 +312,8 @@ class CliTalk:
                     async with asyncio.timeout(5.0):
                         await self._counted.wait()
                 result, ends = await answer(name, args)
-                if ends:
+                self._handled += 1
+                if ends or (self._end_after_turn and self._handled >= self._calls):
                     self.halt()
                 else:
                     self._next_input += estimate_tokens(result.text) + estimate_tokens(json.dumps(args))
@@ -267,13 +333,20 @@ class CliTalk:
         kind = event.get("type")
         if kind == "message_start":
             self._usage = dict((event.get("message") or {}).get("usage") or {})
+            if self._end_after_turn:  # sent before it could be stopped (see end_after_turn): its input is billed
+                self.budget.record(self.model, self._usage)
+                self.requests += 1
+                self.halt()
+                return
             self._called = set()
+            self._calls = self._handled = 0
             self._parts = []
             self._counted.clear()
         elif kind == "content_block_start":
             block = event.get("content_block") or {}
             if block.get("type") == "tool_use":
                 self._called.add(str(block.get("name", "")).rsplit("__", 1)[-1])
+                self._calls += 1
         elif kind == "content_block_delta":
             delta = event.get("delta") or {}
             if delta.get("type") == "text_delta":
@@ -319,10 +392,13 @@ class CliTalk:
 
             async def converse() -> str | None:
                 async with ClaudeSDKClient(options, transport=transport) as client:
-                    await client.query(first)
-                    async for message in client.receive_response():
-                        if isinstance(message, ResultMessage) and message.is_error:
-                            return " ".join(str(message.result or message.subtype).split())[:240]
+                    prompt: str | None = first
+                    while prompt is not None:
+                        await client.query(prompt)
+                        async for message in client.receive_response():
+                            if isinstance(message, ResultMessage) and message.is_error:
+                                return " ".join(str(message.result or message.subtype).split())[:240]
+                        prompt = self.follow_up() if self.follow_up is not None else None
                 return None
 
             talk = asyncio.create_task(converse())

@@ -409,9 +409,7 @@ class FileReview:
             key = _call_key(name, tool_input)
             if name != "task_done" and key in self._answered:
                 self.repeats += 1
-                pending.append(ToolResult(
-                    f"You already called {name} with exactly this input (round {self._answered[key]}); "
-                    "its answer is in that earlier tool result. Use it, or call with different input."))
+                pending.append(repeated_call(name, self._answered[key]))
                 continue
             self._answered[key] = round_no
             answer, state = answer_in_loop(name, tool_input, phase, self.box)
@@ -450,6 +448,12 @@ async def first_main_message(task: FileTask, mask: SecretMasker, rounds: int, ch
             task.other_paths, rounds, mask(checklist) if checklist else None,
             await _opening_text(task, mask), _context_text(task, mask), task.intent)
     return opening
+
+
+def repeated_call(name: str, earlier_round: int) -> ToolResult:
+    """The answer to a call identical to one already answered in this conversation (not task_done)."""
+    return ToolResult(f"You already called {name} with exactly this input (round {earlier_round}); "
+                      "its answer is in that earlier tool result. Use it, or call with different input.")
 
 
 def answer_in_loop(name: str, tool_input: Any, phase: str, box: CommentBox) -> tuple[ToolResult | None, str | None]:

@@ -239,22 +239,14 @@ def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
     definition = _definition_line(alternatives)
     for hit in result.hits:
         if reader.expired():
-            # Each hit's file may be read and parsed (thousands of large files can match): past the packs'
-            # deadline the rest stay unread, and the search counts as cut short.
-            return False
-        text = reader.text(hit.path)
-        if text is None:
+            return False  # thousands of hits can match: past the packs' deadline the search is cut short
+        # Python's `ast` and a grammar's call nodes decide when a site is chosen (_site_end): parsing every
+        # file a common name is written in would cost more than the pack.
+        deferred = hit.path.endswith((".py", ".pyi")) or _grammar(hit.path) is not None
+        if not deferred and definition.search(hit.text):
             continue
-        calls = _python_calls(hit.path, text, reader) if hit.path.endswith((".py", ".pyi")) else None
-        # A grammar's call nodes decide when a site is chosen (_site_end): parsing every file a common name is
-        # written in would cost more than the pack.
-        deferred = calls is None and _grammar(hit.path) is not None
-        if calls is None and not deferred and definition.search(hit.text):
-            continue
-        code = hit.text if calls is not None or deferred else _code_part(hit.text)
+        code = hit.text if deferred else _code_part(hit.text)
         for match in call.finditer(code):
-            if calls is not None and (hit.line_no, match.group(2)) not in calls:
-                continue  # the word in a docstring, a string or a comment, or a definition: not a call
             for name in (match.group(2), "." + match.group(2)) if match.group(1) else (match.group(2),):
                 sites = by_name.setdefault(name, [])
                 if hit not in sites[-3:]:
@@ -303,7 +295,10 @@ def _site_end(hit: GrepHit, name: str, text: str, reader: Reader) -> int | None:
     if hit.path.endswith((".py", ".pyi")):
         calls = _python_calls(hit.path, text, reader)
         if calls is not None:
-            return calls.get((hit.line_no, name), hit.line_no)  # kept by _grep_calls only when a call
+            return calls.get((hit.line_no, name))  # None: the word in a docstring, a string or a comment
+        if _definition_line(re.escape(name)).search(hit.text) or \
+                not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
+            return None
     elif _grammar(hit.path) is not None:
         tree_calls = _tree_calls(hit.path, text, reader)
         if tree_calls is not None:

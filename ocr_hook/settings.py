@@ -121,6 +121,9 @@ class Settings(NamedTuple):
 
 
 _NOT_SETTINGS = ("notes",)
+# The files at once when provider claude-code and nobody chose concurrency: one Claude Code CLI takes about
+# 200 MB and most of a core while it starts (DESIGN.md 15; docs/claude-code.md has the measurements).
+CLAUDE_CODE_CONCURRENCY = 4
 
 
 def _as_written(kind: Any) -> str:
@@ -371,6 +374,9 @@ def load(
     for key, value in (flags or {}).items():
         if value is not None:
             merged[key] = _coerce(key, value, f"option --{key.replace('_', '-')}")
+    chosen = set(layer) | set(env_layer) | {k for k, v in (flags or {}).items() if v is not None}
+    if merged.get("provider") == "claude-code" and "concurrency" not in chosen:
+        merged["concurrency"] = min(merged["concurrency"], CLAUDE_CODE_CONCURRENCY)
     if (flags or {}).get("cache_dir"):  # typed in a shell: relative to where it was typed, made absolute now
         merged["cache_dir"] = os.path.abspath(os.path.expanduser(merged["cache_dir"]))
     elif merged.get("cache_dir"):

@@ -365,15 +365,22 @@ def test_a_filter_the_budget_cannot_cover_is_never_sent(tmp_path: Path) -> None:
     assert "review filter skipped, all comments kept" in note and "cost cap" in note, note
 
 
-def test_files_at_once_default_to_four_with_claude_code() -> None:
+def test_files_at_once_default_to_four_with_claude_code(tmp_path: Path) -> None:
     """Each file's Claude Code is a ~180-195 MB process that takes most of a core while it starts (measured on the
-    2-core machine: 8 files at 4 at once as fast as at 8): while concurrency is left at its default, 4 at once."""
-    from ocr_hook.agent.run import CLAUDE_CODE_CONCURRENCY, _concurrency
+    2-core machine: 8 files at 4 at once as fast as at 8): while nobody chose concurrency, 4 at once; a choice in
+    any layer stands, the shipped default's own value (8) included."""
     from ocr_hook.config_files import read_yaml
-    from ocr_hook.settings import load
+    from ocr_hook.settings import CLAUDE_CODE_CONCURRENCY, load
 
     default = read_yaml("defaults.yaml")["concurrency"]
     assert default > CLAUDE_CODE_CONCURRENCY == 4
-    assert _concurrency(load(None, environ={"OCR_HOOK_PROVIDER": "claude-code"})) == 4
-    assert _concurrency(load(None, environ={"OCR_HOOK_PROVIDER": "claude-code", "OCR_HOOK_CONCURRENCY": "6"})) == 6
-    assert _concurrency(load(None, environ={})) == default
+    claude_code = {"OCR_HOOK_PROVIDER": "claude-code"}
+    assert load(None, environ=claude_code).concurrency == 4
+    assert load(None, environ={**claude_code, "OCR_HOOK_CONCURRENCY": "6"}).concurrency == 6
+    assert load(None, environ={**claude_code, "OCR_HOOK_CONCURRENCY": str(default)}).concurrency == default
+    assert load(None, flags={"concurrency": default}, environ=claude_code).concurrency == default
+    (tmp_path / ".ocr-hook.yaml").write_text(f"provider: claude-code\nconcurrency: {default}\n", encoding="utf-8")
+    assert load(tmp_path, environ={}).concurrency == default
+    (tmp_path / ".ocr-hook.yaml").write_text("provider: claude-code\n", encoding="utf-8")
+    assert load(tmp_path, environ={}).concurrency == 4
+    assert load(None, environ={}).concurrency == default

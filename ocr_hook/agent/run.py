@@ -410,7 +410,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
 
         try:
             async with asyncio.TaskGroup() as group:
-                for _ in range(max(1, min(_concurrency(job.settings), len(to_review)))):
+                for _ in range(max(1, min(job.settings.concurrency, len(to_review)))):
                     group.create_task(worker())
         finally:
             if api is not None:
@@ -419,20 +419,6 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         server_notes = api.fields.notes() if api is not None else []  # optional fields a compatible server rejected
 
     return _assemble(job, results, masked_count, time.monotonic() - started, server_notes)
-
-
-# One Claude Code CLI takes about 220 MB and most of a core while it starts (DESIGN.md 15).
-CLAUDE_CODE_CONCURRENCY = 4
-
-
-def _concurrency(settings: Settings) -> int:
-    """Files at once; with Claude Code at most 4 while concurrency is the shipped default."""
-    if settings.provider == "claude-code":
-        from ocr_hook import config_files
-
-        if settings.concurrency == config_files.read_yaml("defaults.yaml")["concurrency"]:
-            return min(settings.concurrency, CLAUDE_CODE_CONCURRENCY)
-    return settings.concurrency
 
 
 def _capability_lookup(job: ReviewJob, api: Api) -> CapabilityLookup:

@@ -11,6 +11,7 @@ far outside the diff (36).
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,16 @@ def ocr_hook(repo: Path, env: dict[str, str], *args: str) -> Any:
     full.update(env)
     # Not gitrepo.run_cli: that starts from os.environ, and the suite's own CI variables must not leak in.
     return forked_cli.run(list(args), cwd=repo, env=full, timeout=120, errors="replace")
+
+
+def run_lines(lines: list[str], repo: Path, env: dict[str, str]) -> list[Any]:
+    """A recipe's script lines as written: `pip install` skipped (this checkout is installed), each `ocr-hook`
+    line run in the repository; any other line fails the test, since it would go untested."""
+    results = []
+    for line in lines:
+        argv = shlex.split(line)
+        if argv[:2] == ["pip", "install"]:
+            continue
+        assert argv[0] == "ocr-hook", f"a recipe line this test cannot run: {line}"
+        results.append(ocr_hook(repo, env, *argv[1:]))
+    return results

@@ -22,7 +22,7 @@ from agent_support import is_filter
 from e2e_support import CALC_AFTER, CALC_BEFORE, CALC_LINE, CALC_PATH, CALC_QUOTE, comment
 from fake_api import FakeMessagesAPI, Reply, text, tool_use
 from gitrepo import commit_all, git, make_repo, write
-from publish_support import ocr_hook
+from publish_support import ocr_hook, run_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "claude-code.md"
@@ -77,17 +77,6 @@ def _runner_env(fake: FakeMessagesAPI, home: Path, runner: dict[str, str]) -> di
     return {**runner, "ANTHROPIC_BASE_URL": fake.url, "HOME": str(home)}
 
 
-def _run(lines: list[str], repo: Path, env: dict[str, str]) -> list[Any]:
-    results = []
-    for line in lines:
-        argv = shlex.split(line)
-        if argv[:2] == ["pip", "install"]:
-            continue
-        assert argv[0] == "ocr-hook", f"a recipe line this test cannot run: {line}"
-        results.append(ocr_hook(repo, env, *argv[1:]))
-    return results
-
-
 def _assert_through_claude_code(fake: FakeMessagesAPI) -> None:
     assert fake.requests, "nothing was reviewed"
     for request in fake.requests:
@@ -107,7 +96,7 @@ def test_the_github_actions_job(pull_request: dict[str, Any], fake: FakeMessages
         env = _runner_env(fake, pull_request["home"], runner)
         for name, value in (step.get("env") or {}).items():
             env[name] = re.sub(r"\$\{\{\s*secrets\.CLAUDE_CODE_OAUTH_TOKEN\s*\}\}", TOKEN, str(value))
-        results += _run([step["run"]], pull_request["repo"], env)
+        results += run_lines([step["run"]], pull_request["repo"], env)
     [review] = results
     assert review.returncode == 1, review.stdout + review.stderr  # the job fails: the gate
     assert f"::error file={CALC_PATH},line={CALC_LINE}" in review.stdout, review.stdout
@@ -122,7 +111,7 @@ def test_the_gitlab_ci_job(pull_request: dict[str, Any], fake: FakeMessagesAPI) 
               "CI_MERGE_REQUEST_DIFF_BASE_SHA": pull_request["base"], "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
               "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "feature", "CLAUDE_CODE_OAUTH_TOKEN": TOKEN,
               **{k: str(v) for k, v in job["variables"].items()}}
-    [review] = _run(job["script"], pull_request["repo"], _runner_env(fake, pull_request["home"], runner))
+    [review] = run_lines(job["script"], pull_request["repo"], _runner_env(fake, pull_request["home"], runner))
     assert review.returncode == 1, review.stdout + review.stderr
     report = pull_request["repo"] / job["artifacts"]["reports"]["codequality"]
     try:

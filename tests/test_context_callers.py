@@ -12,7 +12,7 @@ from gitrepo import commit_all, git, make_repo, write
 from ocr_hook.changes.collect import collect_changes
 from ocr_hook.changes.scope import Scope
 from ocr_hook.changes.snapshot import open_snapshot
-from ocr_hook.context import ContextEntry, build_pack
+from ocr_hook.context import ContextEntry, ContextPack, build_pack
 from ocr_hook.settings import load
 
 TAGS_BEFORE = "def platform_tags(arch):\n    return [arch]\n\n\ndef fetch(url, timeout):\n    return url\n"
@@ -41,24 +41,27 @@ JS_USER = "const { fetch } = require('./net')\n// fetch(url) is the old way\ncon
           "const r = fetch(\n  'https://x',\n  5000,\n)\n"
 
 
-def _entries(tmp_path: Path, before: dict[str, str] | None = None,
-             after: dict[str, str] | None = None) -> dict[str, list[ContextEntry]]:
+def _packs(tmp_path: Path, before: dict[str, str], after: dict[str, str]) -> dict[str, ContextPack | None]:
+    """Each staged file's pack, `before` committed and `after` staged in a fresh repository."""
     repo = make_repo(tmp_path / "repo")
-    before = before or {"tags.py": TAGS_BEFORE, "user.py": USER, "net.js": JS_BEFORE, "user.js": JS_USER}
     for path, text in before.items():
         write(repo, path, text)
     commit_all(repo, "base")
-    for path, text in (after or {"tags.py": TAGS_AFTER, "net.js": JS_AFTER}).items():
+    for path, text in after.items():
         write(repo, path, text)
     git(repo, "add", "-A")
     settings = load(str(repo), None, {}, {})
     change_set = collect_changes(str(repo), Scope("staged"), [], {})
-    out = {}
     with open_snapshot(str(repo), change_set) as snapshot:
-        for change in change_set.files:
-            pack = build_pack(change, snapshot, settings)
-            out[change.path] = [e for e in pack.entries if e.kind == "caller"] if pack is not None else []
-    return out
+        return {change.path: build_pack(change, snapshot, settings) for change in change_set.files}
+
+
+def _entries(tmp_path: Path, before: dict[str, str] | None = None,
+             after: dict[str, str] | None = None) -> dict[str, list[ContextEntry]]:
+    before = before or {"tags.py": TAGS_BEFORE, "user.py": USER, "net.js": JS_BEFORE, "user.js": JS_USER}
+    packs = _packs(tmp_path, before, after or {"tags.py": TAGS_AFTER, "net.js": JS_AFTER})
+    return {path: [e for e in pack.entries if e.kind == "caller"] if pack is not None else []
+            for path, pack in packs.items()}
 
 
 def test_renamed_functions_whole_calls_real_calls_only_and_qualified_first(tmp_path: Path) -> None:
@@ -94,16 +97,8 @@ def test_a_class_is_shown_by_what_calling_it_takes(tmp_path: Path) -> None:
     models = "from dataclasses import dataclass\n\n\nclass Client:\n" + doc + \
         "    def __init__(self, base_url,\n                 verify=True):\n        self.base_url = base_url\n\n\n" \
         "@dataclass\nclass Options:\n" + doc + "    retries: int\n    backoff: float = 0.5\n"
-    repo = make_repo(tmp_path / "repo")
-    write(repo, "models.py", models)
-    write(repo, "app.py", "from models import Client, Options\n")
-    commit_all(repo, "base")
-    write(repo, "app.py", "from models import Client, Options\n\nc = Client('x', verify=Options(3))\n")
-    git(repo, "add", "-A")
-    settings = load(str(repo), None, {}, {})
-    change_set = collect_changes(str(repo), Scope("staged"), [], {})
-    with open_snapshot(str(repo), change_set) as snapshot:
-        pack = build_pack(change_set.files[0], snapshot, settings)
+    pack = _packs(tmp_path, {"models.py": models, "app.py": "from models import Client, Options\n"},
+                  {"app.py": "from models import Client, Options\n\nc = Client('x', verify=Options(3))\n"})["app.py"]
     assert pack is not None
     shown = {e.name: e.text for e in pack.entries if e.kind == "definition"}
     assert "def __init__(self, base_url,\n                 verify=True):" in shown["Client"]
@@ -134,16 +129,8 @@ def test_a_grammar_language_s_class_is_shown_to_its_constructor(tmp_path: Path) 
     client = ("/**\n * A client.\n */\nexport class Client {\n  static retries = 3\n  timeout = 5\n  headers = {}\n"
               "  agent = null\n  constructor(baseUrl,\n              verify = true) {\n    this.baseUrl = baseUrl\n"
               "  }\n}\n")
-    repo = make_repo(tmp_path / "repo")
-    write(repo, "client.js", client)
-    write(repo, "app.js", "import { Client } from './client.js'\n")
-    commit_all(repo, "base")
-    write(repo, "app.js", "import { Client } from './client.js'\n\nconst c = new Client('x', false)\n")
-    git(repo, "add", "-A")
-    settings = load(str(repo), None, {}, {})
-    change_set = collect_changes(str(repo), Scope("staged"), [], {})
-    with open_snapshot(str(repo), change_set) as snapshot:
-        pack = build_pack(change_set.files[0], snapshot, settings)
+    pack = _packs(tmp_path, {"client.js": client, "app.js": "import { Client } from './client.js'\n"},
+                  {"app.js": "import { Client } from './client.js'\n\nconst c = new Client('x', false)\n"})["app.js"]
     assert pack is not None
     shown = {e.name: e for e in pack.entries if e.kind == "definition"}
     assert shown["Client"].text.endswith("  constructor(baseUrl,\n              verify = true) {")

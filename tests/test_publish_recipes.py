@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import yaml
 from fake_api import FakeMessagesAPI
 from fake_gitea import FakeGitea
 from fake_gitlab import FakeGitLab
-from publish_support import NEW_NAME, OLD_NAME, PATH, Reviewed, messages_env, ocr_hook, script
+from publish_support import NEW_NAME, OLD_NAME, PATH, Reviewed, messages_env, run_lines, script
 from validators import validate_gitlab
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,17 +33,6 @@ def recipe(name: str) -> Any:
     match = re.search(rf"<!-- recipe: {name} -->\n```yaml\n(.*?)```", text, re.S)
     assert match, f"{PAGES[name]} has no {name} recipe"
     return yaml.safe_load(match.group(1))
-
-
-def run_lines(lines: list[str], repo: Path, env: dict[str, str]) -> list[Any]:
-    results = []
-    for line in lines:
-        argv = shlex.split(line)
-        if argv[:2] == ["pip", "install"]:
-            continue
-        assert argv[0] == "ocr-hook", f"a recipe line this test cannot run: {line}"
-        results.append(ocr_hook(repo, env, *argv[1:]))
-    return results
 
 
 @pytest.fixture(scope="module")

@@ -110,21 +110,10 @@ class SessionStore:
 
     def create(self, session: Session) -> None:
         self.save(session)
-        if self.store.prune(MAX_SESSIONS) + self._drop_expired(time.time()):
+        # An abandoned session (not written for MAX_AGE_S: a call rewrites its session) goes now, not once
+        # MAX_SESSIONS newer ones exist.
+        if self.store.prune(MAX_SESSIONS, max_age_s=MAX_AGE_S):
             self._drop_orphan_locks()
-
-    def _drop_expired(self, now: float) -> int:
-        """Sessions nobody will use again: not written for MAX_AGE_S, so created longer ago than that (a call
-        rewrites its session). Without this, an abandoned session would wait for 200 newer ones."""
-        if self.store.link_below(self.store.directory) is not None:
-            return 0
-        dropped = 0
-        for entry in self.store.directory.glob("??/*.json"):
-            with contextlib.suppress(OSError):
-                if is_key(entry.stem) and not entry.is_symlink() and now - entry.stat().st_mtime > MAX_AGE_S:
-                    self.store.delete(entry.stem)
-                    dropped += 1
-        return dropped
 
     def _drop_orphan_locks(self) -> None:
         """The lock files of pruned sessions (a lock whose session still exists stays: a call may hold it)."""

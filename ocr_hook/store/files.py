@@ -150,9 +150,10 @@ class JsonFileStore:
         finally:
             lock.release()
 
-    def prune(self, keep: int, max_bytes: int | None = None) -> int:
+    def prune(self, keep: int, max_bytes: int | None = None, max_age_s: float | None = None) -> int:
         """Drop all but the `keep` most recently written entries, and more of the oldest while they
-        total over `max_bytes` (the newest entry always stays); temporary files of dead runs go too.
+        total over `max_bytes` (the newest entry always stays) or were last written over `max_age_s` ago;
+        temporary files of dead runs go too.
 
         Returns how many entries were removed. Another run may prune at the same time: a file that is
         already gone is simply skipped."""
@@ -184,7 +185,9 @@ class JsonFileStore:
                     entries.append((stat.st_mtime, stat.st_size, path))
         entries.sort(key=lambda item: item[0], reverse=True)
         kept, total = 0, 0
-        for _mtime, size, _path in entries[:keep]:
+        for mtime, size, _path in entries[:keep]:
+            if max_age_s is not None and now - mtime > max_age_s:
+                break
             if kept and max_bytes is not None and total + size > max_bytes:
                 break
             kept, total = kept + 1, total + size

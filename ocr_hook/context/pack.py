@@ -296,16 +296,14 @@ def _site_end(hit: GrepHit, name: str, text: str, reader: Reader) -> int | None:
         calls = _python_calls(hit.path, text, reader)
         if calls is not None:
             return calls.get((hit.line_no, name))  # None: the word in a docstring, a string or a comment
-        if _definition_line(re.escape(name)).search(hit.text) or \
-                not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
-            return None
     elif _grammar(hit.path) is not None:
         tree_calls = _tree_calls(hit.path, text, reader)
         if tree_calls is not None:
             return tree_calls(hit.line_no, name)
-        if _definition_line(re.escape(name)).search(hit.text) or \
-                not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
-            return None
+    # No parser read the file whole: the line decides (_grep_calls already read a grep-only language's so).
+    if _definition_line(re.escape(name)).search(hit.text) or \
+            not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
+        return None
     return _call_end(file_lines(text), hit.line_no, name)
 
 
@@ -417,7 +415,7 @@ def _callers(own: str, names: Sequence[str], lang: Language, reader: Reader) -> 
                     continue
                 end = _site_end(hit, bare, text, reader)
                 if end is None:
-                    continue  # a grammar's reading: no call of the name here
+                    continue  # a parser's or the line's reading: no call of the name here
                 chosen[hit] = end
                 files.add(hit.path)
         for site, (hit, end) in enumerate(chosen.items()):

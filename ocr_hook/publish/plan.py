@@ -71,8 +71,22 @@ def stale_commit(kind: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Reply:
+    """A later comment in a thread (not the one that opened it), as the forge lists it."""
+
+    author: str  # the same spelling as Posted.author
+    body: str
+    at: str = ""  # when, ISO 8601 as the forge gives it
+    bot: bool = False  # the forge says the author is a bot or app
+    can_write: bool = False  # the forge says the author has write access to the repository
+
+
+@dataclass(frozen=True, slots=True)
 class Posted:
-    """One comment (or thread, annotation, review body) on the merge/pull request, as an adapter lists it."""
+    """One comment (or thread, annotation, review body) on the merge/pull request, as an adapter lists it.
+
+    The fields after `resolvable` are what the forge says people did with the thread (DESIGN.md 18); an
+    adapter fills what its forge can tell and leaves the defaults elsewhere."""
 
     author: str  # the forge's name for who wrote it (login, username, unique id)
     body: str
@@ -80,6 +94,15 @@ class Posted:
     thread: str = ""  # the discussion/thread it opens, for resolving
     resolved: bool = False
     resolvable: bool = True
+    created_at: str = ""  # ISO 8601 as the forge gives it
+    replies: tuple[Reply, ...] = ()  # the thread's later comments, oldest first
+    state: str = ""  # the forge's own word for the thread's state when it has more than resolved (Azure: wontFix)
+    resolved_by: str = ""  # who resolved it (or set its state), when the forge says
+    resolved_by_bot: bool = False
+    resolved_by_can_write: bool = False  # the forge says that person has write access
+    resolved_at: str = ""
+    thumbs_up: int = 0  # 👍 reactions from people on the comment that opened the thread
+    thumbs_down: int = 0  # 👎
 
 
 @dataclass(frozen=True, slots=True)

@@ -308,6 +308,28 @@ def dismissed(format_: str, config_file: str | None) -> None:
     sys.exit(dismissed_cmd.run(format_, config_file))
 
 
+@cli.command()
+@click.option("--since", default="30d", show_default=True, metavar="WHEN",
+              help="Findings first raised from then on: a span before now (30d, 2w), a date (2026-11-01) or all.")
+@click.option("--until", default=None, metavar="WHEN", help="Up to then (a date counts whole).")
+@click.option("--pr", "requests", multiple=True, metavar="N",
+              help="Only reviews of this pull/merge request (repeatable).")
+@click.option("--source", "sources", multiple=True, type=click.Choice(["commit", "ci", "manual"]),
+              help="Only commit-time reviews, CI reviews or reviews run by hand (repeatable; default all).")
+@click.option("--format", "format_", type=click.Choice(["text", "json", "svg", "html"]), default="text",
+              help="Text for people, JSON for tools, an SVG chart or an HTML page with it.")
+@click.option("-o", "--output", metavar="FILE", help="Write to FILE instead of standard output.")
+@click.option("--config", "config_file", metavar="FILE", type=_FILE,
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def outcomes(since: str, until: str | None, requests: tuple[str, ...], sources: tuple[str, ...], format_: str,
+             output: str | None, config_file: str | None) -> None:
+    """What became of the findings: raised, fixed, dismissed, open, and the addressed rate (from the review
+    history in the cache directory)."""
+    from ocr_hook.commands import outcomes as outcomes_cmd
+
+    sys.exit(outcomes_cmd.run(since, until, requests, sources, format_, output, config_file))
+
+
 @cli.command("merge-sarif")
 @click.argument("inputs", nargs=-1, required=True, type=_EXISTING_FILE)
 @click.option("-o", "--output", required=True, metavar="FILE", help="The merged SARIF file.")

@@ -194,6 +194,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("changes",),
     ("findings",),  # pure, shared by everything above: the agent, the store, the reports, the commands
     ("outcome",),  # what a run produced
+    ("tally",),  # what became of the findings (DESIGN.md 18): history entries, counts, charts; pure
     ("guidance",),
     ("effort",),
     ("budget",),  # what a run may spend (pure arithmetic; the pack counts its tokens with it)

@@ -322,6 +322,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = _apply_policies(result, change_set, texts, settings)
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
+        _record_history(memory, result, settings, environ)
     return result, texts
 
 
@@ -386,6 +387,25 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
     memory.record(files, result.findings, mask=_masked)
     if memory.last_error:
         result.notes.append(memory.last_error)
+
+
+def _record_history(memory: MemoryStore, result: ReviewResult, settings: Settings,
+                    environ: Mapping[str, str]) -> None:
+    """One history entry for `ocr-hook outcomes` (DESIGN.md 18), beside the memory of the same review."""
+    from ocr_hook.hookenv import commit_time
+    from ocr_hook.tally.entry import entry_of, request_number
+
+    request = request_number(environ)
+    source = "commit" if commit_time(environ) else ("ci" if request or environ.get("CI") else "manual")
+    entry = entry_of(result, at=time.time(), source=source, change=memory.line, request=request,
+                     model=settings.model)
+    if entry is None:
+        return
+    from ocr_hook.store import history
+
+    error = history.record(memory.store.base, memory.repo, entry)
+    if error:
+        result.notes.append(error)
 
 
 def _masked(text: str) -> str:

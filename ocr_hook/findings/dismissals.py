@@ -368,7 +368,8 @@ def apply(findings: Iterable[Finding], entries: Sequence[Dismissal], today: dt.d
     for f in findings:
         entry = live.get(f.fingerprint)
         if f.suppressed is None and entry is not None:
-            f = f._replace(suppressed="dismissed", suppression_reason=entry.reason)
+            f = f._replace(suppressed="dismissed", suppression_reason=entry.reason,
+                           extra={**f.extra, "dismissed_by": entry.by} if entry.by else f.extra)
         elif f.suppressed is None and f.fingerprint in lapsed:
             old = lapsed[f.fingerprint]
             notes.append(f"the dismissal of {old.short_id} ({f.path}) in {name} expired on {old.expires}: the "

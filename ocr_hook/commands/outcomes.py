@@ -1,0 +1,71 @@
+"""`ocr-hook outcomes`: what share of the findings people acted on, from the review history in the cache
+directory (ocr_hook.store.history), for a period, a set of pull requests, or commit-time reviews only."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping, Sequence
+
+from ocr_hook.errors import FatalError
+
+_RELATIVE = re.compile(r"\A(\d{1,5})([dw])\Z")
+SOURCES = ("commit", "ci", "manual")
+
+
+def parse_when(text: str, *, now: float, option: str, end_of_day: bool = False) -> float:
+    """`30d`, `2w` (before now) or a date `2026-11-01` (UTC; the end of that day for --until)."""
+    text = text.strip()
+    if match := _RELATIVE.match(text):
+        days = int(match.group(1)) * (7 if match.group(2) == "w" else 1)
+        return now - days * 86_400.0
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise FatalError(f"{option} {text!r}: give a date (2026-11-01) or a span before now (30d, 2w)") from None
+    start = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
+    return start + 86_400.0 - 0.001 if end_of_day else start
+
+
+def _period(since: float | None, until: float | None) -> str:
+    def day(t: float) -> str:
+        return dt.datetime.fromtimestamp(t, tz=dt.UTC).date().isoformat()
+
+    if since is None and until is None:
+        return "(all history)"
+    return f"{day(since) if since is not None else 'start'} to {day(until) if until is not None else 'now'}"
+
+
+def run(since: str | None, until: str | None, requests: Sequence[str], sources: Sequence[str], fmt: str,
+        output: str | None, config_file: str | None, *, environ: Mapping[str, str] | None = None) -> int:
+    from ocr_hook.changes.git import repo_top
+    from ocr_hook.settings import load
+    from ocr_hook.store import history
+    from ocr_hook.store.memory import repository_id
+    from ocr_hook.store.result_cache import run_cache_dir
+    from ocr_hook.tally.count import tally, track
+    from ocr_hook.tally.render import render
+
+    environ = os.environ if environ is None else environ
+    now = time.time()
+    start = parse_when(since, now=now, option="--since") if since and since != "all" else None
+    end = parse_when(until, now=now, option="--until", end_of_day=True) if until else None
+    if start is not None and end is not None and start > end:
+        raise FatalError("--since is after --until: nothing lies between them")
+    root, _head = repo_top(os.getcwd())
+    settings = load(root, config_file, flags={}, environ=environ)
+    cache_dir = run_cache_dir(settings.cache_dir, environ)
+    entries = history.entries(cache_dir, repository_id(root))
+    tracked, reviews = track(entries, since=start, until=end, requests=list(requests), sources=list(sources))
+    text = render(fmt, tally(tracked, reviews), _period(start, end))
+    if output:
+        from ocr_hook.store.atomic import write_atomic  # a failure is one line, exit 2
+
+        write_atomic(output, text)
+        sys.stderr.write(f"ocr-hook: outcomes written to {output}\n")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,68 @@
+"""One review as a history entry (ocr_hook.store.history): what it raised, fixed and saw dismissed. Pure.
+
+A finding is its fingerprint with the facts the outcomes are counted by (path, severity, category, effort,
+and who dismissed it where). Baselined findings are the team's old debt, not this review's: left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ocr_hook.findings import Finding
+    from ocr_hook.outcome import ReviewResult
+
+# Finding.suppressed → where the dismissal was made, as the outcomes name it.
+DISMISSED_WHERE = {"dismissed": "dismissals file", "inline": "inline suppression"}
+
+
+def _where(suppressed: str) -> str:
+    return DISMISSED_WHERE.get(suppressed, suppressed)  # e.g. "forge" (a person resolved the thread)
+
+
+def _finding(f: Finding, effort: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {"fp": f.fingerprint, "path": f.path, "severity": str(f.severity),
+                            "category": str(f.category), "effort": effort or ""}
+    if f.suppressed and f.suppressed != "baseline":
+        item["dismissed"] = _where(f.suppressed)
+        item["by"] = f.extra.get("dismissed_by", "") if f.extra else ""
+    return item
+
+
+def entry_of(result: ReviewResult, *, at: float, source: str, change: str | None, request: str | None,
+             model: str, feedback: Mapping[str, Mapping[str, int]] | None = None) -> dict[str, Any] | None:
+    """The entry for this review, or None when it has nothing to count (a clean commit writes nothing).
+
+    `source`: "commit" (a git hook's review), "ci" or "manual"; `change`: review memory's line of work (a
+    finding is fixed when a later complete review of its file in the same change no longer raises it);
+    `request`: the pull/merge request's number in CI; `feedback`: per fingerprint, the reactions and replies
+    people left on its comment (thumbs_up, thumbs_down, replies)."""
+    effort = {f.path: f.effort for f in result.files}
+    raised = [_finding(f, effort.get(f.path)) for f in result.findings if f.suppressed != "baseline"]
+    resolved = [_finding(f, effort.get(f.path)) for f in result.resolved]
+    complete = sorted({f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete})
+    if not raised and not resolved and not (source == "ci" and complete) and not feedback:
+        return None
+    entry: dict[str, Any] = {"at": at, "source": source, "change": change or "", "request": request or "",
+                             "model": model, "findings": raised, "resolved": resolved, "complete": complete}
+    if feedback:
+        entry["feedback"] = {fp: dict(counts) for fp, counts in feedback.items()}
+    return entry
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull/merge request this CI run reviews, from the variable each CI system sets for it."""
+    ref = environ.get("GITHUB_REF", "")
+    if ref.startswith("refs/pull/"):
+        return ref.split("/")[2]
+    for name in ("CI_MERGE_REQUEST_IID", "BITBUCKET_PR_ID", "SYSTEM_PULLREQUEST_PULLREQUESTID",
+                 "SYSTEM_PULLREQUEST_PULLREQUESTNUMBER", "CHANGE_ID", "BUILDKITE_PULL_REQUEST"):
+        value = (environ.get(name) or "").strip()
+        if value and value != "false":
+            return value
+    return None
+
+
+def fingerprints(entry: Mapping[str, Any], key: str) -> Sequence[str]:
+    return [item.get("fp", "") for item in entry.get(key) or () if isinstance(item, Mapping)]

@@ -25,8 +25,10 @@ def _finding(f: Finding, effort: str | None) -> dict[str, Any]:
     item: dict[str, Any] = {"fp": f.fingerprint, "path": f.path, "severity": str(f.severity),
                             "category": str(f.category), "effort": effort or ""}
     if f.suppressed and f.suppressed != "baseline":
-        item["dismissed"] = _where(f.suppressed)
-        item["by"] = f.extra.get("dismissed_by", "") if f.extra else ""
+        extra = f.extra or {}
+        # A person's resolve on the forge carries where it was made (findings.dismissals.apply_forge).
+        item["dismissed"] = "forge" if extra.get("dismissed_in") else _where(f.suppressed)
+        item["by"] = extra.get("dismissed_by", "")
     return item
 
 

@@ -53,14 +53,15 @@ TELEMETRY = {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp
 
 
 def _tree(root: Path) -> dict[str, str]:
-    """Every file and directory under `root`, with a hash of each file's content."""
+    """Every file and directory under `root`, with a hash of each regular file's content."""
     found: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames:
             found[os.path.relpath(os.path.join(dirpath, name), root) + "/"] = "dir"
         for name in filenames:
-            full = os.path.join(dirpath, name)
-            found[os.path.relpath(full, root)] = hashlib.sha256(Path(full).read_bytes()).hexdigest()
+            full = Path(dirpath, name)
+            content = hashlib.sha256(full.read_bytes()).hexdigest() if full.is_file() else "not a file (socket)"
+            found[os.path.relpath(full, root)] = content
     return found
 
 
@@ -149,9 +150,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         fake.handle(is_relocate, lambda body: Reply([text(json.dumps({"locations": [{"comment": 1, "code": line}]}))]))
         fake.script(CLEAN_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})])])
         fake.script(BIG_MARKER, [Reply([text("x" * BIG_TEXT_BYTES)])])
-        fake.script(HELD_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})], hold=threading.Event())])
 
+        # Code the CLI's runtime would load: NODE_OPTIONS for a claude run by Node, BUN_OPTIONS for the bundled one.
         hostile = {**env, **TELEMETRY, "NODE_OPTIONS": f"--require {base / 'planted.js'}",
+                   "BUN_OPTIONS": f"--preload {base / 'planted.js'}",
                    "OTEL_EXPORTER_OTLP_ENDPOINT": fake.url, "OCR_HOOK_CLAUDE_CODE_PATH": dumping}
         out["before"] = _tree(home), _tree(tmp)
         out["mention"] = run_review(repo, hostile, base / "out-mention", MENTION_PATH, "--max-cost", str(MAX_COST),
@@ -159,36 +161,44 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         out["after"] = _tree(home), _tree(tmp)
         out["mention_requests"] = fake.requests
 
-        mark = len(fake.requests)
-        both = {**env, "CLAUDE_CODE_OAUTH_TOKEN": TOKEN, "ANTHROPIC_API_KEY": API_KEY}
-        out["both"] = run_review(repo, both, base / "out-both", CLEAN_PATH)
-        out["both_requests"] = fake.requests[mark:]
-
-        mark = len(fake.requests)
+        # SIGKILL while Claude Code waits on its reply: no handler of ocr-hook's runs, the guard must end the CLI.
+        # A model that never stops: its first reply held until the CLI is gone (or is not, after 20 s), then
+        # released; a CLI that outlived ocr-hook would go on sending requests while the later reviews run.
+        kill_home, kill_tmp = base / "home-kill", base / "tmp-kill"
+        for directory in (kill_home, kill_tmp):
+            directory.mkdir()
+        marker = f"HOME={kill_home}".encode()
+        gate = threading.Event()
+        fake.script(HELD_MARKER, [Reply([tool_use("file_read", {"file_path": HELD_PATH, "start_line": 1,
+                                                                "end_line": n})], hold=gate if n == 1 else None)
+                                  for n in range(1, 40)])
         token = {**env, "CLAUDE_CODE_OAUTH_TOKEN": TOKEN}
-        out["broken"] = run_review(repo, {**token, "OCR_HOOK_CLAUDE_CODE_PATH": broken}, base / "out-broken",
-                                   CLEAN_PATH)
-        out["broken_requests"] = fake.requests[mark:]
-        out["big"] = run_review(repo, token, base / "out-big", BIG_PATH)
-
-        # SIGKILL while Claude Code waits on its reply: nothing of ocr-hook's runs, the guard must end the CLI.
-        kill_tmp = base / "tmp-kill"
-        kill_tmp.mkdir()
-        marker = f"HOME={home}".encode()
-        killed = popen_review(repo, {**token, "TMPDIR": str(kill_tmp)}, "--no-cache", HELD_PATH)
+        killed = popen_review(repo, {**token, "HOME": str(kill_home), "TMPDIR": str(kill_tmp), "PRE_COMMIT": ""},
+                              "--no-cache", HELD_PATH)
         out["arrived"] = fake.wait_for_requests(1, HELD_MARKER, timeout=60)
         out["running_before_kill"] = _processes_with(marker)
         killed.send_signal(signal.SIGKILL)
         killed.communicate(timeout=60)
-        seen = len(fake.requests)
-        out["cli_gone"] = _wait(lambda: not _processes_with(marker))
-        survivors = _processes_with(marker)
-        for pid in survivors:  # the old code's CLIs: ended here, by their ids, not left to the machine
-            os.kill(pid, signal.SIGKILL)
-        out["survivors"] = survivors
+        out["cli_gone"] = _wait(lambda: not _processes_with(marker), timeout=20)
+        gate.set()
         out["scratch_removed"] = _wait(lambda: not any(kill_tmp.iterdir()))
         out["kill_tmp_left"] = sorted(p.name for p in kill_tmp.iterdir())
-        out["requests_after_kill"] = len(fake.requests) - seen
+
+        mark = len(fake.requests)
+        both = {**env, "CLAUDE_CODE_OAUTH_TOKEN": TOKEN, "ANTHROPIC_API_KEY": API_KEY}
+        out["both"] = run_review(repo, both, base / "out-both", CLEAN_PATH)
+        out["both_requests"] = [r for r in fake.requests[mark:] if HELD_MARKER not in r.first_user_text]
+
+        mark = len(fake.requests)
+        out["broken"] = run_review(repo, {**token, "OCR_HOOK_CLAUDE_CODE_PATH": broken}, base / "out-broken",
+                                   CLEAN_PATH)
+        out["broken_requests"] = [r for r in fake.requests[mark:] if HELD_MARKER not in r.first_user_text]
+        out["big"] = run_review(repo, token, base / "out-big", BIG_PATH)
+        out["held_requests"] = len(fake.requests_for(HELD_MARKER))
+        survivors = _processes_with(marker)
+        for pid in survivors:  # what outlived ocr-hook (the old code's CLI): ended here by its id
+            os.kill(pid, signal.SIGKILL)
+        out["survivors"] = survivors
     return out
 
 
@@ -199,9 +209,9 @@ def _all_text(requests: list[Any]) -> str:
 
 def test_no_mention_is_expanded_anywhere(runs: dict[str, Any]) -> None:
     run, requests = runs["mention"], runs["mention_requests"]
-    assert run.code == 1, run.proc.stdout
     sent = _all_text(requests)
     assert [c for c in CANARIES if c in sent] == []
+    assert run.code == 1, run.proc.stdout
     # Only Messages requests: nothing counted or fetched for an attachment (count_tokens), nothing else.
     assert {r.path.split("?")[0] for r in requests} == {"/v1/messages"}, {r.path for r in requests}
     # Every kind of text ocr-hook hands over reached the model as written, mentions included: the change, the
@@ -241,14 +251,14 @@ def test_home_and_tmpdir_are_as_they_were(runs: dict[str, Any]) -> None:
 
 
 def test_the_cli_gets_an_environment_built_for_it(runs: dict[str, Any]) -> None:
-    assert not runs["planted_ran"].exists()  # NODE_OPTIONS=--require planted.js
+    assert not runs["planted_ran"].exists()  # NODE_OPTIONS=--require / BUN_OPTIONS=--preload planted.js
     dumps = sorted(runs["dumps"].iterdir())
-    assert len(dumps) >= 4, dumps  # --version, the main loop, the filter, re-location
     for dump in dumps:
         names = {line.split("=", 1)[0] for line in dump.read_text().splitlines() if "=" in line}
-        leaked = {n for n in names if n.startswith("OTEL_") or n in TELEMETRY or n == "NODE_OPTIONS"}
+        leaked = {n for n in names if n.startswith("OTEL_") or n in TELEMETRY or n.endswith("_OPTIONS")}
         assert leaked == set(), (dump.name, leaked)
         assert {"CLAUDE_CONFIG_DIR", "TMPDIR", "ANTHROPIC_BASE_URL", "DISABLE_TELEMETRY"} <= names, names
+    assert len(dumps) >= 4, dumps  # --version, the main loop, the filter, re-location
     assert all("x-leak" not in r.headers for r in runs["mention_requests"])
 
 
@@ -286,8 +296,8 @@ def test_an_over_long_output_line_is_one_failed_line(runs: dict[str, Any]) -> No
 
 def test_a_sigkilled_review_takes_its_claude_code_with_it(runs: dict[str, Any]) -> None:
     assert runs["arrived"] and runs["running_before_kill"], "the CLI never sent its request"
+    assert runs["held_requests"] == 1  # the one it was waiting on when ocr-hook died: nothing after it
     assert runs["cli_gone"] and runs["survivors"] == []
-    assert runs["requests_after_kill"] == 0
     assert runs["scratch_removed"], runs["kill_tmp_left"]  # its private directories too
 
 

@@ -46,8 +46,8 @@ _versions: dict[tuple[str, int, int], str] = {}  # (path, mtime_ns, size) → wh
 QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
 # What the CLI gets of the user's environment (docs/claude-code.md lists it): its credentials, the API's address,
 # the proxy and certificate settings that reach it, and what a process needs to find programs, the home directory
-# (where the login is kept) and the locale. Nothing else: not NODE_OPTIONS (code run in the CLI), not
-# CLAUDE_CODE_ENABLE_TELEMETRY or OTEL_* (the review sent elsewhere), not ANTHROPIC_CUSTOM_HEADERS and the like.
+# (where the login is kept) and the locale. Nothing else: not NODE_OPTIONS or BUN_OPTIONS (code run in the CLI),
+# not CLAUDE_CODE_ENABLE_TELEMETRY or OTEL_* (the review sent elsewhere), not ANTHROPIC_CUSTOM_HEADERS and the like.
 PASSED_ENV = ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
               "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
               "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",

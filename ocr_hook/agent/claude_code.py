@@ -8,16 +8,19 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import re
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ocr_hook.errors import ConfigError
+from ocr_hook.secrets_mask import mask_secrets
 
 SERVER = "ocr-hook"
 EXTRA_HINT = "provider claude-code needs the Claude Agent SDK: pip install 'ocr-hook[claude-code]'"
@@ -26,25 +29,37 @@ SIGN_IN_HINT = ("provider claude-code found no Claude Code credentials: run `cla
 # Claude Code retries failed requests itself; a commit must not wait through its default ten.
 CLI_MAX_RETRIES = "2"
 # The oldest Claude Code whose behaviour the review relies on, from its CHANGELOG.md (github.com/anthropics/
-# claude-code): 2.1.186 "Fixed `--tools` allowing feature-gated tools to slip through before flags loaded on a cold
-# first launch" (no built-in tool may ever run); older, and needed too: 2.1.166 (`--thinking disabled` honoured by
-# models that think by default), 2.1.85 (`type:'sdk'` MCP servers in `--mcp-config` no longer dropped), 1.0.109
+# claude-code) and the Agent SDK: 2.1.248 honours `client_composed` on a user message (the SDK's verbatim_prompts,
+# VERBATIM_PROMPTS_MINIMUM_CLAUDE_CODE_VERSION): no `@path` in what ocr-hook hands over is expanded into a file's
+# text; older, and needed too: 2.1.186 "Fixed `--tools` allowing feature-gated tools to slip through before flags
+# loaded on a cold first launch" (no built-in tool may ever run), 2.1.166 (`--thinking disabled` honoured by models
+# that think by default), 2.1.85 (`type:'sdk'` MCP servers in `--mcp-config` no longer dropped), 1.0.109
 # (`--include-partial-messages`), 1.0.55 (`--system-prompt-file`).
-MIN_CLI_VERSION = (2, 1, 186)
+MIN_CLI_VERSION = (2, 1, 248)
 UPGRADE_HINT = ("pip install -U 'ocr-hook[claude-code]' (its bundled claude), or point claude_code_path at a newer "
                 "claude (`claude update`)")
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _VERSION_TIMEOUT_S = 15.0
 _versions: dict[tuple[str, int, int], str] = {}  # (path, mtime_ns, size) → what `--version` printed
 # With these Claude Code makes no request of its own (updates, telemetry, feature flags): `claude auth status`
-# under them touches no network (strace, 2.1.332). The review's environment (ClaudeCodeReview._env) starts from them.
+# under them touches no network (strace, 2.1.332).
 QUIET_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1"}
+# What the CLI gets of the user's environment (docs/claude-code.md lists it): its credentials, the API's address,
+# the proxy and certificate settings that reach it, and what a process needs to find programs, the home directory
+# (where the login is kept) and the locale. Nothing else: not NODE_OPTIONS or BUN_OPTIONS (code run in the CLI),
+# not CLAUDE_CODE_ENABLE_TELEMETRY or OTEL_* (the review sent elsewhere), not ANTHROPIC_CUSTOM_HEADERS and the like.
+PASSED_ENV = ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+              "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy",
+              "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+              "CLAUDE_CODE_CLIENT_CERT", "CLAUDE_CODE_CLIENT_KEY", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE",
+              "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _STDOUT_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole tool result
 
 
 def credential_kind(environ: Mapping[str, str]) -> str | None:
-    """Which credential Claude Code will use, as doctor names it; None: none found."""
-    for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+    """Which credential Claude Code will use, as doctor names it; None: none found. Claude Code 2.1.337 sends an
+    API key or auth token when one is set, whatever OAuth token is set beside it (the fake API saw only x-api-key)."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
         if environ.get(name):
             return name
     home = Path(environ.get("HOME") or Path.home())
@@ -57,6 +72,40 @@ def credential_kind(environ: Mapping[str, str]) -> str | None:
                                                        if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude.json"):
         return "Claude Code login (macOS keychain)"
     return None
+
+
+def billing_note(environ: Mapping[str, str]) -> str | None:
+    """The review's note when a plan's OAuth token is set but Claude Code will bill an API key instead."""
+    key = next((n for n in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if environ.get(n)), None)
+    if key is None or not environ.get("CLAUDE_CODE_OAUTH_TOKEN"):
+        return None
+    return (f"Claude Code used {key}, not CLAUDE_CODE_OAUTH_TOKEN (both are set): this review is billed to that key, "
+            f"not to your plan; unset {key} to review on the plan")
+
+
+def cli_env(environ: Mapping[str, str], scratch: Path) -> dict[str, str]:
+    """The environment the CLI runs with: PASSED_ENV from the user's, then ocr-hook's switches, and a private
+    configuration and temporary directory under `scratch` (private_scratch), so that no transcript, session file,
+    socket or probe is left in HOME or TMPDIR. The login stays where Claude Code keeps it:
+    CLAUDE_SECURESTORAGE_CONFIG_DIR names the user's configuration directory ("": ~/.claude) for the credentials
+    file and the macOS keychain entry, so a token Claude Code refreshes is written back there."""
+    env = {name: environ[name] for name in PASSED_ENV if name in environ}
+    env.update({**QUIET_ENV, "CLAUDE_CONFIG_DIR": str(scratch / "config"), "TMPDIR": str(scratch / "tmp"),
+                "CLAUDE_SECURESTORAGE_CONFIG_DIR": environ.get("CLAUDE_SECURESTORAGE_CONFIG_DIR",
+                                                               environ.get("CLAUDE_CONFIG_DIR", "")),
+                "PWD": str(scratch / "work")})
+    return env
+
+
+@contextlib.contextmanager
+def private_scratch() -> Iterator[Path]:
+    """A directory for one CLI process, removed with everything in it: config/ (CLAUDE_CONFIG_DIR), tmp/ (TMPDIR),
+    work/ (its working directory, empty)."""
+    with tempfile.TemporaryDirectory(prefix="ocr-hook-claude-") as name:
+        scratch = Path(name)
+        for sub in ("config", "tmp", "work"):
+            (scratch / sub).mkdir(mode=0o700)
+        yield scratch
 
 
 def _has_oauth_account(path: Path) -> bool:
@@ -94,8 +143,10 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
     version = _versions.get(key)
     if version is None:
         try:
-            proc = subprocess.run([cli, "--version"], capture_output=True, text=True, errors="replace",
-                                  timeout=_VERSION_TIMEOUT_S, env=dict(environ), stdin=subprocess.DEVNULL)
+            with private_scratch() as scratch:
+                proc = subprocess.run([cli, "--version"], capture_output=True, text=True, errors="replace",
+                                      timeout=_VERSION_TIMEOUT_S, env=cli_env(environ, scratch),
+                                      cwd=scratch / "work", stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ConfigError(f"{cli} --version did not answer within {_VERSION_TIMEOUT_S:g} s: "
                               f"{UPGRADE_HINT}") from None
@@ -124,24 +175,53 @@ def check_credentials(settings_path: str | None, environ: Mapping[str, str]) -> 
         raise ConfigError(SIGN_IN_HINT)
 
 
+class CliEnded(Exception):
+    """The CLI ended, or spoke in a way ocr-hook cannot read, before its conversation was over: the step's reason,
+    its words already masked."""
+
+
+_GUARD = str(Path(__file__).with_name("cli_guard.py"))
+
+
+def _quiet_sdk_log() -> None:
+    """The SDK logs a failed read ("Fatal error in message reader: ...") through `logging`, which with no handler
+    configured prints it on stderr beside ocr-hook's own line for the same failure (the file's reason)."""
+    sdk_log = logging.getLogger("claude_agent_sdk")
+    if not any(isinstance(h, logging.NullHandler) for h in sdk_log.handlers):
+        sdk_log.addHandler(logging.NullHandler())
+
+
 def _transport_class() -> type:
     from claude_agent_sdk import Transport
 
-    class GroupTransport(Transport):  # type: ignore[misc]
-        """The CLI in a process group of its own, killed whole on close (the SDK's transport waits up to
-        5 s for a graceful exit and leaves the CLI's children in ours)."""
+    _quiet_sdk_log()
 
-        def __init__(self, cmd: list[str], env: dict[str, str], cwd: str, stderr_path: Path,
+    class GroupTransport(Transport):  # type: ignore[misc]
+        """The CLI in a process group of its own under cli_guard (which kills the group if ocr-hook dies without
+        a word), killed whole on close (the SDK's transport waits up to 5 s for a graceful exit and leaves the
+        CLI's children in ours). An end of its output that ocr-hook did not cause is CliEnded at once, with the
+        exit status and the masked end of its stderr (the SDK would wait 60 s for an answer to `initialize`)."""
+
+        def __init__(self, cmd: list[str], env: dict[str, str], scratch: Path, stderr_path: Path,
                      observe: Callable[[dict[str, Any]], None]) -> None:
-            self._cmd, self._env, self._cwd, self._stderr_path = cmd, env, cwd, stderr_path
+            self._cmd, self._env, self._scratch, self._stderr_path = cmd, env, scratch, stderr_path
             self._observe = observe
             self._proc: asyncio.subprocess.Process | None = None
+            self._lifeline: int | None = None  # the write end of the guard's pipe: held, never written
+            self._killed = False
+            self._answered = False  # any line read
 
         async def connect(self) -> None:
-            with self._stderr_path.open("wb") as stderr:
-                self._proc = await asyncio.create_subprocess_exec(
-                    *self._cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
-                    cwd=self._cwd, env=self._env, start_new_session=True, limit=_STDOUT_LIMIT)
+            read_end, self._lifeline = os.pipe()
+            try:
+                with self._stderr_path.open("wb") as stderr:
+                    self._proc = await asyncio.create_subprocess_exec(
+                        sys.executable, "-I", "-S", _GUARD, str(read_end), str(self._scratch), *self._cmd,
+                        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
+                        cwd=self._scratch / "work", env=self._env, start_new_session=True, limit=_STDOUT_LIMIT,
+                        pass_fds=(read_end,))
+            finally:
+                os.close(read_end)
 
         async def write(self, data: str) -> None:
             if self._proc is None or self._proc.stdin is None or self._proc.stdin.is_closing():
@@ -155,14 +235,29 @@ def _transport_class() -> type:
 
         async def _lines(self) -> AsyncIterator[dict[str, Any]]:
             assert self._proc is not None and self._proc.stdout is not None
-            while line := await self._proc.stdout.readline():
+            while True:
+                try:
+                    line = await self._proc.stdout.readline()
+                except ValueError:  # asyncio's words for a line over the limit
+                    self.kill()
+                    raise CliEnded(f"the CLI sent a message over {_STDOUT_LIMIT // 2**20} MiB, more than ocr-hook "
+                                   "reads") from None
+                if not line:
+                    break
+                self._answered = True
                 with contextlib.suppress(ValueError):
                     message = json.loads(line)
                     if isinstance(message, dict):
                         self._observe(message)  # in stdout's order: a message's usage before its tool calls
                         yield message
+            if not self._killed:
+                status = await self._proc.wait()
+                when = "during the conversation" if self._answered else "at start-up"
+                tail = self.stderr_tail()
+                raise CliEnded(f"the CLI exited {when} with status {status}" + (f": {tail}" if tail else ""))
 
         def kill(self) -> None:
+            self._killed = True
             if self._proc is not None and self._proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(self._proc.pid, signal.SIGKILL)
@@ -171,6 +266,9 @@ def _transport_class() -> type:
             self.kill()
             if self._proc is not None:
                 await self._proc.wait()
+            if self._lifeline is not None:
+                os.close(self._lifeline)
+                self._lifeline = None
 
         def is_ready(self) -> bool:
             return self._proc is not None and self._proc.returncode is None
@@ -180,10 +278,12 @@ def _transport_class() -> type:
                 self._proc.stdin.close()
 
         def stderr_tail(self) -> str:
+            """The end of what the CLI wrote on stderr, on one line, secrets masked."""
             try:
                 lines = self._stderr_path.read_text("utf-8", "replace").split("\n")
             except OSError:
                 return ""
-            return " ".join(" ".join(line for line in lines if line.strip())[-300:].split())
+            masked, _ = mask_secrets("\n".join(line for line in lines if line.strip()))
+            return " ".join(" ".join(masked.split())[-300:].split())
 
     return GroupTransport

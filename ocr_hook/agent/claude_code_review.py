@@ -17,13 +17,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook.agent import prompts, registry
-from ocr_hook.agent.claude_code import CLI_MAX_RETRIES, QUIET_ENV, SERVER, _transport_class, cli_path
+from ocr_hook.agent.claude_code import (
+    CLI_MAX_RETRIES,
+    SERVER,
+    CliEnded,
+    _transport_class,
+    cli_env,
+    cli_path,
+    private_scratch,
+)
 from ocr_hook.agent.client import BudgetStop, RequestFailed
 from ocr_hook.agent.conversation import SecretMasker
 from ocr_hook.agent.loop import (
@@ -289,12 +296,10 @@ class CliTalk:
             command += ["--effort", self.effort]
         return command
 
-    def _env(self, cwd: str) -> dict[str, str]:
-        env = {k: v for k, v in self.environ.items() if k != "CLAUDECODE"}
-        env.update({**QUIET_ENV, "CLAUDE_CODE_ENTRYPOINT": "sdk-py", "ENABLE_TOOL_SEARCH": "false",
-                    "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(self.max_tokens), "CLAUDE_CODE_MAX_RETRIES": CLI_MAX_RETRIES,
-                    "CLAUDE_CODE_SDK_READS_SESSION_STATE": "1", "PWD": cwd})
-        return env
+    def _env(self, scratch: Path) -> dict[str, str]:
+        return {**cli_env(self.environ, scratch), "CLAUDE_CODE_ENTRYPOINT": "sdk-py", "ENABLE_TOOL_SEARCH": "false",
+                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(self.max_tokens), "CLAUDE_CODE_MAX_RETRIES": CLI_MAX_RETRIES,
+                "CLAUDE_CODE_SDK_READS_SESSION_STATE": "1"}
 
     def _tools(self) -> list[Any]:
         if self.phase is None or self._answer is None:
@@ -379,15 +384,17 @@ class CliTalk:
         tools = self._tools()
         names = [f"mcp__{SERVER}__{t.name}" for t in tools]
         servers = {SERVER: create_sdk_mcp_server(SERVER, tools=tools)} if tools else {}
-        options = ClaudeAgentOptions(mcp_servers=servers, allowed_tools=names, tools=[], setting_sources=[])
+        # verbatim_prompts: every user message is marked client_composed, so Claude Code sends its text as given,
+        # never reading an `@path` in it as a file to attach (or `/name` as a command). The tool results are
+        # MCP results, which it never expands; the system prompt is a file it sends as it is.
+        options = ClaudeAgentOptions(mcp_servers=servers, allowed_tools=names, tools=[], setting_sources=[],
+                                     verbatim_prompts=True)
         failure: str | None = None
-        with tempfile.TemporaryDirectory(prefix="ocr-hook-claude-") as scratch:
-            work = Path(scratch) / "work"
-            work.mkdir()
-            system_file = Path(scratch) / "system.md"
+        with private_scratch() as scratch:
+            system_file = scratch / "system.md"
             system_file.write_text(self.system, "utf-8")
-            transport = _transport_class()(self._command(system_file, names), self._env(str(work)), str(work),
-                                           Path(scratch) / "stderr.log", self._observe)
+            transport = _transport_class()(self._command(system_file, names), self._env(scratch), scratch,
+                                           scratch / "stderr.log", self._observe)
             self._transport = transport
 
             async def converse() -> str | None:
@@ -409,7 +416,9 @@ class CliTalk:
                 if talk in done:
                     try:
                         failure = talk.result()
-                    except Exception as exc:  # the CLI died or spoke nonsense: the file fails with its words
+                    except CliEnded as exc:  # the CLI ended by itself, or sent what cannot be read
+                        failure = str(exc)
+                    except Exception as exc:  # the SDK could not talk to it: the file fails with the CLI's words
                         failure = transport.stderr_tail() or f"{type(exc).__name__}: {exc}"
                 elif not done:
                     self.halted_for = self.budget.exhausted_reason or "the time limit was reached"

@@ -417,6 +417,10 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                 await api.aclose()
         masked_count = mask.count
         server_notes = api.fields.notes() if api is not None else []  # optional fields a compatible server rejected
+        if claude_code:
+            from ocr_hook.agent.claude_code import billing_note
+
+            server_notes += [note for note in (billing_note(job.environ),) if note]
 
     return _assemble(job, results, masked_count, time.monotonic() - started, server_notes)
 

@@ -43,14 +43,15 @@ def claude_code_checks(claude_code_path: str | None, environ: Mapping[str, str])
 def credential_check(cli: str, environ: Mapping[str, str]) -> Check:
     """Claude Code's own answer (`claude auth status`, ~0.2 s, too slow for every commit but the truth: the macOS
     keychain, CLAUDE_CONFIG_DIR, an apiKeyHelper), else the review's guess from variables and files."""
-    from ocr_hook.agent.claude_code import QUIET_ENV, SIGN_IN_HINT, credential_kind
+    from ocr_hook.agent.claude_code import SIGN_IN_HINT, cli_env, credential_kind, private_scratch
 
     guess = credential_kind(environ)
     fix = "claude login, or claude setup-token in CI"
     try:
-        proc = subprocess.run([cli, "auth", "status", "--json"], capture_output=True, text=True, errors="replace",
-                              timeout=_AUTH_TIMEOUT_S, stdin=subprocess.DEVNULL,
-                              env={k: v for k, v in {**environ, **QUIET_ENV}.items() if k != "CLAUDECODE"})
+        with private_scratch() as scratch:  # the review's environment: what it reports is what a review gets
+            proc = subprocess.run([cli, "auth", "status", "--json"], capture_output=True, text=True,
+                                  errors="replace", timeout=_AUTH_TIMEOUT_S, stdin=subprocess.DEVNULL,
+                                  env=cli_env(environ, scratch), cwd=scratch / "work")
         status = json.loads(proc.stdout)
     except (OSError, subprocess.TimeoutExpired, ValueError):
         status = None

@@ -171,7 +171,7 @@ def test_threads_are_read_as_posted(github: FakeGitHub) -> None:
             Reply("coderabbitai[bot]", "<!-- a bot's note -->", one.replies[2].at, bot=True, can_write=False),
             Reply("owner", "Resolving.", one.replies[3].at, bot=False, can_write=True)),
         state="", resolved_by="maint", resolved_by_bot=False, resolved_by_can_write=True, resolved_at="",
-        thumbs_up=2, thumbs_down=1)
+        thumbs_up=2, thumbs_down=1, path="a.py")
     assert one.created_at < one.replies[0].at < one.replies[3].at  # ISO 8601, oldest first
     assert (two.resolved, two.resolved_by, two.resolved_by_can_write) == (True, "reader", False)
     assert (person.author, person.resolved_by, person.resolved_by_can_write) == ("owner", "admin", False)

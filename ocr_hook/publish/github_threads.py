@@ -213,7 +213,7 @@ def thread_posted(thread: Thread, resolver_can_write: bool) -> Posted | None:
                   created_at=str(first.get("createdAt") or ""), replies=tuple(replies), resolved_by=resolver.login,
                   resolved_by_bot=resolver.bot,
                   resolved_by_can_write=resolver_can_write and bool(resolver.login) and not resolver.bot,
-                  thumbs_up=thread.thumbs[0], thumbs_down=thread.thumbs[1])
+                  thumbs_up=thread.thumbs[0], thumbs_down=thread.thumbs[1], path=thread.path)
 
 
 def resolvers(threads: Sequence[Thread], ours: Any) -> list[str]:

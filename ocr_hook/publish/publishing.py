@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText, NotApplicable
 from ocr_hook.publish.plan import Plan, Posted, Routing, comment_body, earlier, plan_publish, summary_body
 from ocr_hook.publish.pr_diff import CommentableLines
@@ -70,14 +71,27 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Ro
         body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
         _put_summary(adapter, before.summary, body)
         posted_inline = 0
-    resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
-    for thread, text in plan.replies:
-        adapter.reply(thread, text)
+    resolved, answered, left = _close_threads(adapter, plan)
     adapter.report_verdict(report, report.exit_code == 0)
-    line = _published(adapter, plan, posted_inline, resolved)
+    line = _published(adapter, plan, posted_inline, resolved, answered)
     return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
                    if refusal and posted_inline == 0 else f" ({refusal}; listed in {adapter.summary_name})"
-                   if refusal else "")
+                   if refusal else "") + left
+
+
+def _close_threads(adapter: Adapter, plan: Plan) -> tuple[int, int, str]:
+    """Resolve the fixed findings' threads and reply where a person answered: (resolved, answered, what was
+    refused). The review is posted by now: a refusal here (GitHub's Actions token without `contents: write`)
+    leaves those threads as they are and is said on the same line, not as a review that was not published."""
+    resolved = answered = 0
+    try:
+        resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
+        for thread, text in plan.replies:
+            adapter.reply(thread, text)
+            answered += 1
+    except ApiRefusal as exc:
+        return resolved, answered, f" ({adapter.forge} refused to resolve or answer the fixed findings' threads: {exc})"
+    return resolved, answered, ""
 
 
 def _put_summary(adapter: Adapter, previous: Posted | None, body: str) -> None:
@@ -97,7 +111,7 @@ def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[Inline
     return texts
 
 
-def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int) -> str:
+def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, answered: int) -> str:
     parts = [f"{inline} inline comment(s)", f"{len(plan.listed)} finding(s) in {adapter.summary_name}"]
     if plan.already:
         parts.append(f"{plan.already} already posted earlier")
@@ -105,8 +119,8 @@ def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int) -> str:
         parts.append(f"{plan.suppressed} suppressed, not posted")
     if resolved:
         parts.append(f"{resolved} thread(s) resolved")
-    if plan.replies:
-        parts.append(f"{len(plan.replies)} answered thread(s) told the finding looks fixed")
+    if answered:
+        parts.append(f"{answered} answered thread(s) told the finding looks fixed")
     return f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
 
 

@@ -258,10 +258,13 @@ def vendor_graphql(tarball: Path) -> tuple[bytes, dict[str, str]]:
             assert handle is not None, name
             return handle.read()
         package, schema = json.loads(member("package.json")), member(GRAPHQL_PACKAGE_PATH)
-    return schema, {"package": f"npm:{package['name']}@{package['version']}",
-                    "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode("ascii"),
-                    "path": GRAPHQL_PACKAGE_PATH, "sha256": hashlib.sha256(schema).hexdigest(),
-                    "license": str(package.get("license", "")), "upstream": "https://docs.github.com/graphql"}
+    repository = str(package.get("repository", "")).removeprefix("github:")
+    return schema, {"source": {
+        "repository": repository, "package": f"npm:{package['name']}@{package['version']}",
+        "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode("ascii"),
+        "path": GRAPHQL_PACKAGE_PATH, "sha256": hashlib.sha256(schema).hexdigest(),
+        "license": str(package.get("license", "")),
+        "upstream": "GitHub's public GraphQL schema (https://docs.github.com/graphql), as the package downloads it"}}
 
 
 def main(argv: list[str]) -> int:

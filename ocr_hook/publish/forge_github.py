@@ -45,6 +45,9 @@ from ocr_hook.publish.pr_target import NoPullRequest, PullRequest, pull_request
 from ocr_hook.publish.report_input import Report
 from ocr_hook.publish.review_plan import ACTIONS_BOT, MAX_BODY, InlineComment, posted
 
+RESOLVE_NEEDS = ("resolving a review thread needs `permissions: contents: write` for the Actions token "
+                 "(`pull-requests: write` is not enough); the threads stay open")
+
 
 class GitHubAdapter:
     forge = "GitHub"
@@ -61,8 +64,6 @@ class GitHubAdapter:
         404: "no such pull request, or the token cannot see the repository",
         422: "GitHub did not accept the review",
     })
-    resolve_hint = ("resolving a review thread needs `permissions: contents: write` for the Actions token "
-                    "(`pull-requests: write` is not enough); the threads stay open")
 
     def __init__(self, api: GitHubApi, pr: PullRequest) -> None:
         self.api, self.pr = api, pr
@@ -145,7 +146,7 @@ class GitHubAdapter:
                 self.api.graphql(RESOLVE, {"thread": p.thread})
             except ApiRefusal as exc:
                 if exc.status == 403:
-                    raise ApiRefusal(403, f"{exc.message} ({self.resolve_hint})") from None
+                    raise ApiRefusal(403, f"{exc.message} ({RESOLVE_NEEDS})") from None
                 raise
             done += 1
         return done

@@ -150,3 +150,17 @@ def test_the_settings_categories_are_the_findings() -> None:
 
     assert CATEGORIES == tuple(c.value for c in Category)
     assert load(None, environ={}).summary_below == "medium"
+
+
+def test_a_dismissals_entry_names_the_pull_request_it_was_dismissed_on() -> None:
+    import datetime as dt
+
+    from ocr_hook.findings.dismissals import file_text, new_entry, parse_text
+
+    entry = new_entry({"fingerprint": A, "path": "app.py", "category": "bug", "severity": "high", "message": "m"},
+                      "checked upstream", [], "maria", dt.date(2026, 12, 5), None, WHERE)
+    text = file_text([entry])
+    assert f"  request: {WHERE}\n" in text
+    assert parse_text(text, "d.yaml") == (entry,)
+    with pytest.raises(ConfigError, match="'request' must be text"):
+        parse_text(text.replace(f"request: {WHERE}", "request: 3"), "d.yaml")

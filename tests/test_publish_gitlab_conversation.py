@@ -26,6 +26,7 @@ from fake_api import FakeMessagesAPI, Reply, tool_use
 from fake_gitlab import FakeGitLab, MergeRequest
 from gitrepo import commit_all, git, make_repo, write
 from publish_support import messages_env
+from validators import schema_errors
 
 from ocr_hook.reports.sarif import OUR_FINGERPRINT
 
@@ -184,6 +185,7 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         assert suppression["kind"] == "external" and suppression["status"] == "accepted"
         assert suppression["justification"] == f"Dismissed by maria on {where} at {at}: {REASON}"
         assert suppression["properties"] == {"dismissedBy": "maria", "dismissedAt": at, "dismissedIn": where}
+        assert schema_errors(sarif) == []
         assert f"dismissed: by maria on {where} at {at}: {REASON}" in text
         assert "keep them with `ocr-hook dismiss --from-forge`" in text
 
@@ -203,6 +205,8 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         assert {k: entry[k] for k in ("fingerprint", "path", "reason", "by", "request")} == {
             "fingerprint": divides, "path": PATH, "reason": REASON, "by": "maria", "request": where}
         assert str(entry["on"]) == at[:10]
+        listed = life.cli("dismissed")
+        assert listed.returncode == 0 and "by maria" in listed.stdout and f"dismissed on: {where}" in listed.stdout
         assert [r.method for r in gitlab.writes()] == []  # the command only reads the forge
 
 

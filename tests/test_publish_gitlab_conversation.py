@@ -139,6 +139,8 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         assert not any(NIT in d["notes"][0]["body"] for d in life.mr.discussions if d["notes"][0]["position"])
         subtracts, multiplies, divides = (life.fp(first, m) for m in (SUBTRACTS, MULTIPLIES, DIVIDES))
         gitlab.reply_as(3, multiplies, "carol", "Is that not what the spec asks for?")
+        gitlab.person("triage-bot", access=40, bot=True)
+        gitlab.reply_as(3, subtracts, "triage-bot", "Labelled ~bug.")  # a bot's note is not a person's answer
         # someone else's thread that starts with our marker is not ours to resolve
         gitlab.add_note(3, f"<!-- ocr-hook fingerprint={subtracts} -->\nme too",
                         "mallory", position=gitlab.thread(3, subtracts)["notes"][0]["position"])

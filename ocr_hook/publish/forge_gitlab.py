@@ -18,9 +18,11 @@ discussion whose finding is fixed is resolved, or, when a person answered in it,
 What people did with a thread (DESIGN.md 18): the first note's `resolved_by` and `resolved_at`, the later
 notes as replies; whether the person who resolved it may write is their access level in the project
 (`members/all/:user_id`, inherited and invited members included: Developer, 30, or more can push), and
-whether they are a bot the user's `bot` flag (project and group access tokens act as bot users), each
-looked up once per person and only for threads someone else resolved. 👍/👎 are the first note's
-award emoji `thumbsup`/`thumbsdown`, one request per thread: read only when `with_reactions` is set.
+whether they are a bot the user's `bot` flag (`users/:id`: project and group access tokens act as bot
+users), each looked up once per person and only for threads someone else resolved; the authors of later
+notes in ocr-hook's own threads are checked for `bot` the same way (a bot's note is nobody's answer).
+👍/👎 are the first note's award emoji `thumbsup`/`thumbsdown`, one request per thread: read only when
+`with_reactions` is set.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ class GitLabAdapter:
         self._project = quote(project, safe="")
         self._me = ""
         self._request: dict[str, Any] | None = None
-        self._people: dict[int, tuple[bool, bool]] = {}  # user id → (may write, is a bot)
+        self._writers: dict[int, bool] = {}  # user id → may push (looked up once per person)
+        self._bots: dict[int, bool] = {}  # user id → is a bot
         self.with_reactions = False  # read 👍/👎 too (a request per thread)
 
     def identity(self) -> str:
@@ -110,29 +113,34 @@ class GitLabAdapter:
             first = notes[0] if isinstance(notes, list) and notes and isinstance(notes[0], dict) else None
             if first is None:
                 continue
-            replies = tuple(Reply(_username(n), str(n.get("body") or ""), str(n.get("created_at") or ""))
-                            for n in notes[1:] if isinstance(n, dict) and not n.get("system"))
+            ours = bool(self._me) and _username(first) == self._me
+            replies = tuple(self._reply(n, ours) for n in notes[1:] if isinstance(n, dict) and not n.get("system"))
             position = first.get("position")
             path = position.get("new_path") if isinstance(position, dict) else None
-            resolver = first.get("resolved_by")
+            resolver = first.get("resolved_by") if first.get("resolved") else None
             by = _username({"author": resolver})
-            can_write, bot = self._person(resolver) if first.get("resolved") and by and by != self._me else (False,
-                                                                                                            False)
+            can_write = bool(by) and by != self._me and self._can_write(resolver)
             up, down = self._reactions(first) if self.with_reactions else (0, 0)
             posted.append(Posted(_username(first), str(first.get("body") or ""), str(first.get("id", "")),
                                  str(discussion.get("id", "")), bool(first.get("resolved")),
                                  bool(first.get("resolvable")), str(first.get("created_at") or ""), replies,
-                                 resolved_by=by if first.get("resolved") else "", resolved_by_bot=bot,
+                                 resolved_by=by, resolved_by_bot=can_write and self._is_bot(resolver),
                                  resolved_by_can_write=can_write, resolved_at=str(first.get("resolved_at") or ""),
                                  thumbs_up=up, thumbs_down=down, path=path if isinstance(path, str) else ""))
         return posted
 
-    def _person(self, user: Any) -> tuple[bool, bool]:
-        """(may write to the project, is a bot) for a user object of GitLab's; looked up once per person."""
-        user_id = user.get("id") if isinstance(user, dict) else None
-        if not isinstance(user_id, int) or isinstance(user_id, bool):
-            return False, False
-        if user_id not in self._people:
+    def _reply(self, note: dict[str, Any], ours: bool) -> Reply:
+        """A later note; in a thread of ours, whether its author is a bot (a bot's note is not a person's answer)."""
+        author = _username(note)
+        bot = ours and author != self._me and self._is_bot(note.get("author"))
+        return Reply(author, str(note.get("body") or ""), str(note.get("created_at") or ""), bot=bot)
+
+    def _can_write(self, user: Any) -> bool:
+        """The user's access level in the project (inherited and invited included) lets them push."""
+        user_id = _user_id(user)
+        if user_id is None:
+            return False
+        if user_id not in self._writers:
             try:
                 member = self.api.get(f"projects/{self._project}/members/all/{user_id}")
             except ApiRefusal as exc:
@@ -140,10 +148,18 @@ class GitLabAdapter:
                     raise
                 member = {}
             level = member.get("access_level") if isinstance(member, dict) else None
-            can_write = isinstance(level, int) and level >= DEVELOPER
-            profile = self.api.get(f"users/{user_id}") if can_write else {}
-            self._people[user_id] = (can_write, isinstance(profile, dict) and profile.get("bot") is True)
-        return self._people[user_id]
+            self._writers[user_id] = isinstance(level, int) and not isinstance(level, bool) and level >= DEVELOPER
+        return self._writers[user_id]
+
+    def _is_bot(self, user: Any) -> bool:
+        """GitLab's `bot` flag of the user (project and group access tokens, service accounts)."""
+        user_id = _user_id(user)
+        if user_id is None:
+            return False
+        if user_id not in self._bots:
+            profile = self.api.get(f"users/{user_id}")
+            self._bots[user_id] = isinstance(profile, dict) and profile.get("bot") is True
+        return self._bots[user_id]
 
     def _reactions(self, note: dict[str, Any]) -> tuple[int, int]:
         """👍 and 👎 on a note from anyone but the publishing identity."""
@@ -207,6 +223,11 @@ class GitLabAdapter:
 
     def close(self) -> None:
         self.api.__exit__(None, None, None)
+
+
+def _user_id(user: Any) -> int | None:
+    user_id = user.get("id") if isinstance(user, dict) else None
+    return user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None
 
 
 def _username(note: dict[str, Any]) -> str:

@@ -147,9 +147,18 @@ cmd=("$venv/bin/ocr-hook" review --base "${INPUT_BASE:-auto}" --format github
 if [ -n "${INPUT_CACHE_DIR:-}" ]; then cmd+=(--cache-dir "$INPUT_CACHE_DIR"); else cmd+=(--no-cache); fi
 # (The ${a[@]+...} form: an empty array under `set -u` is an error in the bash 3 of macOS.)
 cmd+=(${extra[@]+"${extra[@]}"})
+# On a pull request whose findings the action posts as review threads, the review reads what maintainers did
+# with them (a maintainer's resolve dismisses that finding for this pull request): it needs the token for that.
+# Elsewhere it gets none (an empty one reads nothing). Set for the command only, never on a command line.
+review_token=""
+if [ "${INPUT_PR_REVIEW:-true}" = "true" ]; then
+  case "${GITHUB_EVENT_NAME:-}" in
+    pull_request | pull_request_target) review_token="$github_token" ;;
+  esac
+fi
 
 set +e
-"${cmd[@]}"
+GITHUB_TOKEN="$review_token" "${cmd[@]}"
 code=$?
 set -e
 

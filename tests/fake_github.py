@@ -7,6 +7,12 @@ one comment's line is not in the diff or a range leaves its hunk, as GitHub does
 uploads to code scanning (a 403 "not enabled" where the repository has none). Tokens are either
 write or read-only (a fork's pull request: 403 on every write); an unknown or missing token is a 401.
 Every request is recorded with its headers, so tests can check where the token went.
+
+DESIGN 18: replies to a review comment, a person's collaborator permission, and GraphQL (POST /graphql,
+tests/fake_github_graphql.py): the review threads the comments make, who resolved them, people's replies
+with their author association, reactions, and resolving (refused FORBIDDEN to a token without
+`contents: write`, as GitHub refuses the Actions token). GraphQL requests are checked against GitHub's
+published schema as REST ones are against its description.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import api_contract
+from fake_github_graphql import GraphQLEndpoint, ThreadState
 from loopback_http import LoopbackServer, QuietHandler
 from unidiff import PatchSet
 
@@ -30,6 +37,7 @@ NOT_ENABLED = ("Code scanning is not enabled for this repository. Please enable 
                "settings.")
 NO_GHAS = "Advanced Security must be enabled for this repository to use code scanning."
 MAX_BODY = 65536
+_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 
 
 @dataclass
@@ -51,6 +59,9 @@ class Pull:
     older: dict[str, dict[str, str | None]] = field(default_factory=dict)
     comments: list[dict[str, Any]] = field(default_factory=list)
     reviews: list[dict[str, Any]] = field(default_factory=list)
+    author: str = "contributor"  # who opened the pull request
+    threads: dict[int, ThreadState] = field(default_factory=dict)  # first comment's id → the thread's state
+    reactions: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # comment id → (content, login)
 
 
 class FakeGitHub:
@@ -67,6 +78,12 @@ class FakeGitHub:
         self.link_header: str | None = None  # a Link header to send on every list page instead of the real one
         self.odd_items: list[Any] | None = None  # a list page holding these (non-objects) instead of the items
         self.pulls: dict[int, Pull] = {}
+        self.associations: dict[str, str] = {}  # login → authorAssociation on this repository (else NONE)
+        self.permissions: dict[str, str] = {}  # login → collaborator role (admin, maintain, write, triage, read)
+        self.no_contents_write: set[str] = set()  # write tokens without `contents: write` (may not resolve)
+        self.resolved: list[tuple[int, int]] = []  # (pull, first comment id) of every thread resolved through GraphQL
+        self.graphql = GraphQLEndpoint(self)
+        self._clock = itertools.count(1)
         self.code_scanning: str = "enabled"  # "enabled", "not-enabled" (NOT_ENABLED), "no-ghas" (NO_GHAS)
         self.sarif_uploads: list[dict[str, Any]] = []  # {commit_sha, ref, log, ...}
         self.requests: list[Recorded] = []
@@ -93,7 +110,42 @@ class FakeGitHub:
         """A review comment somebody else left (e.g. a person)."""
         with self._lock:
             self.pulls[number].comments.append({"id": next(self._ids), "path": path, "line": line, "side": "RIGHT",
-                                                "body": body, "user": {"login": login, "type": "User"}})
+                                                "body": body, "user": _user(login), "created_at": self._now()})
+
+    def comment_starting(self, number: int, text: str) -> dict[str, Any]:
+        """The one comment on the pull request whose body starts with `text` (e.g. a finding's marker)."""
+        [found] = [c for c in self.pulls[number].comments if c["body"].startswith(text)]
+        return found
+
+    def reply_in_thread(self, number: int, comment_id: int, body: str, login: str) -> None:
+        """Somebody answers in the thread that comment `comment_id` opened."""
+        with self._lock:
+            pull = self.pulls[number]
+            root = next(c for c in pull.comments if c["id"] == comment_id)
+            pull.comments.append({"id": next(self._ids), "in_reply_to_id": comment_id, "path": root.get("path"),
+                                  "body": body, "user": _user(login), "created_at": self._now()})
+
+    def resolve_thread(self, number: int, comment_id: int, login: str) -> None:
+        """Somebody resolves the thread that comment `comment_id` opened (in GitHub's web page)."""
+        with self._lock:
+            self.pulls[number].threads[comment_id] = ThreadState(True, login)
+
+    def react(self, number: int, comment_id: int, content: str, login: str) -> None:
+        with self._lock:
+            self.pulls[number].reactions.setdefault(comment_id, []).append((content, login))
+
+    def thread_roots(self, pull: Pull) -> list[dict[str, Any]]:
+        return [c for c in pull.comments if c.get("in_reply_to_id") is None]
+
+    def thread_comments(self, pull: Pull, root_id: int) -> list[dict[str, Any]]:
+        return [c for c in pull.comments if c["id"] == root_id or c.get("in_reply_to_id") == root_id]
+
+    def login_of(self, token: str) -> str:
+        return self._user(token)["login"]
+
+    def _now(self) -> str:
+        tick = next(self._clock)
+        return f"2026-01-01T{tick // 3600:02d}:{tick // 60 % 60:02d}:{tick % 60:02d}Z"
 
     def add_review(self, number: int, body: str, login: str = "someone") -> None:
         """A review somebody else submitted (its body may pose as ocr-hook's)."""
@@ -102,7 +154,9 @@ class FakeGitHub:
                                                "user": {"login": login, "type": "User"}})
 
     def writes(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method != "GET"]
+        """Every request that may change something: not a GET, nor a GraphQL query (its mutations are)."""
+        return [r for r in self.requests if r.method != "GET" and not (
+            r.path == "/graphql" and not str((r.body or {}).get("query", "")).lstrip().startswith("mutation"))]
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -133,6 +187,8 @@ class FakeGitHub:
         except ValueError:
             body = raw.decode("latin-1")
         rec = Recorded(method, split.path, query, headers, body)
+        if split.path == "/graphql":
+            return self._graphql(rec)
         # the Link header names pages by repository id, a route GitHub serves but does not describe
         described = re.sub(rf"^/repositories/{self.repo_id}(?=/)", f"/repos/{self.repository}", rec.path)
         with self._lock:
@@ -144,9 +200,23 @@ class FakeGitHub:
                 self.violations += api_contract.check_reply(self.contract, method, described, status, payload)
         return status, payload, extra
 
+    def _graphql(self, rec: Recorded) -> tuple[int, Any, dict[str, str]]:
+        with self._lock:
+            self.requests.append(rec)
+            if rec.method != "POST":
+                rec.status = 404
+                return 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/graphql"}, {}
+            self.violations += api_contract.check_graphql(rec.body)
+            token = _token(rec.headers)
+            if token not in self.tokens:
+                rec.status = 401
+                return 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/graphql"}, {}
+            status, payload = self.graphql.answer(rec.body, token)
+            rec.status = status
+        return status, payload, {}
+
     def _route(self, rec: Recorded) -> tuple[int, Any, dict[str, str]]:
-        auth = rec.headers.get("authorization", "")
-        token = auth.split(" ", 1)[1] if auth.lower().startswith(("bearer ", "token ")) else ""
+        token = _token(rec.headers)
         if token not in self.tokens:
             return 401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}, {}
         if rec.path == "/user" and rec.method == "GET":
@@ -166,6 +236,25 @@ class FakeGitHub:
                 if self.tokens[token] != "write":
                     return _read_only()
                 return self._create_review(pull, rec.body, self._user(token))
+        if m := re.fullmatch(rf"/repos/{owner_repo}/pulls/(\d+)/comments/(\d+)/replies", path):
+            pull = self.pulls.get(int(m.group(1)))
+            root = next((c for c in pull.comments if c["id"] == int(m.group(2))), None) if pull else None
+            if rec.method != "POST" or pull is None or root is None or root.get("in_reply_to_id") is not None:
+                return _not_found()  # replies to replies are not supported: the id must open a thread
+            if self.tokens[token] != "write":
+                return _read_only()
+            if not isinstance(rec.body, dict) or not isinstance(rec.body.get("body"), str) or not rec.body["body"]:
+                return _unprocessable("Invalid request: body is missing")
+            reply = {"id": next(self._ids), "in_reply_to_id": root["id"], "path": root.get("path"),
+                     "body": rec.body["body"], "user": self._user(token), "created_at": self._now()}
+            pull.comments.append(reply)
+            return 201, reply, {}
+        if m := re.fullmatch(rf"/repos/{owner_repo}/collaborators/([^/]+)/permission", path):
+            if rec.method != "GET":
+                return _not_found()
+            role = self.permissions.get(m.group(1))  # REST says maintain as write and triage as read
+            return 200, {"permission": _PERMISSION.get(role or "", "none"), "role_name": role or "none",
+                         "user": _user(m.group(1))}, {}
         if path == f"/repos/{self.repository}/code-scanning/sarifs" and rec.method == "POST":
             if self.tokens[token] != "write":
                 return _read_only()
@@ -174,8 +263,8 @@ class FakeGitHub:
 
     def _user(self, token: str) -> dict[str, str]:
         if token.startswith("ghs_"):
-            return {"login": "github-actions[bot]", "type": "Bot"}
-        return {"login": self.logins.get(token, "ocr-bot"), "type": "User"}
+            return _user("github-actions[bot]")
+        return _user(self.logins.get(token, "ocr-bot"))
 
     def _items(self, pull: Pull, kind: str) -> list[dict[str, Any]]:
         if kind == "files":
@@ -227,7 +316,8 @@ class FakeGitHub:
         pull.reviews.append(review)
         for c in comments:
             pull.comments.append({"id": next(self._ids), "pull_request_review_id": review["id"],
-                                  "commit_id": review["commit_id"], "user": review["user"], **c})
+                                  "commit_id": review["commit_id"], "user": review["user"], "created_at": self._now(),
+                                  **c})
         return 200, review, {}
 
     def _upload(self, body: Any) -> tuple[int, Any, dict[str, str]]:
@@ -247,6 +337,15 @@ class FakeGitHub:
         upload_id = f"upload-{next(self._ids)}"
         self.sarif_uploads.append({**{k: v for k, v in body.items() if k != "sarif"}, "log": log})
         return 202, {"id": upload_id, "url": f"{self.url}/repos/{self.repository}/code-scanning/sarifs/{upload_id}"}, {}
+
+
+def _user(login: str) -> dict[str, str]:
+    return {"login": login, "type": "Bot" if login.endswith("[bot]") else "User"}
+
+
+def _token(headers: dict[str, str]) -> str:
+    auth = headers.get("authorization", "")
+    return auth.split(" ", 1)[1] if auth.lower().startswith(("bearer ", "token ")) else ""
 
 
 def _comment_problem(files: dict[str, str | None], c: Any) -> str | None:

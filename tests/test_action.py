@@ -397,6 +397,9 @@ def test_pull_request_review_in_a_shallow_checkout(runner: Runner, fake_api: Fak
     assert set(report["coverage"]["effort"].values()) == {"quick"}
     assert all("thinking" not in r.body and r.body["output_config"] == {"effort": "low"} for r in fake_api.requests)
     assert any((runner.temp / "ocr-hook-cache").rglob("*"))
+    # On a pull request the review reads what maintainers did with its threads (issue 53), with the token.
+    reads = [r for r in runner.github.requests if r.path == "/graphql"]
+    assert reads and {r.headers["authorization"] for r in reads} == {f"Bearer {GITHUB_TOKEN}"}
 
 
 def test_fork_without_key_is_skipped_with_a_notice(runner: Runner, fake_api: FakeMessagesAPI,

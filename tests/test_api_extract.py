@@ -96,6 +96,25 @@ def test_an_npm_tarball_gives_back_the_vendored_github_operations(tmp_path: Path
     assert json.dumps(out["operations"], sort_keys=True) == json.dumps(vendored["operations"], sort_keys=True)
 
 
+def test_an_npm_tarball_gives_back_the_vendored_graphql_schema(tmp_path: Path) -> None:
+    vendored = json.loads((api_contract.HERE / "github.graphql.json").read_text(encoding="utf-8"))["source"]
+    schema = (api_contract.HERE / "github.graphql").read_bytes()
+    name, version = vendored["package"].removeprefix("npm:").rsplit("@", 1)
+    tgz = tmp_path / "octokit-graphql-schema.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for member_name, data in (("package.json", json.dumps({"name": name, "version": version, "license": "MIT",
+                                                                "repository": "github:octokit/graphql-schema"}
+                                                               ).encode("utf-8")),
+                                  ("schema.graphql", schema), ("schema.json", b"{}")):
+            member = tarfile.TarInfo(f"package/{member_name}")
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    copied, record = _extract_module().vendor_graphql(tgz)
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(tgz.read_bytes()).digest()).decode("ascii")
+    assert copied == schema  # byte for byte
+    assert record["source"] == {**vendored, "integrity": integrity}  # this tarball's; the rest as recorded
+
+
 def _swagger_gitlab(vendored: dict[str, Any]) -> dict[str, Any]:
     """A Swagger 2.0 description shaped like GitLab's openapi_v2.yaml: the vendored operations at the paths
     the description files them under (`GET /user` as /api/v3/user), parameters in Swagger 2's flat form, a

@@ -333,3 +333,22 @@ def test_text_output_lists_every_check_with_fixes(tmp_path: Path, sdk_env_withou
     assert any(line.strip().startswith("fix:") for line in lines)
     assert "1 FAIL" in lines[-1]
     assert TEST_API_KEY not in proc.stdout
+
+
+def test_in_github_actions_it_says_what_resolving_threads_needs(tmp_path: Path,
+                                                                sdk_env_without_key: dict[str, str]) -> None:
+    # Issue 53: the job token's permissions cannot be read from inside the job; doctor says what resolving
+    # the threads of fixed findings needs, and how the gate sees a maintainer's resolve.
+    repo = calc_repo(tmp_path / "repo")
+    token = "ghs_doctorToken0123456789abcdefABCDEFgh"
+    actions = {**sdk_env_without_key, "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request"}
+    proc = doctor(repo, {**actions, "GITHUB_TOKEN": token}, "--format", "json")
+    [line] = [c for c in json.loads(proc.stdout)["checks"] if c["name"] == "github"]
+    assert line["status"] == "OK" and "`permissions: contents: write`" in line["message"]
+    assert "re-run the job" in line["message"] and token not in proc.stdout
+    _, checks = doctor_json(repo, actions)
+    assert checks["github"]["status"] == "WARN" and "GITHUB_TOKEN" in checks["github"]["fix"]
+    _, checks = doctor_json(repo, {**actions, "GITHUB_EVENT_NAME": "push"})
+    assert checks["github"]["status"] == "OK" and "not a pull request" in checks["github"]["message"]
+    _, checks = doctor_json(repo, {**actions, "GITEA_ACTIONS": "true"})
+    assert "github" not in checks

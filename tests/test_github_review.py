@@ -24,6 +24,7 @@ from conftest import TEST_API_KEY
 from fake_api import FakeMessagesAPI, Reply, tool_use
 from fake_github import FakeGitHub, Pull
 from gitrepo import commit_all, git, make_repo, write
+from publish_support import ROUTING_OFF
 
 TOKEN = "ghs_fakeTokenValue0123456789abcdefABCDEF"
 PATH = "app.py"
@@ -104,7 +105,7 @@ def publish(case: Case, github: FakeGitHub, event: Path, *, report: Path | None 
             api_url: str | None = None, event_name: str = "pull_request") -> subprocess.CompletedProcess[str]:
     env = ci_free_env(GITHUB_ACTIONS="true", GITHUB_REPOSITORY="octo/app", GITHUB_EVENT_NAME=event_name,
                       GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=api_url or github.url,
-                      NO_PROXY="127.0.0.1,localhost")
+                      NO_PROXY="127.0.0.1,localhost", **ROUTING_OFF)
     if token is not None:
         env["GITHUB_TOKEN"] = token
     proc = subprocess.run([sys.executable, "-m", "ocr_hook", "github-review", "--from",
@@ -184,11 +185,14 @@ def test_one_review_inline_where_github_accepts_the_rest_in_the_body(case: Case,
     assert suggestion_blocks(body) == []  # a suggestion outside the diff cannot be applied
     # GitHub now has the review and its two comments (beside the person's two).
     assert len(pull.reviews) == 1 and len(pull.comments) == 4
-    # Every request carried the token to the fake only; files, comments and reviews were all read.
+    # Every request carried the token to the fake only; files, review threads and reviews were all read.
     assert {r.headers["authorization"] for r in github.requests} == {f"Bearer {TOKEN}"}
     reads = {r.path.rsplit("/", 1)[1] for r in github.requests if r.method == "GET"}
     # Issue 33: who publishes is asked first (an Actions token may not read /user: github-actions[bot]).
-    assert reads == {"user", "files", "comments", "reviews"}
+    assert reads == {"user", "files", "reviews"}
+    # The threads come from GraphQL (issue 53): the person's two fill the one page the fake gives.
+    [threads] = [r.body for r in github.requests if r.path == "/graphql"]
+    assert "reviewThreads" in threads["query"] and threads["variables"]["after"] is None
 
 
 def test_a_rerun_posts_nothing_twice(case: Case, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
@@ -198,9 +202,9 @@ def test_a_rerun_posts_nothing_twice(case: Case, github: FakeGitHub, pull: Pull,
     line = one_line(publish(case, github, event))
     assert "nothing new to publish on octo/app#7: 4 finding(s) already posted" in line
     assert len(posted_reviews(github)) == 1 and len(pull.comments) == 4
-    # The comments were found on the second page (the person's two fill the first): the Link was followed.
-    comment_pages = [r for r in github.requests[before:] if r.path.endswith("/comments")]
-    assert len(comment_pages) == 2 and comment_pages[1].path.startswith("/repositories/")
+    # ocr-hook's threads were found on the second page (the person's two fill the first): the cursor was followed.
+    pages = [r.body["variables"]["after"] for r in github.requests[before:] if r.path == "/graphql"]
+    assert len(pages) == 2 and pages[0] is None and pages[1]
 
     # A later report with one more finding: one more review, with only that one.
     report = json.loads(case.report_path.read_text(encoding="utf-8"))
@@ -309,7 +313,8 @@ def test_lines_that_moved_on_the_head_are_not_commented(case: Case, github: Fake
 
 def test_pagination_links_off_the_api_are_not_followed(case: Case, github: FakeGitHub, pull: Pull,
                                                        tmp_path: Path) -> None:
-    github.add_comment(7, PATH, 5, "A third comment: the list has a second page.")
+    for n in range(3):  # pages of two: the list of reviews has a second page
+        github.add_review(7, f"A person's review {n}.")
     with FakeGitHub() as elsewhere:
         elsewhere.tokens[TOKEN] = "write"
         github.link_base = elsewhere.url  # a Link header naming another host

@@ -3,8 +3,9 @@
 Checks (DESIGN.md 10): git and the repository; the settings and where they came from; a price for
 every model in use; the credentials (which variable, never its value); the endpoint and each model
 (the Models API's capabilities and context window); the cache directory; the pre-commit hook and
-its stages. `--probe` adds a tiny real review (ocr_hook.agent.diagnostics). Without credentials
-nothing is sent anywhere. Exit 0 without a FAIL, else 2.
+its stages; in GitHub Actions, what publishing on the pull request needs. `--probe` adds a tiny real
+review (ocr_hook.agent.diagnostics). Without credentials nothing is sent anywhere. Exit 0 without a
+FAIL, else 2.
 
 No credential value is ever printed: every line passes `_redact` on its way out, whatever a server
 or a library put into it.
@@ -83,7 +84,7 @@ def diagnose(cwd: str, environ: Mapping[str, str], config_file: str | None = Non
     checks: list[Check] = []
     steps: list[Callable[[_Context], Sequence[Check]]] = [
         check_git, check_settings, check_prices, check_credentials, check_endpoint, check_cache_dir,
-        check_pre_commit, check_warm]
+        check_pre_commit, check_warm, check_github]
     if probe:
         steps.append(check_probe)
     for step in steps:
@@ -280,6 +281,31 @@ def check_cache_dir(ctx: _Context) -> list[Check]:
     use = "the result cache and the capability records" if ctx.settings.cache else \
         "the capability records (result cache off: cache: false)"
     return [Check("cache", OK, f"{path} is writable{where}: {use}")]
+
+
+GITHUB_THREADS = ("resolving ocr-hook's threads of fixed findings needs `permissions: contents: write` (GitHub's rule "
+                  "for resolving; `pull-requests: write` posts the review): without it publishing says so in one "
+                  "line and the threads stay open. A maintainer's resolve counts on the job's next run: resolving "
+                  "starts no workflow, so re-run the job (or push)")
+
+
+def check_github(ctx: _Context) -> list[Check]:
+    """In GitHub Actions (not Gitea's or Forgejo's, which set the same variables): the job token's permissions
+    cannot be read from inside the job, so this says what resolving threads needs rather than testing it."""
+    env = ctx.environ
+    if env.get("GITHUB_ACTIONS") != "true" or "true" in (env.get("GITEA_ACTIONS"), env.get("FORGEJO_ACTIONS")):
+        return []
+    event = env.get("GITHUB_EVENT_NAME", "").strip() or "unknown"
+    if event not in ("pull_request", "pull_request_target"):
+        return [Check("github", OK, f"GitHub Actions, event {event}: not a pull request, so nothing is published "
+                                    "on one and no review thread is read")]
+    if not env.get("GITHUB_TOKEN", "").strip():
+        return [Check("github", WARN, f"GitHub Actions, event {event}: no GITHUB_TOKEN in this step: the review "
+                                      "does not read maintainers' resolves and github-review publishes nothing",
+                      "give the step `env: GITHUB_TOKEN: ${{ github.token }}` (the Action passes its "
+                      "`github-token` input)")]
+    return [Check("github", OK, f"GitHub Actions, event {event}, GITHUB_TOKEN is set (value not shown); "
+                                f"{GITHUB_THREADS}")]
 
 
 def check_warm(ctx: _Context) -> list[Check]:

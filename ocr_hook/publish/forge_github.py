@@ -5,22 +5,48 @@ Identity: `GET /user` names a personal or app user token's login. The Actions GI
 installation token) may not read /user (403 "Resource not accessible by integration"): what it writes
 is by `github-actions[bot]`. GitHub refuses a whole review (422) when one comment's line is not in its
 diff, without saying which: InlineRefused, and the driver posts it once more with every finding in the body.
+
+Threads (DESIGN.md 18) come from GraphQL (publish.github_threads): whether each is resolved and by whom,
+its replies, the 👍/👎 on its first comment; the write access of whoever resolved one of ours is REST's
+collaborator permission. Resolving is GraphQL's `resolveReviewThread`, which GitHub allows a GitHub App or
+Actions token only with `contents: write` (`pull-requests: write` is not enough); without it GitHub answers
+FORBIDDEN and nothing is resolved. A reply in a thread is REST's (`pull-requests: write`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import quote
 
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import InlineRefused, InlineText, NotApplicable, Setup
 from ocr_hook.publish.github_api import GitHubApi
-from ocr_hook.publish.plan import Posted
+from ocr_hook.publish.github_threads import (
+    AUTHOR,
+    MAX_PAGES,
+    MORE_COMMENTS,
+    RESOLVE,
+    THREADS,
+    WRITE_PERMISSIONS,
+    Thread,
+    actor,
+    comments_page,
+    pull_of,
+    resolvers,
+    thread_posted,
+    threads_page,
+)
+from ocr_hook.publish.plan import Posted, comment_fingerprint
 from ocr_hook.publish.pr_diff import CommentableLines, commentable_lines
 from ocr_hook.publish.pr_target import NoPullRequest, PullRequest, pull_request
 from ocr_hook.publish.report_input import Report
 from ocr_hook.publish.review_plan import ACTIONS_BOT, MAX_BODY, InlineComment, posted
+
+RESOLVE_NEEDS = ("resolving a review thread needs `permissions: contents: write` for the Actions token "
+                 "(`pull-requests: write` is not enough); the threads stay open")
 
 
 class GitHubAdapter:
@@ -44,6 +70,7 @@ class GitHubAdapter:
         self.target, self.head_sha = str(pr), pr.head_sha
         self._prefix = f"repos/{pr.repository}/pulls/{pr.number}"
         self._comments: list[dict[str, Any]] = []
+        self._author: str | None = None
 
     def identity(self) -> str | frozenset[str]:
         return self.api.user_login(ACTIONS_BOT, (403,))  # 403: an installation token (the Actions GITHUB_TOKEN)
@@ -52,7 +79,50 @@ class GitHubAdapter:
         return commentable_lines(self.api.get_all(f"{self._prefix}/files"))
 
     def existing(self) -> list[Posted]:
-        return posted(self.api.get_all(f"{self._prefix}/comments"), self.api.get_all(f"{self._prefix}/reviews"))
+        """The review threads (GraphQL) and the reviews, whose bodies hold the summaries (REST)."""
+        threads = self._threads()
+        may_write = {login: self._can_write(login) for login in resolvers(threads, comment_fingerprint)}
+        found = [thread_posted(t, may_write.get(t.resolver.login, False)) for t in threads]
+        return [p for p in found if p is not None] + posted([], self.api.get_all(f"{self._prefix}/reviews"))
+
+    def _where(self) -> dict[str, str | int]:
+        owner, name = self.pr.repository.split("/", 1)
+        return {"owner": owner, "name": name, "number": self.pr.number}
+
+    def _threads(self) -> list[Thread]:
+        threads: list[Thread] = []
+        after: str | None = None
+        for _ in range(MAX_PAGES):
+            author, page, after = threads_page(self.api.graphql(THREADS, {**self._where(), "after": after}))
+            self._author = author.login
+            threads += [self._all_comments(t) for t in page]
+            if after is None:
+                return threads
+        raise ApiRefusal(None, f"more than {MAX_PAGES} pages of review threads")
+
+    def _all_comments(self, thread: Thread) -> Thread:
+        comments, after = list(thread.comments), thread.more
+        for _ in range(MAX_PAGES):
+            if after is None:
+                return replace(thread, comments=tuple(comments), more=None)
+            more, after = comments_page(self.api.graphql(MORE_COMMENTS, {"thread": thread.id, "after": after}))
+            comments += more
+        raise ApiRefusal(None, f"more than {MAX_PAGES} pages of comments in one review thread")
+
+    def _can_write(self, login: str) -> bool:
+        """REST's word on a person's access: admin, maintain and write may (a 404: not a collaborator)."""
+        try:
+            answer = self.api.get(f"repos/{self.pr.repository}/collaborators/{quote(login, safe='')}/permission")
+        except ApiRefusal as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return isinstance(answer, dict) and answer.get("permission") in WRITE_PERMISSIONS
+
+    def author(self) -> str:
+        if self._author is None:
+            self._author = actor(pull_of(self.api.graphql(AUTHOR, self._where())).get("author")).login
+        return self._author
 
     def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]:
         # One request holds the review and its comments: they go with the body (put_summary).
@@ -70,7 +140,22 @@ class GitHubAdapter:
             raise
 
     def resolve(self, posted: Sequence[Posted]) -> int:
-        return 0  # review threads resolve through GraphQL only; the summary counts them
+        done = 0
+        for p in posted:
+            try:
+                self.api.graphql(RESOLVE, {"thread": p.thread})
+            except ApiRefusal as exc:
+                if exc.status == 403:
+                    raise ApiRefusal(403, f"{exc.message} ({RESOLVE_NEEDS})") from None
+                raise
+            done += 1
+        return done
+
+    def reply(self, posted: Posted, body: str) -> None:
+        """One reply in the thread `posted` opens (REST: its first comment's id)."""
+        if not posted.id.isdigit():
+            raise ApiRefusal(None, "a review thread whose first comment has no REST id; not replied to")
+        self.api.post(f"{self._prefix}/comments/{posted.id}/replies", {"body": body})
 
     def report_verdict(self, report: Report, passed: bool) -> None:
         pass  # the Action's check is the gate

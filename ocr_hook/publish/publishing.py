@@ -3,7 +3,8 @@
 The same steps on every forge (forges.py documents the adapter's side): who publishes, the forge's
 diff, what this identity left before → the plan → the inline comments (those the forge refuses one
 by one move to the summary; a refusal of them all re-plans with everything in the summary) → the
-summary → resolved threads → the verdict where the forge has a status.
+summary → fixed findings' threads resolved (or, where a person answered, replied to once) → the verdict
+where the forge has a status.
 """
 
 from __future__ import annotations
@@ -13,15 +14,19 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText, NotApplicable
-from ocr_hook.publish.plan import Plan, Posted, comment_body, earlier, plan_publish, summary_body
+from ocr_hook.publish.plan import Plan, Posted, Routing, comment_body, earlier, plan_publish, summary_body
 from ocr_hook.publish.pr_diff import CommentableLines
 from ocr_hook.publish.report_input import Report
 
 MAX_READ = 8 * 1024 * 1024
 
 
-def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
+NO_ROUTING = Routing()
+
+
+def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Routing = NO_ROUTING) -> str:
     own = getattr(adapter, "publish_report", None)
     if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
         check_bound(report, adapter, checkout)
@@ -32,7 +37,8 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     check_bound(report, adapter, checkout)  # (the head is known once the forge's diff is)
     before = earlier(adapter.existing(), me)
     reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
-    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style)
+    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style,
+                   routing=routing)
     plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
     if not plan.post:
         # The status still goes on every run: a push makes a new iteration (Azure), whose status policy
@@ -52,7 +58,7 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
             refusal = f"{len(refused)} inline comment(s) refused"
     posted_inline = len(plan.inline)
     body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
-    if not posted_inline and not plan.resolve and not refusal and before.summary is not None \
+    if not posted_inline and not plan.resolve and not plan.replies and not refusal and before.summary is not None \
             and before.summary.body == body:
         adapter.report_verdict(report, report.exit_code == 0)
         return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this"
@@ -65,12 +71,27 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
         body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
         _put_summary(adapter, before.summary, body)
         posted_inline = 0
-    resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
+    resolved, answered, left = _close_threads(adapter, plan)
     adapter.report_verdict(report, report.exit_code == 0)
-    line = _published(adapter, plan, posted_inline, resolved)
+    line = _published(adapter, plan, posted_inline, resolved, answered)
     return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
                    if refusal and posted_inline == 0 else f" ({refusal}; listed in {adapter.summary_name})"
-                   if refusal else "")
+                   if refusal else "") + left
+
+
+def _close_threads(adapter: Adapter, plan: Plan) -> tuple[int, int, str]:
+    """Resolve the fixed findings' threads and reply where a person answered: (resolved, answered, what was
+    refused). The review is posted by now: a refusal here (GitHub's Actions token without `contents: write`)
+    leaves those threads as they are and is said on the same line, not as a review that was not published."""
+    resolved = answered = 0
+    try:
+        resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
+        for thread, text in plan.replies:
+            adapter.reply(thread, text)
+            answered += 1
+    except ApiRefusal as exc:
+        return resolved, answered, f" ({adapter.forge} refused to resolve or answer the fixed findings' threads: {exc})"
+    return resolved, answered, ""
 
 
 def _put_summary(adapter: Adapter, previous: Posted | None, body: str) -> None:
@@ -90,7 +111,7 @@ def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[Inline
     return texts
 
 
-def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int) -> str:
+def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, answered: int) -> str:
     parts = [f"{inline} inline comment(s)", f"{len(plan.listed)} finding(s) in {adapter.summary_name}"]
     if plan.already:
         parts.append(f"{plan.already} already posted earlier")
@@ -98,6 +119,8 @@ def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int) -> str:
         parts.append(f"{plan.suppressed} suppressed, not posted")
     if resolved:
         parts.append(f"{resolved} thread(s) resolved")
+    if answered:
+        parts.append(f"{answered} answered thread(s) told the finding looks fixed")
     return f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
 
 

@@ -5,6 +5,7 @@
     python tests/api_descriptions/extract.py gitea /path/to/v1_json.tmpl COMMIT
     python tests/api_descriptions/extract.py bitbucket /path/to/git/dir/of/coderabbitai/bitbucket [COMMIT]
     python tests/api_descriptions/extract.py gitlab /path/to/openapi_v2.yaml COMMIT
+    python tests/api_descriptions/extract.py github-graphql octokit-graphql-schema-VERSION.tgz
 
 The Gitea description is one file of a repository too large to clone for it; download it at a commit,
     curl -o v1_json.tmpl https://raw.githubusercontent.com/go-gitea/gitea/COMMIT/templates/swagger/v1_json.tmpl
@@ -33,6 +34,13 @@ handful of operations, none of those listed below; it records no upstream commit
 wrote (or the unpacked directory): its name and version are recorded instead of a commit, with the
 upstream the description names and, from a tarball, npm's sha512 integrity of it, which `npm view
 @octokit/openapi@VERSION dist.integrity` confirms.
+
+GitHub's GraphQL schema (DESIGN 18) comes whole, not extracted: a query is checked against every type it
+can reach. `github-graphql` copies the `schema.graphql` the npm package @octokit/graphql-schema ships (from
+the tarball `npm pack @octokit/graphql-schema@VERSION` wrote, byte for byte, about 1.2 MB of SDL) to
+github.graphql, and records in github.graphql.json the package and version, npm's sha512 integrity of the
+tarball (`npm view @octokit/graphql-schema@VERSION dist.integrity` confirms it) and the sha256 of the
+copied file (tests/test_github_graphql.py checks that the copy is still the package's).
 
 It reads the description at its path in the clone, or in the registry package (Swagger 2.0 or OpenAPI 3,
 JSON or YAML), keeps only the operations listed in OPERATIONS below, resolves every $ref they need (a
@@ -87,6 +95,10 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
                ("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
+               # DESIGN 18: a fixed finding's thread a person answered gets a reply; who resolved a thread may
+               # write to the repository (GraphQL's resolvedBy is a User without an association)
+               ("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies"),
+               ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
                ("POST", "/repos/{owner}/{repo}/code-scanning/sarifs")],
     "gitea": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{index}.{diffType}"),
               ("GET", "/repos/{owner}/{repo}/pulls/{index}/reviews"),
@@ -234,10 +246,38 @@ def extract(forge: str, root: Path, commit: str | None = None) -> dict[str, Any]
             "operations": [_operation(doc, *entry) for entry in OPERATIONS[forge]]}
 
 
+GRAPHQL_PACKAGE_PATH = "schema.graphql"  # inside @octokit/graphql-schema's tarball, under package/
+
+
+def vendor_graphql(tarball: Path) -> tuple[bytes, dict[str, str]]:
+    """The schema.graphql of an @octokit/graphql-schema tarball, unchanged, and what to record of it."""
+    data = tarball.read_bytes()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        def member(name: str) -> bytes:
+            handle = tar.extractfile(f"package/{name}")
+            assert handle is not None, name
+            return handle.read()
+        package, schema = json.loads(member("package.json")), member(GRAPHQL_PACKAGE_PATH)
+    repository = str(package.get("repository", "")).removeprefix("github:")
+    return schema, {"source": {
+        "repository": repository, "package": f"npm:{package['name']}@{package['version']}",
+        "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode("ascii"),
+        "path": GRAPHQL_PACKAGE_PATH, "sha256": hashlib.sha256(schema).hexdigest(),
+        "license": str(package.get("license", "")),
+        "upstream": "GitHub's public GraphQL schema (https://docs.github.com/graphql), as the package downloads it"}}
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "github-graphql":
+        schema, record = vendor_graphql(Path(argv[1]))
+        (HERE / "github.graphql").write_bytes(schema)
+        (HERE / "github.graphql.json").write_text(json.dumps(record, indent=1, sort_keys=True) + "\n",
+                                                  encoding="utf-8")
+        print(f"wrote {HERE / 'github.graphql'} ({len(schema)} bytes) and github.graphql.json")
+        return 0
     if len(argv) not in (2, 3) or argv[0] not in SOURCES:
-        print(f"usage: extract.py {{{','.join(SOURCES)}}} PATH_OF_A_LOCAL_CLONE_OR_PACKAGE_OR_FILE [COMMIT]",
-              file=sys.stderr)
+        print(f"usage: extract.py {{{','.join([*SOURCES, 'github-graphql'])}}} "
+              "PATH_OF_A_LOCAL_CLONE_OR_PACKAGE_OR_FILE [COMMIT]", file=sys.stderr)
         return 2
     out = HERE / f"{argv[0]}.json"
     doc = extract(argv[0], Path(argv[1]), argv[2] if len(argv) == 3 else None)

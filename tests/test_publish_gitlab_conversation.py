@@ -67,6 +67,7 @@ class Life:
                                CI_PROJECT_PATH="group/app", CI_MERGE_REQUEST_IID="3",
                                CI_PIPELINE_SOURCE="merge_request_event", GITLAB_TOKEN=TOKEN,
                                **messages_env(api))
+        # the shipped settings (routing's default included), whatever the shell running the suite sets
         self.env = {k: v for k, v in self.env.items() if not k.startswith("OCR_HOOK_")}
         self.runs = 0
 

@@ -13,6 +13,7 @@ the command that keeps it, which writes the entry.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ class Life:
                                CI_PROJECT_PATH="group/app", CI_MERGE_REQUEST_IID="3",
                                CI_PIPELINE_SOURCE="merge_request_event", GITLAB_TOKEN=TOKEN,
                                **messages_env(api))
+        # the shipped settings (routing's default included), whatever the shell running the suite sets
         self.env = {k: v for k, v in self.env.items() if not k.startswith("OCR_HOOK_")}
         self.runs = 0
 
@@ -227,3 +229,31 @@ def test_an_outage_while_reading_the_threads_is_a_note_and_changes_nothing(tmp_p
         [note] = [n for n in report["notes"] if "dismissals on" in n]
         assert note == ("dismissals on GitLab merge request group/app!3 not read: HTTP 500: 500 Internal Server "
                         "Error; every finding counts")
+
+
+@pytest.mark.parametrize(("args", "env", "expected"), [
+    ((), {}, "name the findings to dismiss (their ids), or keep a pull request's with --from-forge"),
+    (("--from-forge", "--reason", "x"), {}, "--reason and --from-forge: with --from-forge each dismissal keeps"),
+    (("--from-forge",), {}, "--from-forge: this is not a CI run of a known forge; name the forge (--from-forge "
+                            "github|gitlab|bitbucket|azure|gitea)"),
+    (("--from-forge", "gitlab"), {"CI_MERGE_REQUEST_IID": "3", "CI_PROJECT_ID": "42"},
+     "no pull request to read (42!3): no GITLAB_TOKEN"),
+    (("--from-forge",), {"GITLAB_CI": "true", "CI_MERGE_REQUEST_IID": "3", "CI_PROJECT_ID": "42",
+                         "GITLAB_TOKEN": TOKEN, "CI_API_V4_URL": "http://127.0.0.1:{port}/api/v4"},
+     "dismissals on GitLab merge request 42!3 not read: cannot reach http://127.0.0.1:{port}/api/v4"),
+])
+def test_dismiss_from_the_forge_refuses_in_one_line_and_writes_nothing(tmp_path: Path, args: tuple[str, ...],
+                                                                       env: dict[str, str], expected: str) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = str(sock.getsockname()[1])
+    env = {k: v.replace("{port}", port) for k, v in env.items()}
+    expected = expected.replace("{port}", port)
+    repo = make_repo(tmp_path / "repo")
+    write(repo, PATH, BEFORE)
+    commit_all(repo, "base")
+    proc = forked_cli.run(["dismiss", *args], cwd=repo, env=ci_free_env(NO_PROXY="127.0.0.1,localhost", **env),
+                          timeout=60, errors="replace")
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr.count("\n") == 1 and expected in proc.stderr, proc.stderr
+    assert TOKEN not in proc.stderr and not (repo / ".ocr-hook").exists()

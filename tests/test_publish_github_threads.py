@@ -129,13 +129,17 @@ def test_a_members_resolve_passes_the_gate_and_the_authors_counts_for_nothing(
     github.reply_in_thread(7, high, "Subtracting is what f2 is for; see the spec.", "maint")
     github.resolve_thread(7, high, "maint")
     github.resolve_thread(7, opening(github, case, PLAIN)["id"], "contributor")  # the author's own: no dismissal
+    github.react(7, opening(github, case, PLAIN)["id"], "THUMBS_DOWN", "maint")
+    github.react(7, opening(github, case, PLAIN)["id"], "THUMBS_UP", "contributor")
 
     report = tmp_path / "again.json"
+    # the review history the outcomes read; GitHub names the pull request in GITHUB_REF
+    cache = {"OCR_HOOK_CACHE_DIR": str(tmp_path / "cache"), "GITHUB_REF": "refs/pull/7/merge"}
     with FakeMessagesAPI() as messages:
         script(messages)
-        proc = ocr_hook(case.repo, {**ci(github, tmp_path), **messages_env(messages)}, "review", "--base", "main",
-                        "--no-cache", "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format", "json",
-                        "--json-output", str(report))
+        proc = ocr_hook(case.repo, {**ci(github, tmp_path), **messages_env(messages), **cache}, "review", "--base",
+                        "main", "--no-cache", "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format",
+                        "json", "--json-output", str(report))
     assert proc.returncode == 0, proc.stderr  # the gate passes: the high finding was dismissed by a maintainer
     findings = {f["message"]: f for f in json.loads(report.read_text(encoding="utf-8"))["findings"]}
     dismissed = findings[FIXED]
@@ -152,3 +156,10 @@ def test_a_members_resolve_passes_the_gate_and_the_authors_counts_for_nothing(
         (case.repo / ".ocr-hook" / "dismissed.yaml").unlink(missing_ok=True)
     [entry] = entries["dismissed"] if isinstance(entries, dict) else entries
     assert entry["fingerprint"] == case.finding(FIXED)["fingerprint"] and entry["by"] == "maint"
+
+    # The review history kept the maintainer's dismissal on the forge and the people's reactions (DESIGN.md 18).
+    outcomes = ocr_hook(case.repo, {**ci(github, tmp_path), **cache}, "outcomes", "--format", "json", "--pr", "7")
+    assert outcomes.returncode == 0, outcomes.stderr
+    doc = json.loads(outcomes.stdout)
+    assert doc["dismissed_by"] == {"maint (forge)": 1}
+    assert doc["feedback"] == {"thumbs_up": 1, "thumbs_down": 1, "replies": 1}

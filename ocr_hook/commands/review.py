@@ -192,8 +192,11 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
                                           on_budget, memory, dismissed,
                                           intent=_Intent(intent, scope.kind), agent=agent)
         result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
+        feedback: Mapping[str, Mapping[str, int]] = {}
         if scope.kind == "base" and result.findings and any(environ.get(n, "").strip() for n in FORGE_TOKENS):
-            _apply_forge_dismissals(result, settings, environ, started, root)
+            feedback = _apply_forge_dismissals(result, settings, environ, started, root)
+        if memory is not None:  # after the forge's dismissals: the history counts them too
+            _record_history(memory, result, settings, environ, feedback)
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
             from ocr_hook.store.atomic import write_atomic
@@ -209,9 +212,10 @@ FORGE_TOKENS = ("GITHUB_TOKEN", "GITLAB_TOKEN", "GITEA_TOKEN", "BITBUCKET_ACCESS
 
 
 def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: Mapping[str, str], started: float,
-                            root: str) -> None:
+                            root: str) -> Mapping[str, Mapping[str, int]]:
     """Findings a person with write access dismissed on the pull request (resolved ocr-hook's thread) no longer
-    count for this review; reading the forge is bounded by what --timeout leaves, and a failure is one note."""
+    count for this review; reading the forge is bounded by what --timeout leaves, and a failure is one note.
+    Returns the people's reactions and replies on ocr-hook's comments, for the review history."""
     from pathlib import Path
 
     from ocr_hook.findings.dismissals import apply_forge
@@ -222,6 +226,7 @@ def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: M
         result.notes.append(found.note)
     if found.found:
         result.findings = apply_forge(result.findings, found.found)
+    return found.feedback
 
 
 class _Intent(NamedTuple):
@@ -344,7 +349,6 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = _apply_policies(result, change_set, texts, settings)
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
-        _record_history(memory, result, settings, environ)
     return result, texts
 
 
@@ -411,8 +415,8 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
         result.notes.append(memory.last_error)
 
 
-def _record_history(memory: MemoryStore, result: ReviewResult, settings: Settings,
-                    environ: Mapping[str, str]) -> None:
+def _record_history(memory: MemoryStore, result: ReviewResult, settings: Settings, environ: Mapping[str, str],
+                    feedback: Mapping[str, Mapping[str, int]]) -> None:
     """One history entry for `ocr-hook outcomes` (DESIGN.md 18), beside the memory of the same review."""
     from ocr_hook.hookenv import commit_time
     from ocr_hook.tally.entry import entry_of, request_number
@@ -420,7 +424,7 @@ def _record_history(memory: MemoryStore, result: ReviewResult, settings: Setting
     request = request_number(environ)
     source = "commit" if commit_time(environ) else ("ci" if request or environ.get("CI") else "manual")
     entry = entry_of(result, at=time.time(), source=source, change=memory.line, request=request,
-                     model=settings.model)
+                     model=settings.model, feedback=feedback)
     if entry is None:
         return
     from ocr_hook.store import history

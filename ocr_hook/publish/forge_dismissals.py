@@ -10,14 +10,14 @@ nothing: the gate then counts every finding, as it would without the forge.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ocr_hook.findings.dismissals import ForgeDismissal
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
-from ocr_hook.publish.plan import forge_dismissals, one_line
+from ocr_hook.publish.plan import Posted, comment_fingerprint, forge_dismissals, one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,9 @@ class Read:
     found: Mapping[str, ForgeDismissal] = field(default_factory=dict)  # fingerprint → who dismissed it
     where: str = ""  # "GitLab merge request group/app!3", when a request was read
     note: str | None = None  # why nothing could be read, for the review's notes
+    # fingerprint → what people left on ocr-hook's comment (thumbs_up, thumbs_down, replies): the review history
+    # keeps it for `ocr-hook outcomes`
+    feedback: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, forge: str = "auto",
@@ -50,7 +53,9 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
         return Read(where=where)
     try:
         me = adapter.identity()
-        found = forge_dismissals(adapter.existing(), me, adapter.author(), where)
+        posted = adapter.existing()
+        found = forge_dismissals(posted, me, adapter.author(), where)
+        feedback = reactions(posted, me)
     except ApiRefusal as exc:
         hint = adapter.hints.get(exc.status or 0)
         return Read(where=where, note=f"dismissals on {where} not read: {one_line(str(exc))}"
@@ -60,4 +65,18 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
                                       f"API does not describe ({exc.__class__.__name__}); every finding counts")
     finally:
         adapter.close()
-    return Read(found, where)
+    return Read(found, where, feedback=feedback)
+
+
+def reactions(posted: Sequence[Posted], me: str | frozenset[str]) -> dict[str, dict[str, int]]:
+    """Per fingerprint of ocr-hook's own comments, the people's 👍, 👎 and replies on it (none: left out)."""
+    names = {me} if isinstance(me, str) else set(me)
+    out: dict[str, dict[str, int]] = {}
+    for p in posted:
+        fp = comment_fingerprint(p.body) if p.author in names else None
+        if fp is None:
+            continue
+        replies = sum(1 for r in p.replies if not r.bot and r.author not in names)
+        if p.thumbs_up or p.thumbs_down or replies:
+            out[fp] = {"thumbs_up": p.thumbs_up, "thumbs_down": p.thumbs_down, "replies": replies}
+    return out

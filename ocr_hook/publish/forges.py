@@ -17,8 +17,8 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
    put_summary(body, previous), resolve(posted), reply(posted, body) for each answered fixed thread,
    report_verdict(report, passed). Any of them may raise ApiRefusal: the run stops there with one line,
    exit 0; a refusal of resolve() or reply() (the review is posted by then) ends the published line
-   instead and the verdict still goes. The review in CI (publish.forge_dismissals.read) calls identity(), existing() and author()
-   only, and writes nothing.
+   instead and the verdict still goes. The review in CI (publish.forge_dismissals.read) calls identity(),
+   existing() and author() only, and writes nothing.
    * identity(): the name(s) the forge gives the token's user (GitLab `GET /user` username, Gitea
      `GET /user` login). Markers count only in what `existing()` lists with that author.
    * diff(): the lines the forge accepts inline comments on, per new path (pr_diff.file_lines for

@@ -82,7 +82,10 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
               ("GET", _AZ_PR + "/iterations/{iterationId}/changes"), ("GET", _AZ_PR + "/threads"),
               ("POST", _AZ_PR + "/threads"), ("PATCH", _AZ_PR + "/threads/{threadId}"),
               ("PATCH", _AZ_PR + "/threads/{threadId}/comments/{commentId}"),
-              ("GET", _AZ_PR + "/statuses"), ("POST", _AZ_PR + "/statuses")],
+              ("GET", _AZ_PR + "/statuses"), ("POST", _AZ_PR + "/statuses"),
+              # the pull request (its author), and a reply in a thread (DESIGN 18)
+              ("GET", _AZ_PR, _AZ + "/pullrequests/{pullRequestId}"),
+              ("POST", _AZ_PR + "/threads/{threadId}/comments")],
     "github": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),

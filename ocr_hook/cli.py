@@ -274,8 +274,8 @@ def doctor(config_file: str | None, format_: str, probe: bool) -> None:
 
 
 @cli.command()
-@click.argument("ids", nargs=-1, required=True, metavar="ID...")
-@click.option("--reason", required=True, metavar="TEXT",
+@click.argument("ids", nargs=-1, metavar="ID...")
+@click.option("--reason", metavar="TEXT",
               help="Why the finding is wrong; recorded, and taught to later reviews of the files in --paths.")
 @click.option("--paths", "paths", multiple=True, metavar="GLOB",
               help="Where the reason teaches (gitignore-style; repeat for more). Default: the finding's file.")
@@ -284,16 +284,24 @@ def doctor(config_file: str | None, format_: str, probe: bool) -> None:
               help="Look the ids up in this JSON report instead of the last review's memory.")
 @click.option("--config", "config_file", metavar="FILE", type=_FILE,
               help="Settings file instead of .ocr-hook.yaml at the repository root.")
-def dismiss(ids: tuple[str, ...], reason: str, paths: tuple[str, ...], expires: str | None,
-            from_file: str | None, config_file: str | None) -> None:
+@click.option("--from-forge", "from_forge", is_flag=False, flag_value="auto", default=None,
+              type=click.Choice(["auto", "github", "gitlab", "bitbucket", "azure", "gitea"]),
+              help="Keep the dismissals people made on this CI run's pull request (threads of ocr-hook's they "
+                   "resolved), each with their reply as the reason; the forge from the CI variables, or named.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, metavar="SECONDS",
+              help="With --from-forge: give up reading the pull request after this long.")
+def dismiss(ids: tuple[str, ...], reason: str | None, paths: tuple[str, ...], expires: str | None,
+            from_file: str | None, config_file: str | None, from_forge: str | None, timeout: float) -> None:
     """Record findings as wrong, with the reason, in the dismissals file (.ocr-hook/dismissed.yaml).
 
     ID is a finding's fingerprint or its first 8 or more characters (the text report shows them). Later
     reviews report the finding as dismissed and never block on it; once the file is committed, the reason
-    teaches the reviewer. Nothing is staged or committed."""
+    teaches the reviewer. With --from-forge, the findings and reasons are those people dismissed on the pull
+    request (IDs, if given, narrow them). Nothing is staged or committed."""
     from ocr_hook.commands import dismiss as dismiss_cmd
 
-    sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file))
+    sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file, from_forge=from_forge,
+                             timeout=timeout))
 
 
 @cli.command()

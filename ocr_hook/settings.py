@@ -24,7 +24,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
     "warm": ("auto", "on", "off"),  # DESIGN.md section 14 (ocr_hook.warm)
+    "summary_below": ("critical", "high", "medium", "low"),  # DESIGN.md 18: publishing's routing
 }
+# The categories summary_categories may name (ocr_hook.findings.model.Category, not imported: settings sit below it).
+CATEGORIES = ("bug", "security", "performance", "maintainability", "test", "style", "documentation", "other")
 PRICE_KEYS = ("input", "output", "cache_write", "cache_read")
 
 
@@ -109,6 +112,9 @@ class Settings(NamedTuple):
     context: bool = True  # the context pack in each file's first request (DESIGN.md 12, ocr_hook.context)
     context_tokens: int = 2000  # at most this many tokens of context pack per file
     claude_code_path: str | None = None  # provider claude-code: this `claude`, not the SDK's bundled one
+    # Publishing (DESIGN.md 18): findings below this severity, or of these categories, go to the summary, not inline.
+    summary_below: str = "medium"
+    summary_categories: tuple[str, ...] = ()
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -219,6 +225,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             raise bad()
         if key in _FILE_NAME_LISTS:
             _check_file_names(key, value, source)
+        if key == "summary_categories" and any(v not in CATEGORIES for v in value):
+            raise ConfigError(f"{source}: setting '{key}' takes categories ({', '.join(CATEGORIES)}), got {value!r}")
         return tuple(value)
     if ann == "Mapping[str, Price]":
         if not isinstance(value, Mapping):

@@ -41,6 +41,17 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("baseline", "A file of fingerprints to report as suppressed (`ocr-hook baseline` writes it)."),
         ("dismissals_file", "Where `ocr-hook dismiss` records dismissals, relative to the repository root "
                             "(see [Dismissals](dismissals.md))."),
+        ("summary_below", "`ocr-hook publish` lists findings below this severity in the pull request's summary "
+                          "instead of commenting them inline; never dropped, and the gate is unchanged (`low`: "
+                          "everything inline). Why `medium`: the people reading a pull request's diff want the "
+                          "findings that may need a change before merging beside the code, and a row of inline "
+                          "nits is what teaches them to skim past a bot's comments; the low ones stay one click "
+                          "away in the summary, each with its place and suggestion (see "
+                          "[Publishing](recipes/publish.md#what-goes-inline))."),
+        ("summary_categories", "Categories (`style`, `documentation`, ...) whose findings `ocr-hook publish` "
+                               "lists in the summary, not inline, whatever their severity. Empty by default: a "
+                               "category says what a finding is about, not how much it matters (a `test` finding "
+                               "can be a real gap), so leaving some out of the diff is each team's choice."),
     ]),
     ("Model", [
         ("provider", "`bedrock` and `vertex` use the SDK's Amazon Bedrock or Google Vertex client and their "

@@ -111,10 +111,17 @@ def publish_cli(repo: Path, env: dict[str, str], *args: str) -> Any:
     return ocr_hook(repo, env, "publish", *args)
 
 
+# The publishing tests assert which findings go inline; routing (summary_below, whose default sends the low
+# finding to the summary) is pinned off here, and tests of routing set it themselves.
+ROUTING_OFF = {"OCR_HOOK_SUMMARY_BELOW": "low"}
+
+
 def ocr_hook(repo: Path, env: dict[str, str], *args: str) -> Any:
-    """`ocr-hook ARGS` with `env` on a CI-free environment without tokens or Anthropic settings."""
+    """`ocr-hook ARGS` with `env` on a CI-free environment without tokens or Anthropic settings (routing off
+    unless `env` sets it)."""
     full = {k: v for k, v in ci_free_env(NO_PROXY="127.0.0.1,localhost").items()
             if not k.endswith("_TOKEN") and k != "SYSTEM_ACCESSTOKEN" and not k.startswith("ANTHROPIC_")}
+    full.update(ROUTING_OFF)
     full.update(env)
     # Not gitrepo.run_cli: that starts from os.environ, and the suite's own CI variables must not leak in.
     return forked_cli.run(list(args), cwd=repo, env=full, timeout=120, errors="replace")

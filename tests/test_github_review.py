@@ -24,6 +24,7 @@ from conftest import TEST_API_KEY
 from fake_api import FakeMessagesAPI, Reply, tool_use
 from fake_github import FakeGitHub, Pull
 from gitrepo import commit_all, git, make_repo, write
+from publish_support import ROUTING_OFF
 
 TOKEN = "ghs_fakeTokenValue0123456789abcdefABCDEF"
 PATH = "app.py"
@@ -104,7 +105,7 @@ def publish(case: Case, github: FakeGitHub, event: Path, *, report: Path | None 
             api_url: str | None = None, event_name: str = "pull_request") -> subprocess.CompletedProcess[str]:
     env = ci_free_env(GITHUB_ACTIONS="true", GITHUB_REPOSITORY="octo/app", GITHUB_EVENT_NAME=event_name,
                       GITHUB_EVENT_PATH=str(event), GITHUB_API_URL=api_url or github.url,
-                      NO_PROXY="127.0.0.1,localhost")
+                      NO_PROXY="127.0.0.1,localhost", **ROUTING_OFF)
     if token is not None:
         env["GITHUB_TOKEN"] = token
     proc = subprocess.run([sys.executable, "-m", "ocr_hook", "github-review", "--from",

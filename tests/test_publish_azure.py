@@ -17,6 +17,7 @@ import forked_cli
 import pytest
 from ci_repos import ci_free_env
 from fake_azure import AUTHOR, AzurePull, Change, FakeAzure, Iteration, person
+from publish_support import ROUTING_OFF
 from review_report_case import (
     AFTER,
     CONTEXT,
@@ -84,8 +85,8 @@ def pr_env(case: ReportCase, fake: FakeAzure, *, token: str | None = TOKEN, **ex
 
 
 def publish(case: ReportCase, env: dict[str, str], report: Path | None = None) -> subprocess.CompletedProcess[str]:
-    proc = forked_cli.run(["publish", "--from", str(report or case.report_path)], cwd=case.repo, env=env,
-                          timeout=60, errors="replace")
+    proc = forked_cli.run(["publish", "--from", str(report or case.report_path)], cwd=case.repo,
+                          env={**ROUTING_OFF, **env}, timeout=60, errors="replace")
     assert "Traceback" not in proc.stderr, proc.stderr
     assert TOKEN not in proc.stdout + proc.stderr
     return proc

@@ -4,6 +4,13 @@ The findings are looked up by fingerprint or unique prefix (at least 8 character
 memory, or with `--from FILE` in a JSON report. The command writes the dismissals file and nothing else: it
 never stages or commits (it prints the `git add` to run). Every refusal is one line and exit 2, with nothing
 written.
+
+`--from-forge` (DESIGN.md 18) keeps what people decided on the pull request instead: every finding a person
+with write access dismissed there by resolving ocr-hook's thread (as the review in CI reads it) becomes an
+entry with that person as `by`, the day of the resolve as `on`, their last reply as the reason and the
+request as `request`; the pull request is found from the CI variables `ocr-hook publish` reads, with the
+same token. It is a mode of `dismiss`, not a command of its own: it writes the same entries to the same
+file, looked up the same way; only who decided, and why, comes from the forge instead of the command line.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ocr_hook.changes.git import repo_top, run_git
 from ocr_hook.errors import ConfigError
@@ -26,20 +33,47 @@ _HEX = re.compile(r"[0-9a-f]+")
 _LOCK_TIMEOUT_S = 60.0
 
 
-def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | None, from_file: str | None,
-        config_file: str | None, *, environ: Mapping[str, str] | None = None, today: dt.date | None = None) -> int:
+class _Decided(NamedTuple):
+    """One finding to dismiss, and who decided it, when, why and where."""
+
+    finding: Mapping[str, Any]
+    reason: str
+    by: str | None
+    on: dt.date
+    request: str | None = None
+
+
+def run(ids: Sequence[str], reason: str | None, paths: Sequence[str], expires: str | None, from_file: str | None,
+        config_file: str | None, *, from_forge: str | None = None, timeout: float = 120.0,
+        environ: Mapping[str, str] | None = None, today: dt.date | None = None) -> int:
+    """`from_forge`: the forge ("auto", "gitlab", ...) whose pull request's dismissals to keep, instead of
+    `reason` (each has its own)."""
     environ = os.environ if environ is None else environ
     today = today or dt.date.today()
     cwd = os.getcwd()
     # Everything the user typed is checked before anything is read.
     wanted = [_check_id(i) for i in ids]
-    if not reason.strip():
+    if from_forge is None and not ids:
+        raise ConfigError("name the findings to dismiss (their ids), or keep a pull request's with --from-forge")
+    if from_forge is not None and reason is not None:
+        raise ConfigError("--reason and --from-forge: with --from-forge each dismissal keeps the reason its "
+                          "person gave on the pull request; leave --reason out")
+    if from_forge is None and not (reason or "").strip():
         raise ConfigError("--reason is empty: say why the finding is wrong (it is recorded and teaches later reviews)")
     until = _check_expiry(expires, today)
     _check_globs(paths)
     root, _head = repo_top(cwd)
     settings = load(root, config_file, flags={}, environ=environ)
     dismissals.load_file(root, settings.dismissals_file)  # a bad file: exit 2 before anything else
+    out: list[str] = []
+    if from_forge is not None:  # the forge first: a pull request with nothing dismissed needs no findings
+        found = _from_forge(from_forge, environ, timeout, root)
+        if wanted:
+            found = {fp: d for fp, d in found.items() if any(fp.startswith(w) for w in wanted)}
+        if not found:
+            sys.stdout.write("no finding was dismissed on the pull request by a person with write access "
+                             "(its author's own resolves do not count); nothing written\n")
+            return 0
     if from_file:
         candidates = _from_report(from_file)
     elif not settings.memory:
@@ -47,9 +81,20 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
                           "--json-output)")
     else:
         candidates = _from_memory(settings.cache_dir, root, environ)
-    chosen = [resolve(i, candidates) for i in wanted]
-    by = _user_email(root)
-    out: list[str] = []
+    if from_forge is None:
+        by = _user_email(root)
+        decided = [_Decided(resolve(i, candidates), (reason or "").strip(), by, today) for i in wanted]
+    else:
+        decided = []
+        known = {str(f["fingerprint"]): f for f in candidates}
+        for fp, d in sorted(found.items()):
+            if fp not in known:
+                out.append(f"{fp[:8]} (dismissed by {d.by} on {d.where}) is not a finding of the "
+                           f"{'report' if from_file else 'last review'}; not added (pass the review's --json-output "
+                           "with --from)")
+                continue
+            why = d.reason or f"{dismissals.NO_REPLY} on {d.where}"
+            decided.append(_Decided(known[fp], why, d.by, _day(d.at, today), d.where))
     # Read, add, write under a lock: two runs at once would each add to what they read, and the later write
     # would drop the other's entry. The file is read again here, inside the lock.
     with _dismissals_lock(root):
@@ -57,13 +102,14 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
         existing = dismissals.parse_text(text, settings.dismissals_file) if text is not None else ()
         live = dismissals.active(existing, today)
         added: list[dismissals.Dismissal] = []
-        for finding in dict((str(f["fingerprint"]), f) for f in chosen).values():
+        for item in dict((str(d.finding["fingerprint"]), d) for d in decided).values():
+            finding = item.finding
             fp = str(finding["fingerprint"])
             if fp in live:
                 out.append(f"{fp[:8]} ({finding['path']}) is already dismissed in {settings.dismissals_file} "
                            f"(on {live[fp].on}: {live[fp].reason}); not added again")
                 continue
-            entry = dismissals.new_entry(finding, reason, paths, by, today, until)
+            entry = dismissals.new_entry(finding, item.reason, paths, item.by, item.on, until, item.request)
             added.append(entry)
             out.append(f"dismissed {entry.short_id} ({entry.path}, {entry.severity} {entry.category}): {entry.reason}")
         if added:
@@ -75,6 +121,29 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
 
     sys.stdout.write("".join(sanitise(line) + "\n" for line in out))
     return 0
+
+
+def _from_forge(forge: str, environ: Mapping[str, str], timeout: float,
+                root: str) -> Mapping[str, dismissals.ForgeDismissal]:
+    """The pull request's person-made dismissals, read as the review reads them; a forge that cannot be read is
+    one line and exit 2 (nothing is written)."""
+    import time
+    from pathlib import Path
+
+    from ocr_hook.publish.forge_dismissals import read
+
+    got = read(environ, time.monotonic() + timeout, Path(root), forge=forge, quiet=False)
+    if got.note:
+        raise ConfigError(got.note)
+    return got.found
+
+
+def _day(at: str, today: dt.date) -> dt.date:
+    """The day of a forge's ISO 8601 time ("2026-12-05T10:00:00Z"), or today when it gives none."""
+    try:
+        return dt.date.fromisoformat(at[:10])
+    except ValueError:
+        return today
 
 
 def _check_id(raw: str) -> str:

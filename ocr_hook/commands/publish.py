@@ -13,8 +13,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ocr_hook.publish.report_input import ReportError, load_report
+
+if TYPE_CHECKING:
+    from ocr_hook.publish.plan import Routing
 
 TOKEN_VARIABLES = ("GITHUB_TOKEN", "GITLAB_TOKEN", "GITEA_TOKEN", "BITBUCKET_ACCESS_TOKEN", "SYSTEM_ACCESSTOKEN")
 DEFAULT_TIMEOUT_S = 120.0
@@ -30,6 +34,7 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
         raise ReportError(f"{command}: {report_path}: git tracks this file, so the change itself can write it; "
                           "give the review's --json-output a path no commit holds")
     report = load_report(report_path, f"{command}: {report_path}")
+    routing = _routing(checkout, env)
     say = _sayer(command, [env.get(name, "").strip() for name in TOKEN_VARIABLES])
     not_done = "review not published" if command == "github-review" else "nothing published"
 
@@ -46,7 +51,7 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
         say(f"{not_done}: {exc}")
         return 0
     try:
-        line = publish(adapter, report, checkout)
+        line = publish(adapter, report, checkout, routing)
     except NotApplicable as exc:  # the report is not of this request's head
         say(f"{not_done}{' on ' + exc.target if exc.target else ''}: {exc.reason}")
         return 0
@@ -64,6 +69,22 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
         adapter.close()
     say(line)
     return 0
+
+
+def _routing(checkout: Path | None, env: Mapping[str, str]) -> Routing:
+    """Which findings go to the summary instead of inline (settings summary_below, summary_categories), from
+    the settings as the review read them; settings that do not load (the review failed on them) give the
+    shipped defaults: publishing never fails over them."""
+    from ocr_hook.errors import ConfigError
+    from ocr_hook.findings.model import Severity
+    from ocr_hook.publish.plan import Routing
+    from ocr_hook.settings import load
+
+    try:
+        settings = load(checkout, None, flags={}, environ=env)
+    except ConfigError:  # the review said so already; publishing never fails over the settings: the defaults
+        settings = load(None, None, flags={}, environ={})
+    return Routing(Severity(settings.summary_below), frozenset(settings.summary_categories))
 
 
 def _sayer(command: str, tokens: list[str]) -> Callable[[str], None]:

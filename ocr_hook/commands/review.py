@@ -192,6 +192,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
                                           on_budget, memory, dismissed,
                                           intent=_Intent(intent, scope.kind), agent=agent)
         result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
+        if scope.kind == "base" and result.findings and any(environ.get(n, "").strip() for n in FORGE_TOKENS):
+            _apply_forge_dismissals(result, settings, environ, started, root)
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
             from ocr_hook.store.atomic import write_atomic
@@ -200,6 +202,26 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
+
+
+# A pull request's review in CI with one of these reads what people decided on its threads (DESIGN.md 18).
+FORGE_TOKENS = ("GITHUB_TOKEN", "GITLAB_TOKEN", "GITEA_TOKEN", "BITBUCKET_ACCESS_TOKEN", "SYSTEM_ACCESSTOKEN")
+
+
+def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: Mapping[str, str], started: float,
+                            root: str) -> None:
+    """Findings a person with write access dismissed on the pull request (resolved ocr-hook's thread) no longer
+    count for this review; reading the forge is bounded by what --timeout leaves, and a failure is one note."""
+    from pathlib import Path
+
+    from ocr_hook.findings.dismissals import apply_forge
+    from ocr_hook.publish.forge_dismissals import read
+
+    found = read(environ, started + settings.timeout, Path(root))
+    if found.note:
+        result.notes.append(found.note)
+    if found.found:
+        result.findings = apply_forge(result.findings, found.found)
 
 
 class _Intent(NamedTuple):

@@ -32,7 +32,8 @@ MESSAGE_CHARS = 200
 FINGERPRINT = re.compile(r"[0-9a-f]{32}")
 SHORT_ID = 8  # the text report shows this many characters of a fingerprint
 # The order of an entry's keys in the file; `paths`, `by` and `expires` may be left out.
-KEYS = ("fingerprint", "path", "category", "severity", "message", "reason", "paths", "by", "on", "expires")
+# `request`: the pull request where a person dismissed it (`ocr-hook dismiss --from-forge`).
+KEYS = ("fingerprint", "path", "category", "severity", "message", "reason", "paths", "by", "on", "expires", "request")
 REQUIRED = (*KEYS[:6], "on")
 # How much of the trusted revision's dismissals one reviewed file is taught: the most recent first.
 TEACH_MAX_ENTRIES = 12
@@ -79,6 +80,7 @@ class Dismissal(NamedTuple):
     by: str | None
     on: dt.date
     expires: dt.date | None = None
+    request: str | None = None  # where it was dismissed: "GitLab merge request group/app!3"
 
     def expired(self, today: dt.date) -> bool:
         """True from the expiry date on: `expires: 2027-03-01` suppresses up to 2027-02-28."""
@@ -99,6 +101,8 @@ class Dismissal(NamedTuple):
         out["on"] = self.on
         if self.expires is not None:
             out["expires"] = self.expires
+        if self.request:
+            out["request"] = self.request
         return out
 
 
@@ -171,8 +175,12 @@ def _entry(item: Any, where: str) -> Dismissal:
     if by is not None and not isinstance(by, str):
         raise ConfigError(f"{where}: 'by' must be text (an e-mail address), got {by!r}"[:300])
     expires = _date(item.get("expires"), where, "expires") if item.get("expires") is not None else None
+    request = item.get("request")
+    if request is not None and not isinstance(request, str):
+        raise ConfigError(f"{where}: 'request' must be text (the pull request it was dismissed on), got {request!r}"
+                          [:300])
     return Dismissal(fingerprint, path, category, severity, text("message", empty_ok=True), text("reason"),
-                     tuple(paths), by or None, _date(item["on"], where, "on"), expires)
+                     tuple(paths), by or None, _date(item["on"], where, "on"), expires, request or None)
 
 
 @functools.cache
@@ -263,12 +271,12 @@ def _one_line(text: str) -> str:
 
 
 def new_entry(finding: Mapping[str, Any], reason: str, paths: Sequence[str], by: str | None, on: dt.date,
-              expires: dt.date | None) -> Dismissal:
+              expires: dt.date | None, request: str | None = None) -> Dismissal:
     """An entry for a finding as the JSON report (or review memory) gives it."""
     path = str(finding["path"])
     message = _one_line(str(finding.get("message") or ""))[:MESSAGE_CHARS]
     return Dismissal(str(finding["fingerprint"]), path, str(finding["category"]), str(finding["severity"]),
-                     message, reason.strip(), tuple(paths) or (path,), by or None, on, expires)
+                     message, reason.strip(), tuple(paths) or (path,), by or None, on, expires, request or None)
 
 
 def file_text(entries: Iterable[Dismissal]) -> str:
@@ -375,6 +383,44 @@ def apply(findings: Iterable[Finding], entries: Sequence[Dismissal], today: dt.d
                          f"finding counts again (reason given then: {_one_line(old.reason)[:120]})")
         out.append(f)
     return out, notes
+
+
+class ForgeDismissal(NamedTuple):
+    """A finding a person dismissed for one pull request by resolving its thread on the forge (DESIGN.md 18)."""
+
+    fingerprint: str
+    by: str  # the forge's name for that person
+    at: str  # when, ISO 8601 as the forge gives it ("" when it does not say)
+    reason: str  # their last reply in the thread ("" when they wrote none)
+    where: str  # "GitLab merge request group/app!3"
+
+
+NO_REPLY = "resolved without a reply"
+
+
+def apply_forge(findings: Iterable[Finding], found: Mapping[str, ForgeDismissal]) -> list[Finding]:
+    """The findings a person dismissed on the forge, still raised with the same fingerprint, as `dismissed`:
+    their reply as the reason, who, when and where in `extra` (the report's `dismissal`). A finding suppressed
+    otherwise (baseline, inline, the dismissals file) keeps that."""
+    out: list[Finding] = []
+    for f in findings:
+        d = found.get(f.fingerprint)
+        if f.suppressed is None and d is not None:
+            f = f._replace(suppressed="dismissed", suppression_reason=d.reason or NO_REPLY,
+                           extra={**f.extra, "dismissed_by": d.by, "dismissed_at": d.at, "dismissed_in": d.where})
+        out.append(f)
+    return out
+
+
+def dismissal_words(f: Finding) -> str:
+    """A dismissed finding's reason as the reports give it: for one dismissed on the forge, who, where and when
+    before their words ("alice on GitLab merge request group/app!3 at 2026-12-05T10:00:00Z: not reachable")."""
+    reason = f.suppression_reason or ""
+    where = f.extra.get("dismissed_in")
+    if not where:
+        return reason
+    at = f.extra.get("dismissed_at")
+    return f"{f.extra.get('dismissed_by', '')} on {where}{' at ' + at if at else ''}: {reason}"
 
 
 def added_note(entries: Sequence[Dismissal], trusted: Sequence[Dismissal], name: str, label: str) -> str | None:

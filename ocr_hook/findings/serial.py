@@ -113,13 +113,24 @@ def finding_to_report(f: Finding) -> dict[str, Any]:
         "anchored": f.anchored,
         "fingerprint": f.fingerprint,
         "suppressed": f.suppressed,
-        "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss)
+        "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss, or a person's reply)
         "anchor_note": f.anchor_note,
         # The suggestion as an edit: whole lines start..end become `replacement` (no final line break).
         "fix": None if f.fix is None else f.fix.as_dict(),
         # Review memory: new, carried (from the last review) or late (raised now on unchanged lines).
         "status": f.status,
+        # Dismissed by a person on the pull request (DESIGN.md 18): by, at, in and the reason.
+        **({"dismissal": forge_dismissal_dict(f)} if f.extra.get("dismissed_in") else {}),
     }
+
+
+# A finding a person dismissed on the forge carries who, when and where in `extra`.
+FORGE_DISMISSAL_KEYS = {"by": "dismissed_by", "at": "dismissed_at", "in": "dismissed_in"}
+
+
+def forge_dismissal_dict(f: Finding) -> dict[str, str]:
+    return {**{key: f.extra.get(name, "") for key, name in FORGE_DISMISSAL_KEYS.items()},
+            "reason": f.suppression_reason or ""}
 
 
 class Report(NamedTuple):
@@ -133,6 +144,7 @@ class Report(NamedTuple):
     failed: int
     resolved: tuple[str, ...] = ()  # fingerprints of earlier findings review memory found fixed
     commit: str | None = None  # the reviewed commit as the scope names it (12+ hex digits); None: staged, unknown
+    reviewed: frozenset[str] = frozenset()  # the files whose review completed (coverage.reviewed)
 
 
 class ReportError(FatalError):
@@ -201,6 +213,7 @@ def parse_report(data: Any) -> Report:
         resolved=tuple(_fingerprint(r["fingerprint"]) for r in resolved
                        if isinstance(r, dict) and "fingerprint" in r),
         commit=reviewed_commit(data.get("scope")),
+        reviewed=frozenset(_text(p) for p in coverage.get("reviewed") or []),
     )
 
 
@@ -230,9 +243,19 @@ def finding_from_report(f: dict[str, Any]) -> Finding:
         anchored=bool(f["anchored"]),
         fingerprint=_fingerprint(f["fingerprint"]),
         suppressed=None if not f.get("suppressed") else _text(f["suppressed"]),
+        suppression_reason=None if f.get("suppression_reason") is None else _text(f["suppression_reason"]),
         fix=None if fix is None else Fix(int(fix["start_line"]), int(fix["end_line"]), _text(fix["replacement"])),
         status=_status(f.get("status")),
+        extra=_dismissal_extra(f.get("dismissal")),
     )
+
+
+def _dismissal_extra(data: Any) -> dict[str, str]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TypeError("dismissal must be an object")
+    return {name: _text(data.get(key, "")) for key, name in FORGE_DISMISSAL_KEYS.items()}
 
 
 def report_findings(data: Any, where: str) -> list[dict[str, Any]]:

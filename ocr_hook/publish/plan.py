@@ -7,8 +7,16 @@ text of them) and what earlier runs of the same publishing identity left there, 
   same in the reviewed checkout as on the head, not posted before; the most severe MAX_INLINE of
   them;
 * the rest, each with the reason, for the summary (with the verdict and the counts);
-* which earlier threads to resolve: those whose finding review memory found fixed;
+* which findings stay out of the diff however well they anchor (routing: below a severity, or of chosen
+  categories; they go to the summary, never dropped);
+* which earlier threads to resolve: those whose finding is fixed (`fixed`: review memory resolved it, or a
+  complete review of its file no longer raises it), whose first comment is ours, and that no person
+  answered; a fixed finding's thread that a person answered gets one short reply instead (`replies`);
 * whether anything is new at all (a re-run with the same findings and verdict posts nothing).
+
+And what people did with our threads (DESIGN.md 18): `forge_dismissals` gives the findings a person with
+write access (not a bot, not the request's author) dismissed by resolving its thread, or on Azure by
+setting it to won't fix, by design or closed.
 
 Markers make the re-run possible: every inline comment starts with
 `<!-- ocr-hook fingerprint=FP -->`, the summary with `<!-- ocr-hook review exit=N status=S
@@ -29,6 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ocr_hook.findings import Finding
+from ocr_hook.findings.dismissals import ForgeDismissal
+from ocr_hook.findings.model import Severity
 from ocr_hook.publish.pr_diff import CommentableLines, accepts, same_text
 from ocr_hook.publish.render import clip, code_span, fenced, inert, verbatim_ok, visible
 from ocr_hook.publish.report_input import Report
@@ -38,6 +48,8 @@ MAX_MESSAGE_INLINE = 8_000
 MAX_MESSAGE_BODY = 2_000
 
 _COMMENT_MARKER = re.compile(r"\A<!-- ocr-hook fingerprint=([0-9a-f]{8,64}) -->")
+# A reply saying a finding looks fixed, in a thread a person answered: a later run finds it and says it once.
+_FIXED_MARKER = re.compile(r"\A<!-- ocr-hook fixed fingerprint=([0-9a-f]{8,64}) -->")
 _SUMMARY_MARKER = re.compile(
     r"\A<!-- ocr-hook review exit=(\d{1,3}) status=([a-z]{1,20}) fingerprints=([0-9a-f,]*) -->")
 
@@ -65,6 +77,29 @@ def refused(forge: str) -> str:
 
 def stale_commit(kind: str) -> str:
     return f"the report is of another commit than the {kind}'s head"
+
+
+def routed_below(severity: str) -> str:
+    return f"below {severity}: kept out of the diff (setting summary_below)"
+
+
+def routed_category(category: str) -> str:
+    return f"a {category} finding: kept out of the diff (setting summary_categories)"
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """Which findings go to the summary however well they anchor (settings summary_below, summary_categories)."""
+
+    below: Severity | None = None  # findings of a lower severity than this
+    categories: frozenset[str] = frozenset()  # findings of these categories, whatever their severity
+
+    def why(self, f: Finding) -> str | None:
+        if self.below is not None and f.severity.rank < self.below.rank:
+            return routed_below(self.below.value)
+        if f.category.value in self.categories:
+            return routed_category(f.category.value)
+        return None
 
 
 # --- what earlier runs left ------------------------------------------------------------------------------
@@ -103,6 +138,7 @@ class Posted:
     resolved_at: str = ""
     thumbs_up: int = 0  # 👍 reactions from people on the comment that opened the thread
     thumbs_down: int = 0  # 👎
+    path: str = ""  # the file an inline comment is on, when the forge says (a fixed finding without memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +150,7 @@ class Earlier:
     inline: frozenset[str] = frozenset()  # the findings with a comment of their own
     summary: Posted | None = None  # the latest summary (a replace-style forge updates it)
     threads: Mapping[str, Posted] = field(default_factory=dict)  # fingerprint → its comment
+    names: frozenset[str] = frozenset()  # the publishing identity's names
 
 
 def comment_fingerprint(body: str) -> str | None:
@@ -128,11 +165,17 @@ def review_marker(body: str) -> tuple[int, str, list[str]] | None:
     return int(match.group(1)), match.group(2), [f for f in match.group(3).split(",") if f]
 
 
+def identity_names(me: str | Iterable[str]) -> frozenset[str]:
+    """The publishing identity's names: one, or the several it goes by (an adapter's identity())."""
+    names = {me} if isinstance(me, str) else set(me)
+    names.discard("")
+    return frozenset(names)
+
+
 def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
     """The markers in comments `me` wrote (oldest first); every other author's are ignored.
     `me`: the publishing identity's name, or the names it goes by."""
-    names = {me} if isinstance(me, str) else set(me)
-    names.discard("")
+    names = identity_names(me)
     seen: set[str] = set()
     inline: set[str] = set()
     threads: dict[str, Posted] = {}
@@ -148,7 +191,68 @@ def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
         elif marker := review_marker(p.body):
             last, summary = (marker[0], marker[1]), p
             seen.update(marker[2])
-    return Earlier(frozenset(seen), last, frozenset(inline), summary, threads)
+    return Earlier(frozenset(seen), last, frozenset(inline), summary, threads, names)
+
+
+# --- what people did with our threads ---------------------------------------------------------------------
+
+# Azure DevOps thread states that say "not going to change this" (the others: active, pending, fixed).
+DISMISSING_STATES = frozenset({"wontfix", "bydesign", "closed"})
+MAX_REASON = 500
+
+
+def person_replied(p: Posted, me: frozenset[str]) -> bool:
+    """Someone other than the publishing identity (and not a bot) answered in the thread."""
+    return any(r.author not in me and not r.bot for r in p.replies)
+
+
+def replied_fixed(p: Posted, me: frozenset[str]) -> bool:
+    """An earlier run already said in this thread that the finding looks fixed."""
+    return any(r.author in me and _FIXED_MARKER.match(r.body or "") for r in p.replies)
+
+
+def dismissed_by_person(p: Posted, me: frozenset[str], author: str) -> bool:
+    """The thread was closed by a person the forge says may write to the repository: resolved (a forge whose
+    threads have no states of their own) or set to a dismissing state (Azure); never by a bot, by the
+    publishing identity, or by the request's own author (nobody dismisses findings on their own change)."""
+    if not p.resolved_by or p.resolved_by_bot or not p.resolved_by_can_write:
+        return False
+    if p.resolved_by in me or (author and p.resolved_by == author):
+        return False
+    return p.state.lower() in DISMISSING_STATES if p.state else p.resolved
+
+
+def forge_dismissals(posted: Iterable[Posted], me: str | Iterable[str], author: str,
+                     where: str) -> dict[str, ForgeDismissal]:
+    """Fingerprint → the dismissal a person made on the forge (`where`: "GitLab merge request group/app!3"),
+    for our threads (first comment ours: marker and identity) that `dismissed_by_person`. The reason is
+    that person's last reply in the thread, when they wrote one."""
+    before = earlier(posted, me)
+    found: dict[str, ForgeDismissal] = {}
+    for fp, p in before.threads.items():
+        if not dismissed_by_person(p, before.names, author):
+            continue
+        said = [r for r in p.replies if r.author == p.resolved_by and (r.body or "").strip()]
+        reason = clip(" ".join(visible(said[-1].body).split()), MAX_REASON) if said else ""
+        found[fp] = ForgeDismissal(fp, p.resolved_by, p.resolved_at or (said[-1].at if said else ""), reason, where)
+    return found
+
+
+def fixed_fingerprints(report: Report, threads: Mapping[str, Posted]) -> frozenset[str]:
+    """The findings of earlier threads that are fixed: review memory resolved them, or (where no memory is
+    kept) a complete review of the thread's file in this report no longer raises them. A thread whose
+    file the adapter could not name is fixed only by memory's word."""
+    raised = {f.fingerprint for f in report.findings}
+    reviewed = set(report.reviewed)
+    gone = {fp for fp, p in threads.items() if p.path and p.path in reviewed and fp not in raised}
+    return frozenset(set(report.resolved) | gone)
+
+
+def fixed_reply_body(fingerprint: str) -> str:
+    """The one reply in a fixed finding's thread that a person answered (resolving it would hide their words)."""
+    return (f"<!-- ocr-hook fixed fingerprint={fingerprint} -->\n**ocr-hook**: this finding looks fixed: the "
+            "latest review of this file no longer raises it. The thread stays open because it has replies; "
+            "resolve it when the conversation is done.")
 
 
 # --- the plan ----------------------------------------------------------------------------------------------
@@ -169,19 +273,24 @@ class Plan:
     already: int  # findings an earlier run posted, not repeated
     suppressed: int
     post: bool  # False: nothing new since the latest summary
-    resolve: tuple[Posted, ...] = ()  # earlier comments whose finding memory resolved, still open
+    resolve: tuple[Posted, ...] = ()  # our earlier threads whose finding is fixed, still open, no person's reply
     note: str = ""  # a sentence for the summary (e.g. the report is of another commit)
+    replies: tuple[tuple[Posted, str], ...] = ()  # (thread, body): a fixed finding's thread a person answered
+    forge_dismissed: int = 0  # findings a person dismissed on the forge (their thread resolved), see forge_dismissals
+    kind: str = "pull request"
 
 
 def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, kind: str = "pull request",
                  forge: str = "GitHub", inline: bool = True, refused_fps: frozenset[str] = frozenset(),
                  reviewed: Mapping[str, Sequence[str]] | None = None, summary: SummaryStyle = "append",
-                 stale: bool = False) -> Plan:
+                 stale: bool = False, routing: Routing | None = None) -> Plan:
     """`kind` names the request in reasons ("merge request"). `inline=False` or a fingerprint in
     `refused_fps`: the forge refused those comments, list them. `reviewed`: the reviewed files' lines
     where they can be read; a finding whose lines differ from the head's goes in the summary (a file not
-    in it is not checked). `stale`: the report is of another commit, nothing inline."""
+    in it is not checked). `stale`: the report is of another commit, nothing inline. `routing`: findings
+    that go to the summary whatever their lines."""
     reviewed = reviewed or {}
+    routing = routing or Routing()
     live = sorted((f for f in report.findings if f.suppressed is None), key=importance)
     suppressed = len(report.findings) - len(live)
     # A replace-style summary is rewritten whole: only findings with their own comment are "posted".
@@ -191,7 +300,10 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
     listed: list[tuple[Finding, str]] = []
     for f in new:
         start, end = lines_of(f)
-        if not f.anchored or start < 1:
+        routed = routing.why(f)
+        if routed is not None:
+            listed.append((f, routed))
+        elif not f.anchored or start < 1:
             listed.append((f, UNANCHORED))
         elif stale:
             listed.append((f, stale_commit(kind)))
@@ -205,13 +317,17 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
             listed.append((f, OVER_CAP))
         else:
             comments.append(Inline(f, start, end))
-    resolved = set(report.resolved)
-    resolve = tuple(p for fp, p in sorted(before.threads.items())
-                    if fp in resolved and not p.resolved and p.resolvable and p.thread)
+    fixed = fixed_fingerprints(report, before.threads)
+    open_fixed = [(fp, p) for fp, p in sorted(before.threads.items()) if fp in fixed and not p.resolved and p.thread]
+    resolve = tuple(p for _fp, p in open_fixed if p.resolvable and not person_replied(p, before.names))
+    replies = tuple((p, fixed_reply_body(fp)) for fp, p in open_fixed
+                    if person_replied(p, before.names) and not replied_fixed(p, before.names))
     unchanged = before.last_review == (report.exit_code, report.status)
-    post = bool(new) or not unchanged or bool(resolve)
+    post = bool(new) or not unchanged or bool(resolve) or bool(replies)
     note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""
-    return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, resolve, note)
+    on_forge = sum(1 for f in report.findings if f.suppressed == "dismissed" and f.extra.get("dismissed_in"))
+    return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, resolve, note,
+                replies, on_forge, kind)
 
 
 def importance(f: Finding) -> tuple[Any, ...]:
@@ -308,6 +424,12 @@ def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
         parts.append(f"{len(plan.resolve)} resolved since (threads resolved)")
     head = ["### ocr-hook review", "", f"**{inert(report.verdict)}**" if report.verdict else "", "",
             "; ".join(parts) + "."]
+    if plan.forge_dismissed:
+        n = plan.forge_dismissed
+        head += ["", f"{n} finding{'s' if n != 1 else ''} dismissed on this {plan.kind} by a maintainer "
+                     f"resolving {'their threads' if n != 1 else 'its thread'} (not counted by the gate for this "
+                     f"change). To keep {'them' if n != 1 else 'it'} for later changes, with the reasons given, "
+                     f"run `{KEEP_COMMAND}` and commit the dismissals file it writes."]
     if plan.note:
         head += ["", plan.note]
     if report.status != "complete":
@@ -331,6 +453,9 @@ def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
     marker = (f"<!-- ocr-hook review exit={report.exit_code} status={_word(report.status)} "
               f"fingerprints={','.join(listed)} -->")
     return "\n".join([marker, *head, "", "\n\n".join(entries)]).rstrip() + "\n", tuple(listed)
+
+
+KEEP_COMMAND = "ocr-hook dismiss --from-forge"
 
 
 def _word(status: str) -> str:

@@ -3,7 +3,8 @@
 The same steps on every forge (forges.py documents the adapter's side): who publishes, the forge's
 diff, what this identity left before → the plan → the inline comments (those the forge refuses one
 by one move to the summary; a refusal of them all re-plans with everything in the summary) → the
-summary → resolved threads → the verdict where the forge has a status.
+summary → fixed findings' threads resolved (or, where a person answered, replied to once) → the verdict
+where the forge has a status.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText, NotApplicable
-from ocr_hook.publish.plan import Plan, Posted, comment_body, earlier, plan_publish, summary_body
+from ocr_hook.publish.plan import Plan, Posted, Routing, comment_body, earlier, plan_publish, summary_body
 from ocr_hook.publish.pr_diff import CommentableLines
 from ocr_hook.publish.report_input import Report
 
 MAX_READ = 8 * 1024 * 1024
 
 
-def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
+NO_ROUTING = Routing()
+
+
+def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Routing = NO_ROUTING) -> str:
     own = getattr(adapter, "publish_report", None)
     if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
         check_bound(report, adapter, checkout)
@@ -32,7 +36,8 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
     check_bound(report, adapter, checkout)  # (the head is known once the forge's diff is)
     before = earlier(adapter.existing(), me)
     reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
-    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style)
+    options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style,
+                   routing=routing)
     plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
     if not plan.post:
         # The status still goes on every run: a push makes a new iteration (Azure), whose status policy
@@ -52,7 +57,7 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
             refusal = f"{len(refused)} inline comment(s) refused"
     posted_inline = len(plan.inline)
     body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
-    if not posted_inline and not plan.resolve and not refusal and before.summary is not None \
+    if not posted_inline and not plan.resolve and not plan.replies and not refusal and before.summary is not None \
             and before.summary.body == body:
         adapter.report_verdict(report, report.exit_code == 0)
         return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this"
@@ -66,6 +71,8 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None) -> str:
         _put_summary(adapter, before.summary, body)
         posted_inline = 0
     resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
+    for thread, text in plan.replies:
+        adapter.reply(thread, text)
     adapter.report_verdict(report, report.exit_code == 0)
     line = _published(adapter, plan, posted_inline, resolved)
     return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
@@ -98,6 +105,8 @@ def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int) -> str:
         parts.append(f"{plan.suppressed} suppressed, not posted")
     if resolved:
         parts.append(f"{resolved} thread(s) resolved")
+    if plan.replies:
+        parts.append(f"{len(plan.replies)} answered thread(s) told the finding looks fixed")
     return f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
 
 

@@ -83,7 +83,9 @@ def _dismissed_entry(f: Finding, taken: set[str]) -> dict[str, Any]:
     """A dismissed finding as an `info` entry with its reason. Its own fingerprint: under the finding's, GitLab
     would pair it with the earlier pipeline's blocking entry and show the same issue, merely downgraded."""
     entry = _finding_entry(f, unique_fingerprint(_digest(DISMISSED_CHECK, f.fingerprint), taken))
-    reason = f.suppression_reason or "no reason recorded"
+    from ocr_hook.findings.dismissals import dismissal_words
+
+    reason = dismissal_words(f) or "no reason recorded"
     entry.update(check_name=DISMISSED_CHECK, severity="info",
                  description=f"dismissed ({reason}): {entry['description']}")
     return entry

@@ -178,12 +178,20 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
     if f.fix is not None:
         result["fixes"] = [_fix(f)]
     if f.suppressed:
-        result["suppressions"] = [{
+        suppression: dict[str, Any] = {
             "kind": SUPPRESSION_KIND.get(f.suppressed, "external"),
             "status": "accepted",
             "justification": f.suppression_reason
             or _SUPPRESSION_WHY.get(f.suppressed, f"Suppressed ({f.suppressed})."),
-        }]
+        }
+        if f.extra.get("dismissed_in"):  # a person's resolve on the pull request (DESIGN.md 18)
+            from ocr_hook.findings.dismissals import dismissal_words
+
+            suppression["justification"] = "Dismissed by " + dismissal_words(f)
+            suppression["properties"] = {"dismissedBy": f.extra.get("dismissed_by", ""),
+                                         "dismissedAt": f.extra.get("dismissed_at", ""),
+                                         "dismissedIn": f.extra["dismissed_in"]}
+        result["suppressions"] = [suppression]
     return result
 
 

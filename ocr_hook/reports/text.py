@@ -122,7 +122,12 @@ def one_line(finding: Finding, late_findings: str = "advisory") -> str:
     """`path:line [SEVERITY] category id: the message's first line` (a dismissed one: its reason instead)."""
     head = f"{_where(finding)} [{finding.severity.value.upper()}] {finding.category.value} {short_id_of(finding)}"
     if finding.suppressed == "dismissed":  # whatever its memory status: dismissed is what counts
-        return safe_for_log(f"{head}: dismissed: {finding.suppression_reason or ''}".rstrip())[:300]
+        reason = finding.suppression_reason or ""
+        if finding.extra.get("dismissed_in"):  # by a person on the pull request: who, where, when
+            from ocr_hook.findings.dismissals import dismissal_words
+
+            reason = "by " + dismissal_words(finding)
+        return safe_for_log(f"{head}: dismissed: {reason}".rstrip())[:300]
     first = (finding.message.strip().splitlines() or ["(no message)"])[0]
     label = _status_label(finding.status, late_findings)
     return safe_for_log(f"{head}{' ' + label if label else ''}: {first}")[:300]
@@ -239,6 +244,10 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     if dismissed:
         lines += ["", "Dismissed (never blocking; see `ocr-hook dismissed`):"]
         lines += [f"  {one_line(f)}" for f in dismissed]
+        on_forge = sum(1 for f in dismissed if f.extra.get("dismissed_in"))
+        if on_forge:  # for this pull request only, until recorded in the dismissals file
+            lines.append(f"  ({on_forge} dismissed on the pull request, for this change only; keep them with "
+                         "`ocr-hook dismiss --from-forge`)")
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
         if entries:

@@ -397,3 +397,70 @@ def test_a_reply_goes_into_the_thread_under_its_first_comment(case: ReportCase, 
     assert [(r.author, r.body, r.bot) for r in again.replies] == [
         (MEMBER["id"], "Is this right?", False), (azure.identity["id"], "Looks fixed now.", True)]
     assert thread["status"] == "active" and again.resolved_by == ""  # a reply resolves nothing
+
+
+def fixed_report(case: ReportCase, *messages: str) -> Path:
+    """The report of a later push that fixed the findings with these messages (review memory resolved them)."""
+    gone = {case.finding(m)["fingerprint"] for m in messages}
+    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
+    return case.with_findings("fixed-" + "-".join(sorted(gone))[:40],
+                              findings=[f for f in case.report["findings"] if f["fingerprint"] not in gone],
+                              resolved=[{k: f[k] for k in keys} for f in case.report["findings"]
+                                        if f["fingerprint"] in gone])
+
+
+def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: ReportCase, azure: FakeAzure) -> None:
+    env = pr_env(case, azure)
+    one_line(publish(case, env))
+    threads = by_fingerprint(azure)
+    plain, fixed = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(FIXED)["fingerprint"]]
+    azure.reply(fixed, "Why is this wrong?", MEMBER)
+    before = len(azure.requests)
+    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    assert "1 thread(s) resolved, 1 answered thread(s) told the finding looks fixed" in line
+    summary = f"/threads/{general(azure)[0]['id']}/"
+    writes = [r for r in azure.requests[before:] if r.method != "GET" and "/threads/" in r.path
+              and summary not in r.path + "/"]
+    assert [(r.method, r.path.rsplit("/threads/", 1)[1]) for r in writes] == [
+        ("PATCH", str(plain["id"])), ("POST", f"{fixed['id']}/comments")]
+    assert plain["status"] == "fixed" and fixed["status"] == "active"  # the person's words stay in sight
+    assert fixed["comments"][-1]["content"].startswith(
+        f"<!-- ocr-hook fixed fingerprint={case.finding(FIXED)['fingerprint']} -->")
+    assert {t["status"] for fp, t in by_fingerprint(azure).items() if t is not plain} == {"active"}
+    # The next run says nothing more in that thread.
+    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    assert "answered" not in line and len(fixed["comments"]) == 3
+
+
+def review_in_ci(case: ReportCase, azure: FakeAzure, out: Path) -> dict[str, Any]:
+    """`ocr-hook review --base main` as the build runs it, with the forge's token: it reads the threads."""
+    from fake_api import FakeMessagesAPI
+
+    with FakeMessagesAPI() as messages:
+        script_review(messages)
+        env = {k: v for k, v in pr_env(case, azure, **case.sdk_env(messages)).items()}
+        proc = forked_cli.run(["review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
+                               "nofilter", "-q", "--format", "json", "--json-output", str(out)],
+                              cwd=case.repo, env=env, timeout=120, errors="replace")
+    assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    report["exit"] = proc.returncode
+    return report
+
+
+def test_a_members_wont_fix_dismisses_the_finding_for_the_next_review(case: ReportCase, azure: FakeAzure,
+                                                                      tmp_path: Path) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    threads = by_fingerprint(azure)
+    plain, fixed = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(FIXED)["fingerprint"]]
+    azure.reply(plain, "f3 multiplies on purpose: it scales.", MEMBER)
+    azure.set_status(plain, "byDesign")
+    azure.reply(fixed, "It is fine, trust me.", AUTHOR)  # the pull request's own author
+    azure.set_status(fixed, "wontFix")
+    report = review_in_ci(case, azure, tmp_path / "again.json")
+    found = {f["fingerprint"]: f for f in report["findings"]}
+    dismissed = found[case.finding(PLAIN)["fingerprint"]]
+    assert dismissed["suppressed"] == "dismissed", dismissed
+    assert MEMBER["id"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
+    assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # the author's own won't fix
+    assert report["exit"] == 1  # the other findings still count

@@ -189,6 +189,8 @@ class AzureAdapter:
         theirs = [r for r in replies if r.author not in ("", self._me)]
         by = theirs[-1] if status in CLOSED and theirs else None
         liked = first.get("usersLiked")
+        context = t.get("threadContext") if isinstance(t.get("threadContext"), dict) else {}
+        path = context.get("filePath")
         return Posted(author=_id(first.get("author")), body=str(first.get("content") or ""),
                       id=f"{t.get('id')}/{first.get('id')}", thread=str(t.get("id") or ""),
                       resolved=status in CLOSED, created_at=str(first.get("publishedDate") or ""), replies=replies,
@@ -196,7 +198,8 @@ class AzureAdapter:
                       resolved_by=by.author if by else "", resolved_by_bot=by.bot if by else False,
                       resolved_by_can_write=by.can_write if by else False,
                       resolved_at=str(t.get("lastUpdatedDate") or "") if by else "",
-                      thumbs_up=sum(1 for u in liked if not _service(u)) if isinstance(liked, list) else 0)
+                      thumbs_up=sum(1 for u in liked if not _service(u)) if isinstance(liked, list) else 0,
+                      path=path[1:] if isinstance(path, str) and path.startswith("/") else "")
 
     def author(self) -> str:
         pr = self.api.get(self._pr, _PARAMS)

@@ -108,6 +108,7 @@ class GiteaAdapter:
         self._where[str(c.get("id", ""))] = (str(c.get("path") or ""), _int(c.get("position")),
                                              _int(c.get("original_position")))
         return Posted(_login(c), str(c.get("body") or ""), str(c.get("id", "")), thread=str(c.get("id", "")),
+                      path=str(c.get("path") or ""),
                       resolved=resolver is not None, resolvable=False, created_at=str(c.get("created_at") or ""),
                       replies=replies, resolved_by=by, resolved_by_bot=_bot(resolver),
                       resolved_by_can_write=bool(by) and ours and self._can_write(by), thumbs_up=up, thumbs_down=down)

@@ -417,3 +417,31 @@ def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: Repor
     assert MEMBER["uuid"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
     assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None
     assert proc.returncode == 1  # the other findings still count
+
+
+def test_a_bitbucket_mention_in_model_text_stays_inert(case: ReportCase, pr: FakeBitbucket) -> None:
+    # Bitbucket Cloud mentions an account by `@{account id}` in a comment's markdown.
+    report = case.with_findings("bb-mention", [{**case.finding(PLAIN),
+                                                 "message": "Ask @{557058:0f1e2d3c} about f3."}])
+    one_line(publish(case, comments_env(case, pr), report))
+    [comment] = [c for c in pr.comments[7] if "inline" in c]
+    assert "@\u200b{557058:0f1e2d3c}" in comment["content"]["raw"] and "@{" not in comment["content"]["raw"]
+
+
+def test_the_comments_recipe_runs_as_written(case: ReportCase, pr: FakeBitbucket, tmp_path: Path) -> None:
+    from fake_api import FakeMessagesAPI
+    from review_report_case import script_review
+
+    heading = "## Pull-request comments that resolve (`bitbucket_comments`)"
+    [step] = [s["step"] for s in docs_block("recipes/bitbucket.md", heading)["pipelines"]["pull-requests"]["**"]]
+    clone = case.ci_clone(tmp_path, single_branch=True)
+    with FakeMessagesAPI() as messages:
+        script_review(messages)
+        env = comments_env(case, pr, BITBUCKET_CLONE_DIR=str(clone), **case.sdk_env(messages))
+        review = run_step(step["script"], clone, env)
+        assert [p.returncode for p in review] == [0, 1], [p.stderr for p in review]  # git fetch; the gate fails
+        assert "not read" not in review[-1].stderr  # the review read the pull request's threads
+        [published] = run_step(step["after-script"], clone, env)
+    assert one_line(published).startswith("ocr-hook: publish: published comments on team/app pull request #7: ")
+    assert any(r.path.endswith("/pullrequests/7/comments") and r.method == "GET" for r in pr.requests[:3])
+    assert pr.reports[(case.head, "ocr-hook")]["result"] == "FAILED"

@@ -22,7 +22,15 @@ merge requests, discussions, notes and draft notes) and the error bodies GitLab 
 * POST …/draft_notes/bulk_publish → 204; the drafts become discussions by their author.
 * PUT …/draft_notes/:id/publish → 204; that one draft becomes a discussion.
 * POST …/notes {body} → 201; PUT …/notes/:note_id {body} → 200 (only its author: else 403).
-* PUT …/discussions/:discussion_id?resolved=true → 200.
+* PUT …/discussions/:discussion_id?resolved=true → 200; the first note's resolved_by is the token's user,
+  resolved_at now (false clears both).
+* POST …/discussions/:discussion_id/notes {body} → 201: a reply in the thread, by the token's user.
+* GET …/notes/:note_id/award_emoji → [{id, name, user: {id, username}}] (thumbsup, thumbsdown, …), paged.
+* GET /projects/:id/members/all/:user_id → the member with access_level (Developer 30, Maintainer 40, Owner
+  50; Reporter 20 and Guest 10 cannot push), inherited and invited members included; 404 {"message": "404
+  Not found"} for someone who is not one.
+* GET /users/:id → {id, username, bot, …}: `bot` is true for project, group and service-account bots.
+* Notes carry created_at, and resolved_by (the user object, or null) and resolved_at; the MR its author.
 * A `read_api` token (or GitLab CI's CI_JOB_TOKEN, which may not write notes) is 403 {"error":
   "insufficient_scope", …} on every write.
 """
@@ -53,6 +61,8 @@ class MergeRequest:
     diffs: list[dict[str, Any]]  # GitLab's diffs entries
     discussions: list[dict[str, Any]] = field(default_factory=list)
     drafts: list[dict[str, Any]] = field(default_factory=list)
+    author: str = "dev"  # who opened it
+    awards: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # note id → its emoji reactions
 
 
 class FakeGitLab(FakeForge):
@@ -64,6 +74,8 @@ class FakeGitLab(FakeForge):
         self.project_path, self.project_id = project_path, project_id
         self.users: dict[str, str] = {}  # token → username
         self.mrs: dict[int, MergeRequest] = {}
+        self.people: dict[str, dict[str, Any]] = {}  # username → {id, bot, access (the project's, or None)}
+        self.clock = 0  # each note and resolve a second later than the last
 
     @property
     def api(self) -> str:
@@ -76,7 +88,55 @@ class FakeGitLab(FakeForge):
         self.tokens[token] = "write"
         self.users[token] = username
         self.mrs.clear()
+        self.people.clear()
+        self.person(username, access=40, bot=True)  # a project access token's user is a bot
         return self
+
+    def person(self, username: str, *, access: int | None = 30, bot: bool = False) -> dict[str, Any]:
+        """A user of this GitLab: `access` is their access level in the project (None: not a member)."""
+        with self.lock:
+            known = self._known(username)
+            known.update(bot=bot, access=access)
+            return known
+
+    def _known(self, username: str) -> dict[str, Any]:  # (the caller holds the lock)
+        known = self.people.get(username)
+        if known is None:
+            known = self.people[username] = {"id": 1000 + len(self.people), "username": username, "bot": False,
+                                             "access": None}
+        return known
+
+    def user_of(self, username: str) -> dict[str, Any]:
+        """A user object as GitLab's replies give it (the caller holds the lock)."""
+        known = self._known(username)
+        return {"id": known["id"], "username": username, "name": username.title(), "state": "active",
+                "avatar_url": f"{self.url}/uploads/{username}.png", "web_url": f"{self.url}/{username}"}
+
+    def _now(self) -> str:
+        self.clock += 1
+        return f"2026-12-05T10:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
+
+    def thread(self, iid: int, fingerprint: str) -> dict[str, Any]:
+        """The discussion whose first note carries `fingerprint`'s marker."""
+        return next(d for d in self.mrs[iid].discussions
+                    if d["notes"][0]["body"].startswith(f"<!-- ocr-hook fingerprint={fingerprint} -->"))
+
+    def reply_as(self, iid: int, fingerprint: str, username: str, body: str) -> None:
+        """`username` answers in the thread of `fingerprint` (as GitLab's web page would post it)."""
+        with self.lock:
+            self._note(self.thread(iid, fingerprint), body, username)
+
+    def resolve_as(self, iid: int, fingerprint: str, username: str) -> None:
+        """`username` resolves the thread of `fingerprint` in GitLab's web page."""
+        with self.lock:
+            self._resolve(self.thread(iid, fingerprint)["notes"][0], username, True)
+
+    def award(self, iid: int, fingerprint: str, name: str, username: str) -> None:
+        with self.lock:
+            note = self.thread(iid, fingerprint)["notes"][0]
+            self.mrs[iid].awards.setdefault(note["id"], []).append(
+                {"id": next(self.ids), "name": name, "user": self.user_of(username), "created_at": self._now(),
+                 "awardable_id": note["id"], "awardable_type": "Note"})
 
     def add_mr(self, iid: int, head: str, base: str, diffs: list[dict[str, Any]]) -> MergeRequest:
         mr = MergeRequest(iid, head, base, base, diffs)
@@ -111,8 +171,20 @@ class FakeGitLab(FakeForge):
             return 401, {"message": "401 Unauthorized"}, {}
         path = rec.path.removeprefix("/api/v4")
         if path == "/user" and rec.method == "GET":
-            return 200, {"id": 7, "username": self.users.get(token, "ocr-bot"), "state": "active"}, {}
+            username = self.users.get(token, "ocr-bot")
+            return 200, {"id": self.user_of(username)["id"], "username": username, "state": "active"}, {}
+        if (u := re.fullmatch(r"/users/(\d+)", path)) and rec.method == "GET":
+            person = next((p for p in self.people.values() if p["id"] == int(u.group(1))), None)
+            if person is None:
+                return 404, {"message": "404 User Not Found"}, {}
+            return 200, {**self.user_of(person["username"]), "bot": person["bot"]}, {}
         project = rf"/projects/(?:{self.project_id}|{re.escape(self.project_path)})"
+        if (mem := re.fullmatch(project + r"/members/all/(\d+)", path)) and rec.method == "GET":
+            person = next((p for p in self.people.values() if p["id"] == int(mem.group(1))), None)
+            if person is None or person["access"] is None:
+                return 404, {"message": "404 Not found"}, {}
+            return 200, {**self.user_of(person["username"]), "access_level": person["access"],
+                         "membership_state": "active", "expires_at": None}, {}
         m = re.fullmatch(project + r"/merge_requests/(\d+)(/.*)?", path)
         if not m:
             return 404, {"message": "404 Project Not Found"}, {}
@@ -125,9 +197,11 @@ class FakeGitLab(FakeForge):
         username = self.users.get(token, "ocr-bot")
         if rec.method == "GET":
             if rest == "":
-                return 200, {"iid": mr.iid, "sha": mr.head_sha, "state": "opened",
+                return 200, {"iid": mr.iid, "sha": mr.head_sha, "state": "opened", "author": self.user_of(mr.author),
                              "diff_refs": {"base_sha": mr.base_sha, "head_sha": mr.head_sha,
                                            "start_sha": mr.start_sha}}, {}
+            if aw := re.fullmatch(r"/notes/(\d+)/award_emoji", rest):
+                return self.page(rec, mr.awards.get(int(aw.group(1)), []))
             if rest == "/diffs":
                 return self.page(rec, mr.diffs)
             if rest == "/discussions":
@@ -175,14 +249,36 @@ class FakeGitLab(FakeForge):
             first = found["notes"][0]
             if not first["resolvable"]:
                 return 400, {"message": "400 Bad request - Discussion is not resolvable"}, {}
-            first["resolved"] = rec.query.get("resolved") == "true"
+            self._resolve(first, username, rec.query.get("resolved") == "true")
             return 200, found, {}
+        if (d := re.fullmatch(r"/discussions/([0-9a-f]+)/notes", rest)) and rec.method == "POST":
+            found = next((x for x in mr.discussions if x["id"] == d.group(1)), None)
+            if found is None:
+                return 404, {"message": "404 Not found"}, {}
+            body = (rec.body or {}).get("body") if isinstance(rec.body, dict) else None
+            if not isinstance(body, str) or not body:
+                return 400, {"message": "400 Bad request - Note {:note=>[\"can't be blank\"]}"}, {}
+            return 201, self._note(found, body, username), {}
         return 404, {"error": "404 Not Found"}, {}
+
+    def _note(self, discussion: dict[str, Any], body: str, username: str) -> dict[str, Any]:
+        first = discussion["notes"][0]
+        note = {"id": next(self.ids), "type": "DiffNote" if first["position"] else "DiscussionNote", "body": body,
+                "author": self.user_of(username), "system": False, "resolvable": first["resolvable"],
+                "resolved": first["resolved"], "resolved_by": None, "resolved_at": None,
+                "position": first["position"], "created_at": self._now()}
+        discussion["notes"].append(note)
+        return note
+
+    def _resolve(self, first: dict[str, Any], username: str, resolved: bool) -> None:
+        first.update(resolved=resolved, resolved_by=self.user_of(username) if resolved else None,
+                     resolved_at=self._now() if resolved else None)
 
     def _discussion(self, mr: MergeRequest, body: str, username: str, position: dict | None) -> dict[str, Any]:
         note = {"id": next(self.ids), "type": "DiffNote" if position else None, "body": body,
-                "author": {"id": 7, "username": username}, "system": False, "resolvable": position is not None,
-                "resolved": False, "position": position}
+                "author": self.user_of(username), "system": False, "resolvable": position is not None,
+                "resolved": False, "resolved_by": None, "resolved_at": None, "position": position,
+                "created_at": self._now()}
         discussion = {"id": f"{next(self.ids):040x}", "individual_note": position is None, "notes": [note]}
         mr.discussions.append(discussion)
         return discussion

@@ -131,7 +131,14 @@ def _from_forge(forge: str, environ: Mapping[str, str], timeout: float,
     from pathlib import Path
 
     from ocr_hook.publish.forge_dismissals import read
+    from ocr_hook.publish.forges import FORGES, NotApplicable, detect
 
+    if forge == "auto":
+        try:
+            forge = detect(environ)
+        except NotApplicable:
+            raise ConfigError("--from-forge: this is not a CI run of a known forge; name the forge (--from-forge "
+                              f"{'|'.join(FORGES)}) and set the variables its recipe names") from None
     got = read(environ, time.monotonic() + timeout, Path(root), forge=forge, quiet=False)
     if got.note:
         raise ConfigError(got.note)

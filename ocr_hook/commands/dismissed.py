@@ -49,4 +49,6 @@ def render_text(name: str, entries: tuple[dismissals.Dismissal, ...], today: dt.
         lines.append(safe_for_log(f"      reason: {' '.join(e.reason.split())}"))
         if list(e.paths) != [e.path]:
             lines.append(safe_for_log(f"      teaches: {', '.join(e.paths)}"))
+        if e.request:
+            lines.append(safe_for_log(f"      dismissed on: {e.request}"))
     return "\n".join(lines) + "\n"

@@ -40,6 +40,10 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
                                               f": {exc.reason}")
     except ApiRefusal as exc:  # a token or URL refused before any request
         return Read(note=f"dismissals on the pull request not read: {one_line(str(exc))}")
+    except (TypeError, ValueError, AttributeError, KeyError, OverflowError, OSError) as exc:
+        # the CI variables or the event file an adapter reads are not what the forge writes: never the review's end
+        return Read(note=f"dismissals on the pull request not read: the CI environment is not what the forge "
+                         f"sets ({exc.__class__.__name__})")
     where = f"{adapter.forge} {adapter.kind} {adapter.target}"
     if not hasattr(adapter, "author"):  # an adapter that cannot name the request's author cannot tell a dismissal
         adapter.close()

@@ -13,7 +13,16 @@ GitLab refuses with 400 (`line_code`: the position is not on its diff) moves its
 the others still post. A fix is ```suggestion:-0+N``` on the finding's first line, N lines below it.
 Pending drafts an earlier run could not publish are deleted first. The note is updated in place on
 later runs (found by its marker, among this identity's notes only), never posted twice. A
-discussion whose finding review memory found fixed is resolved.
+discussion whose finding is fixed is resolved, or, when a person answered in it, replied to once.
+
+What people did with a thread (DESIGN.md 18): the first note's `resolved_by` and `resolved_at`, the later
+notes as replies; whether the person who resolved it may write is their access level in the project
+(`members/all/:user_id`, inherited and invited members included: Developer, 30, or more can push), and
+whether they are a bot the user's `bot` flag (`users/:id`: project and group access tokens act as bot
+users), each looked up once per person and only for threads someone else resolved; the authors of later
+notes in ocr-hook's own threads are checked for `bot` the same way (a bot's note is nobody's answer).
+👍/👎 are the first note's award emoji `thumbsup`/`thumbsdown`, one request per thread: read only when
+`with_reactions` is set.
 """
 
 from __future__ import annotations
@@ -26,12 +35,13 @@ from urllib.parse import quote
 from ocr_hook.cienv.guess import value
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, check_token
 from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
-from ocr_hook.publish.plan import Posted, comment_fingerprint
+from ocr_hook.publish.plan import Posted, Reply, comment_fingerprint
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines, file_lines
 from ocr_hook.publish.report_input import Report
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 MAX_NOTE = 1_000_000  # characters GitLab takes in one note
+DEVELOPER = 30  # the lowest access level that may push (Guest 10, Reporter 20, Maintainer 40, Owner 50)
 
 
 class GitLabAdapter:
@@ -54,16 +64,34 @@ class GitLabAdapter:
         self._mr = f"projects/{quote(project, safe='')}/merge_requests/{iid}"
         self.head_sha = ""
         self._refs: dict[str, str] = {}
+        self._project = quote(project, safe="")
+        self._me = ""
+        self._request: dict[str, Any] | None = None
+        self._writers: dict[int, bool] = {}  # user id → may push (looked up once per person)
+        self._bots: dict[int, bool] = {}  # user id → is a bot
+        self.with_reactions = False  # read 👍/👎 too (a request per thread)
 
     def identity(self) -> str:
         me = self.api.get("user")
         name = me.get("username") if isinstance(me, dict) else None
         if not isinstance(name, str) or not name:
             raise ApiRefusal(200, "GET /user: the answer names no username")
+        self._me = name
         return name
 
+    def author(self) -> str:
+        return _username(self._merge_request())
+
+    def _merge_request(self) -> dict[str, Any]:
+        if self._request is None:
+            mr = self.api.get(self._mr)
+            if not isinstance(mr, dict):
+                raise ApiRefusal(200, "GET the merge request: the answer is not an object")
+            self._request = mr
+        return self._request
+
     def diff(self) -> CommentableLines:
-        mr = self.api.get(self._mr)
+        mr = self._merge_request()
         refs = mr.get("diff_refs") if isinstance(mr, dict) else None
         if not isinstance(refs, dict) or not all(isinstance(refs.get(k), str) for k in ("base_sha", "head_sha",
                                                                                          "start_sha")):
@@ -85,10 +113,64 @@ class GitLabAdapter:
             first = notes[0] if isinstance(notes, list) and notes and isinstance(notes[0], dict) else None
             if first is None:
                 continue
+            ours = bool(self._me) and _username(first) == self._me
+            replies = tuple(self._reply(n, ours) for n in notes[1:] if isinstance(n, dict) and not n.get("system"))
+            position = first.get("position")
+            path = position.get("new_path") if isinstance(position, dict) else None
+            resolver = first.get("resolved_by") if first.get("resolved") else None
+            by = _username({"author": resolver})
+            can_write = bool(by) and by != self._me and self._can_write(resolver)
+            up, down = self._reactions(first) if self.with_reactions else (0, 0)
             posted.append(Posted(_username(first), str(first.get("body") or ""), str(first.get("id", "")),
                                  str(discussion.get("id", "")), bool(first.get("resolved")),
-                                 bool(first.get("resolvable"))))
+                                 bool(first.get("resolvable")), str(first.get("created_at") or ""), replies,
+                                 resolved_by=by, resolved_by_bot=can_write and self._is_bot(resolver),
+                                 resolved_by_can_write=can_write, resolved_at=str(first.get("resolved_at") or ""),
+                                 thumbs_up=up, thumbs_down=down, path=path if isinstance(path, str) else ""))
         return posted
+
+    def _reply(self, note: dict[str, Any], ours: bool) -> Reply:
+        """A later note; in a thread of ours, whether its author is a bot (a bot's note is not a person's answer)."""
+        author = _username(note)
+        bot = ours and author != self._me and self._is_bot(note.get("author"))
+        return Reply(author, str(note.get("body") or ""), str(note.get("created_at") or ""), bot=bot)
+
+    def _can_write(self, user: Any) -> bool:
+        """The user's access level in the project (inherited and invited included) lets them push."""
+        user_id = _user_id(user)
+        if user_id is None:
+            return False
+        if user_id not in self._writers:
+            try:
+                member = self.api.get(f"projects/{self._project}/members/all/{user_id}")
+            except ApiRefusal as exc:
+                if exc.status != 404:  # 404: not a member, so no write access
+                    raise
+                member = {}
+            level = member.get("access_level") if isinstance(member, dict) else None
+            self._writers[user_id] = isinstance(level, int) and not isinstance(level, bool) and level >= DEVELOPER
+        return self._writers[user_id]
+
+    def _is_bot(self, user: Any) -> bool:
+        """GitLab's `bot` flag of the user (project and group access tokens, service accounts)."""
+        user_id = _user_id(user)
+        if user_id is None:
+            return False
+        if user_id not in self._bots:
+            profile = self.api.get(f"users/{user_id}")
+            self._bots[user_id] = isinstance(profile, dict) and profile.get("bot") is True
+        return self._bots[user_id]
+
+    def _reactions(self, note: dict[str, Any]) -> tuple[int, int]:
+        """👍 and 👎 on a note from anyone but the publishing identity."""
+        if not isinstance(note.get("id"), int):
+            return 0, 0
+        names = [a.get("name") for a in self.api.get_all(f"{self._mr}/notes/{note['id']}/award_emoji")
+                 if _username({"author": a.get("user")}) != self._me]
+        return names.count("thumbsup"), names.count("thumbsdown")
+
+    def reply(self, posted: Posted, body: str) -> None:
+        self.api.post(f"{self._mr}/discussions/{quote(posted.thread, safe='')}/notes", {"body": body})
 
     def post_inline(self, items: Sequence[InlineText]) -> frozenset[str]:
         # Drafts an earlier run left unpublished (its bulk_publish failed) would be published with these:
@@ -141,6 +223,11 @@ class GitLabAdapter:
 
     def close(self) -> None:
         self.api.__exit__(None, None, None)
+
+
+def _user_id(user: Any) -> int | None:
+    user_id = user.get("id") if isinstance(user, dict) else None
+    return user_id if isinstance(user_id, int) and not isinstance(user_id, bool) else None
 
 
 def _username(note: dict[str, Any]) -> str:

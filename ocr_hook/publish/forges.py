@@ -14,14 +14,24 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
    the root, and 429s wait within the deadline.
 2. The object it returns has the attributes and methods of `Adapter` below. The driver calls, in
    order: identity(), diff(), existing(), then (when the plan has anything new) post_inline(items),
-   put_summary(body, previous), resolve(posted), report_verdict(report, passed). Any of them may raise
-   ApiRefusal: the run stops there with one line, exit 0.
+   put_summary(body, previous), resolve(posted), reply(posted, body) for each answered fixed thread,
+   report_verdict(report, passed). Any of them may raise ApiRefusal: the run stops there with one line,
+   exit 0. The review in CI (publish.forge_dismissals.read) calls identity(), existing() and author()
+   only, and writes nothing.
    * identity(): the name(s) the forge gives the token's user (GitLab `GET /user` username, Gitea
      `GET /user` login). Markers count only in what `existing()` lists with that author.
    * diff(): the lines the forge accepts inline comments on, per new path (pr_diff.file_lines for
      header-less hunks, pr_diff.unified_diff_lines for a whole diff), with the head's text of them.
    * existing(): every comment/thread/annotation on the request as `plan.Posted` (author, body, the ids
-     the adapter needs to update or resolve it). Nothing else: the driver finds the markers.
+     the adapter needs to update or resolve it). Nothing else: the driver finds the markers. What people
+     did with a thread (DESIGN.md 18) goes in the rest of Posted where the forge can tell: `path` (the
+     file an inline comment is on: a fixed finding without memory), `replies` (later comments, oldest
+     first), `resolved_by`/`resolved_at` and, for a thread someone other than the identity resolved,
+     `resolved_by_can_write` (the forge's own word: role, permission, association) and
+     `resolved_by_bot`; `state` where threads have more states than resolved (Azure: wontFix, byDesign,
+     closed dismiss); 👍/👎 in `thumbs_up`/`thumbs_down` (a forge needing a request per comment for them
+     reads them only when its adapter's `with_reactions` is set). plan.forge_dismissals decides.
+   * author(): the request's author, spelt as Posted.author (their own resolve never dismisses).
    * post_inline(items): post each `InlineText` (its `body` is already rendered in the adapter's
      `fix_style`; a forge that shows plain text renders `item.inline.finding` with render.plain instead).
      Return the fingerprints the forge refused one by one (they move to the summary). Raise
@@ -29,8 +39,9 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
      in the summary and calls post_inline([]) and put_summary once more).
    * put_summary(body, previous): "append" forges post a new one; "replace" forges update `previous`
      (the latest summary this identity wrote) or create one when it is None.
-   * resolve(posted): resolve these threads (their finding was fixed, review memory says); return how
-     many. A forge without threads returns 0.
+   * resolve(posted): resolve these threads (their finding is fixed: plan.fixed_fingerprints); return how
+     many. A forge without threads returns 0. Never called for a thread a person answered:
+   * reply(posted, body): one comment in that thread (the finding looks fixed).
    * report_verdict(report, passed): a status where the forge has one (Azure PR status, Bitbucket
      report result); nothing elsewhere.
 3. Add its name to FORGES and its module to ADAPTERS here, and its CI marker to `detect`.

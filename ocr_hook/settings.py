@@ -115,6 +115,8 @@ class Settings(NamedTuple):
     # Publishing (DESIGN.md 18): findings below this severity, or of these categories, go to the summary, not inline.
     summary_below: str = "medium"
     summary_categories: tuple[str, ...] = ()
+    # Bitbucket Cloud pull requests: findings as comments whose threads resolve, not Code Insights annotations.
+    bitbucket_comments: bool = False
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""

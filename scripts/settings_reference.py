@@ -52,6 +52,13 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
                                "lists in the summary, not inline, whatever their severity. Empty by default: a "
                                "category says what a finding is about, not how much it matters (a `test` finding "
                                "can be a real gap), so leaving some out of the diff is each team's choice."),
+        ("bitbucket_comments", "On a Bitbucket Cloud pull request, `ocr-hook publish` posts the findings as pull "
+                               "request comments (inline where their lines are in the diff, the rest in one "
+                               "summary comment) whose threads it resolves when a later push fixes them, and "
+                               "reads a maintainer's resolve as a dismissal; the Code Insights report stays the "
+                               "verdict, without annotations. Off by default: it needs an access token with more "
+                               "scopes than Code Insights does (see [Bitbucket](recipes/bitbucket.md"
+                               "#pull-request-comments-that-resolve-bitbucket_comments))."),
     ]),
     ("Model", [
         ("provider", "`bedrock` and `vertex` use the SDK's Amazon Bedrock or Google Vertex client and their "

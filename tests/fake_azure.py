@@ -2,7 +2,7 @@
 
 Built from the Azure DevOps Services REST reference (learn.microsoft.com/rest/api/azure/devops/git, 7.1),
 under {collection}/{project}/_apis/git/repositories/{repositoryId}:
-  GET   pullRequests/{id}                                     the pull request
+  GET   pullRequests/{id}                                     the pull request (createdBy: its author)
   GET   pullRequests/{id}/iterations                          {"value": [...], "count": n}
   GET   pullRequests/{id}/iterations/{it}/changes             $top/$skip pages; nextSkip/nextTop (0: no more)
   GET   items?path=&versionDescriptor.version=SHA&…&includeContent=true   a file at a commit
@@ -10,6 +10,7 @@ under {collection}/{project}/_apis/git/repositories/{repositoryId}:
   POST  pullRequests/{id}/threads                              threadContext + pullRequestThreadContext
   PATCH pullRequests/{id}/threads/{tid}                       status (active, fixed, closed, …)
   PATCH pullRequests/{id}/threads/{tid}/comments/{cid}        a comment's content (its author only)
+  POST  pullRequests/{id}/threads/{tid}/comments              a reply (parentCommentId: the comment answered)
   POST  pullRequests/{id}/statuses                            context {name, genre}, state, iterationId
   GET   pullRequests/{id}/statuses
 and {collection}/_apis/connectionData (the authenticated identity). Every request needs `api-version`
@@ -21,10 +22,14 @@ What Azure does not document and the fake checks all the same (messages ours): a
 iteration context must name existing iterations, its changeTrackingId one of those iterations' changes
 for that path, its lines must exist in that file at the iteration's source commit.
 `fail()` (tests/fake_forge.py) queues answers (429 with Retry-After, 500) for the next matching requests.
+What people do in the web UI, for the tests: `reply` (a comment in a thread), `set_status` (won't fix, by
+design, closed...: Azure records no author for it, only the thread's lastUpdatedDate), `like` (usersLiked).
+People's identities carry an `aad.` subject descriptor, the build service's is `svc.`.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,11 +55,22 @@ class Iteration:
     changes: list[Change]
 
 
+PERSON = {"id": "p-0001", "displayName": "A Person", "uniqueName": "person@example.com", "descriptor": "aad.cDAwMDE"}
+AUTHOR = {"id": "p-0002", "displayName": "The Author", "uniqueName": "author@example.com",
+          "descriptor": "aad.cDAwMDI"}
+
+
+def person(n: int, name: str) -> dict[str, str]:
+    return {"id": f"p-{n:04d}", "displayName": name, "uniqueName": f"{name.lower().replace(' ', '.')}@example.com",
+            "descriptor": f"aad.cDAw{n:04d}"}
+
+
 @dataclass
 class AzurePull:
     number: int
     iterations: list[Iteration]
     status: str = "active"
+    created_by: dict[str, str] = field(default_factory=lambda: dict(AUTHOR))
     threads: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
 
@@ -68,7 +84,9 @@ class FakeAzure(FakeForge):
         self.organization, self.project, self.repository_id = organization, project, repository_id
         self.identity = {"id": "a1b2c3d4-0000-4000-8000-000000000001",
                          "displayName": f"{project} Build Service ({organization})",
-                         "uniqueName": "Build\\a1b2c3d4-0000-4000-8000-000000000001"}
+                         "uniqueName": "Build\\a1b2c3d4-0000-4000-8000-000000000001",
+                         "descriptor": "svc.YTFiMmMzZDQ"}
+        self.clock = itertools.count(1)  # the fake's time: each change a second later
         self.pulls: dict[int, AzurePull] = {}
         self.files: dict[tuple[str, str], str] = {}  # (commit, "/path") → content
         super().__init__(page_size=page_size)  # Azure's changes default to $top=100 (at most 2,000)
@@ -85,16 +103,40 @@ class FakeAzure(FakeForge):
     def add_thread(self, number: int, content: str, *, author: dict[str, str] | None = None,
                    path: str | None = None, line: int | None = None, status: str = "active") -> dict[str, Any]:
         """A thread somebody else started (a person, by default)."""
-        who = author or {"id": "p-0001", "displayName": "A Person", "uniqueName": "person@example.com"}
+        who = author or dict(PERSON)
         thread: dict[str, Any] = {"id": next(self.ids), "status": status, "isDeleted": False,
+                                  "lastUpdatedDate": self.now(),
                                   "comments": [{"id": 1, "parentCommentId": 0, "author": who, "content": content,
-                                                "commentType": "text"}]}
+                                                "commentType": "text", "publishedDate": self.now(),
+                                                "usersLiked": []}]}
         if path is not None:
             thread["threadContext"] = {"filePath": path, "rightFileStart": {"line": line, "offset": 1},
                                        "rightFileEnd": {"line": line, "offset": 1}}
         with self.lock:
             self.pulls[number].threads.append(thread)
         return thread
+
+    def now(self) -> str:
+        return f"2026-12-06T05:{next(self.clock) % 60:02d}:00Z"
+
+    def reply(self, thread: dict[str, Any], content: str, who: dict[str, str] | None = None) -> dict[str, Any]:
+        """A person answers in a thread (the web UI's reply)."""
+        with self.lock:
+            comment = {"id": max(c["id"] for c in thread["comments"]) + 1, "parentCommentId": 1,
+                       "author": dict(who or PERSON), "content": content, "commentType": "text",
+                       "publishedDate": self.now(), "usersLiked": []}
+            thread["comments"].append(comment)
+            thread["lastUpdatedDate"] = comment["publishedDate"]
+        return comment
+
+    def set_status(self, thread: dict[str, Any], status: str) -> None:
+        """A person sets a thread's status in the web UI: Azure keeps no author for it."""
+        with self.lock:
+            thread["status"], thread["lastUpdatedDate"] = status, self.now()
+
+    def like(self, thread: dict[str, Any], who: dict[str, str]) -> None:
+        with self.lock:
+            thread["comments"][0].setdefault("usersLiked", []).append(dict(who))
 
     def route(self, rec: Recorded, token: str) -> Answer:
         bearer = rec.headers.get("authorization", "").lower().startswith("bearer ")
@@ -132,7 +174,7 @@ class FakeAzure(FakeForge):
                           "GitNeedsPermissionException", "Microsoft.TeamFoundation.Git.Server")
         if sub == "" and rec.method == "GET":
             last = pull.iterations[-1]
-            return 200, {"pullRequestId": pull.number, "status": pull.status,
+            return 200, {"pullRequestId": pull.number, "status": pull.status, "createdBy": dict(pull.created_by),
                          "lastMergeSourceCommit": {"commitId": last.source_commit},
                          "lastMergeTargetCommit": {"commitId": last.target_commit}}, {}
         if sub == "/iterations" and rec.method == "GET":
@@ -154,6 +196,12 @@ class FakeAzure(FakeForge):
                 return self._update_thread(thread, rec.body)
             if rec.method == "PATCH":
                 return self._update_comment(thread, int(t.group(2)), rec.body)
+        if (t := re.fullmatch(r"/threads/(\d+)/comments", sub)) and rec.method == "POST":
+            thread = next((x for x in pull.threads if x["id"] == int(t.group(1))), None)
+            if thread is None:
+                return _error(404, f"TF401181: The pull request thread {t.group(1)} was not found.",
+                              "GitPullRequestCommentThreadNotFoundException", "Microsoft.TeamFoundation.Git.Server")
+            return self._add_comment(thread, rec.body)
         if sub == "/statuses":
             if rec.method == "GET":
                 return 200, {"value": pull.statuses, "count": len(pull.statuses)}, {}
@@ -211,11 +259,13 @@ class FakeAzure(FakeForge):
             problem = self._context_problem(pull, context, body.get("pullRequestThreadContext"))
             if problem:
                 return _bad_request(problem)
+        now = self.now()
         thread = {"id": next(self.ids), "status": _status_word(body.get("status", "active")), "isDeleted": False,
-                  "properties": body.get("properties") or {},
+                  "properties": body.get("properties") or {}, "publishedDate": now, "lastUpdatedDate": now,
                   "comments": [{"id": n, "parentCommentId": int(c.get("parentCommentId") or 0),
-                                "author": dict(self.identity), "content": c["content"],
-                                "commentType": c.get("commentType", "text")} for n, c in enumerate(comments, 1)]}
+                                "author": dict(self.identity), "content": c["content"], "publishedDate": now,
+                                "commentType": c.get("commentType", "text"), "usersLiked": []}
+                               for n, c in enumerate(comments, 1)]}
         if context is not None:
             thread["threadContext"] = context
             thread["pullRequestThreadContext"] = body.get("pullRequestThreadContext")
@@ -258,8 +308,21 @@ class FakeAzure(FakeForge):
             word = _status_word(body["status"])
             if word == "unknown":
                 return _bad_request(f"Unknown thread status {body['status']!r}.")
-            thread["status"] = word
+            thread["status"], thread["lastUpdatedDate"] = word, self.now()
         return 200, thread, {}
+
+    def _add_comment(self, thread: dict[str, Any], body: Any) -> Answer:
+        if not isinstance(body, dict) or not isinstance(body.get("content"), str) or not body["content"]:
+            return _bad_request("The comment content is required.")
+        parent = body.get("parentCommentId", 0)
+        if parent and not any(c["id"] == parent for c in thread["comments"]):
+            return _bad_request(f"TF401182: The parent comment {parent} was not found.")
+        comment = {"id": max(c["id"] for c in thread["comments"]) + 1, "parentCommentId": parent,
+                   "author": dict(self.identity), "content": body["content"],
+                   "commentType": body.get("commentType", "text"), "publishedDate": self.now(), "usersLiked": []}
+        thread["comments"].append(comment)
+        thread["lastUpdatedDate"] = comment["publishedDate"]
+        return 200, comment, {}
 
     def _update_comment(self, thread: dict[str, Any], cid: int, body: Any) -> Answer:
         comment = next((c for c in thread["comments"] if c["id"] == cid), None)

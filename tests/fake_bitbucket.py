@@ -24,10 +24,24 @@ Authentication: a request sent directly needs `Authorization: Bearer TOKEN` with
 proxy, so it needs none; one for another host is refused (502), as that proxy only speaks to Bitbucket.
 `fail()` (tests/fake_forge.py) queues answers (429 with Retry-After, 500) for the next matching requests.
 The recorded headers of a request that came through the proxy carry `x-via-proxy: HOST` (the fake adds it).
+
+And a pull request's comments (DESIGN.md 18), from the same description (pullrequests group):
+  GET  /2.0/user                                          the token's account {type, uuid, display_name}
+  GET  …/pullrequests/{id}                                {author, source/destination commit hashes (12)}
+  GET  …/diff/{source}..{destination}                     the pull request's diff (git-style text)
+  GET  …/pullrequests/{id}/comments                       paginated {values, next}, oldest first
+  POST …/pullrequests/{id}/comments                       {content: {raw}, inline?: {path, to}, parent?: {id}};
+                                                          an inline `to` off the diff's new side is a 400
+  PUT  …/pullrequests/{id}/comments/{cid}                 its author only (403 otherwise)
+  POST …/pullrequests/{id}/comments/{cid}/resolve         a top-level comment only; 409 when resolved already
+  GET  /2.0/workspaces/{ws}/permissions/repositories/{slug}   each user's permission; 403 unless the token is a
+                                                          repository administrator's ("admin" here)
+`person_comment`, `person_resolve` are what people do in the web UI. Bitbucket has no reactions on comments.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import uuid
 from typing import Any
@@ -50,6 +64,17 @@ ANNOTATION_RESULTS = ("PASSED", "FAILED", "SKIPPED", "IGNORED")
 _REPORTS = re.compile(r"/2\.0/repositories/([^/]+)/([^/]+)/commit/([0-9a-f]{7,40})/reports/([^/]+)"
                       r"(?:/annotations(?:/([^/]+))?)?")
 _SRC = re.compile(r"/2\.0/repositories/([^/]+)/([^/]+)/src/([0-9a-f]{7,40})/(.+)")
+_PULL = re.compile(r"/2\.0/repositories/([^/]+)/([^/]+)/pullrequests/(\d+)(/comments(?:/(\d+)(/resolve)?)?)?")
+_DIFF = re.compile(r"/2\.0/repositories/([^/]+)/([^/]+)/diff/([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})")
+_PERMISSIONS = re.compile(r"/2\.0/workspaces/([^/]+)/permissions/repositories/([^/]+)")
+BOT = {"type": "user", "uuid": "{b0b0b0b0-0000-4000-8000-000000000001}", "display_name": "app access token"}
+
+
+def account(n: int, name: str) -> dict[str, str]:
+    return {"type": "user", "uuid": f"{{0000{n:04d}-0000-4000-8000-000000000000}}", "display_name": name}
+
+
+AUTHOR = account(2, "The Author")
 
 
 VIA_PROXY = "x-via-proxy"
@@ -66,6 +91,10 @@ class FakeBitbucket(FakeForge):
         self.reports: dict[tuple[str, str], dict[str, Any]] = {}  # (commit, external id) → report
         self.annotations: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}  # same key → external_id → one
         self.refuse_bulk_after: int | None = None  # bulk requests after this many get a 500 (an outage mid-way)
+        self.pulls: dict[int, dict[str, Any]] = {}  # id → {author, source, destination, diff}
+        self.comments: dict[int, list[dict[str, Any]]] = {}  # pull request id → its comments, oldest first
+        self.permissions: dict[str, str] = {}  # account uuid → read, write, admin
+        self.clock = itertools.count(1)
         super().__init__(page_size=page_size)  # Bitbucket pages annotations by 10 (pagelen up to 100)
         self.api_url = self.url + "/2.0"
 
@@ -76,6 +105,42 @@ class FakeBitbucket(FakeForge):
             self.annotations.clear()
             self.tokens.clear()
             self.refuse_bulk_after = None
+            self.pulls.clear()
+            self.comments.clear()
+            self.permissions.clear()
+
+    def add_pull(self, number: int, source: str, destination: str, diff: str,
+                 author: dict[str, str] | None = None) -> None:
+        with self.lock:
+            self.pulls[number] = {"author": dict(author or AUTHOR), "source": source, "destination": destination,
+                                  "diff": diff}
+            self.comments[number] = []
+
+    def now(self) -> str:
+        return f"2026-12-06T05:{next(self.clock) % 60:02d}:00.000000+00:00"
+
+    def person_comment(self, number: int, raw: str, who: dict[str, str], parent: dict[str, Any] | None = None
+                       ) -> dict[str, Any]:
+        with self.lock:
+            return self._add_comment(number, {"content": {"raw": raw}, **({"parent": {"id": parent["id"]}}
+                                                                         if parent else {})}, who)
+
+    def person_resolve(self, comment: dict[str, Any], who: dict[str, str]) -> None:
+        with self.lock:
+            comment["resolution"] = {"type": "comment_resolution", "user": dict(who), "created_on": self.now()}
+
+    def comment_with(self, number: int, prefix: str) -> dict[str, Any]:
+        return next(c for c in self.comments[number] if c["content"]["raw"].startswith(prefix))
+
+    def _add_comment(self, number: int, body: dict[str, Any], who: dict[str, str]) -> dict[str, Any]:
+        comment: dict[str, Any] = {"type": "pullrequest_comment", "id": next(self.ids), "user": dict(who),
+                                   "content": {"raw": body["content"]["raw"], "markup": "markdown"},
+                                   "created_on": self.now(), "deleted": False}
+        for key in ("inline", "parent"):
+            if key in body:
+                comment[key] = dict(body[key])
+        self.comments[number].append(comment)
+        return comment
 
     def answer(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Answer:
         split = urlsplit(target)  # absolute-form: the request came to us as to a proxy
@@ -96,6 +161,21 @@ class FakeBitbucket(FakeForge):
             access = self.tokens[token]
         if src := _SRC.fullmatch(rec.path):
             return self._src(*src.groups())
+        if rec.path == "/2.0/user" and rec.method == "GET":
+            return 200, dict(BOT), {}
+        if m := _PERMISSIONS.fullmatch(rec.path):
+            if access != "admin":
+                return _error(403, "The requesting user isn't an admin of the repository.")
+            values = [{"type": "repository_permission", "permission": level,
+                       "user": {"type": "user", "uuid": uuid, "display_name": uuid}}
+                      for uuid, level in sorted(self.permissions.items())]
+            return self._page(rec, values)
+        if m := _DIFF.fullmatch(rec.path):
+            found = [p for p in self.pulls.values() if p["source"].startswith(m.group(3))
+                     and p["destination"].startswith(m.group(4))]
+            return (200, found[0]["diff"], {}) if found else _error(404, "Commit not found")
+        if m := _PULL.fullmatch(rec.path):
+            return self._pull(rec, access, int(m.group(3)), m.group(4), m.group(5), m.group(6))
         m = _REPORTS.fullmatch(rec.path)
         if not m:
             return _error(404, "Resource not found")
@@ -136,6 +216,56 @@ class FakeBitbucket(FakeForge):
                 return _error(500, "Something went wrong")
             return self._bulk(key, stored, rec.body)
         return _error(405, "Method not allowed")
+
+    def _pull(self, rec: Recorded, access: str, number: int, comments: str | None, cid: str | None,
+              resolve: str | None) -> Answer:
+        pull = self.pulls.get(number)
+        if pull is None:
+            return _error(404, f"Pull request {number} not found")
+        if comments is None and rec.method == "GET":
+            return 200, {"type": "pullrequest", "id": number, "state": "OPEN", "author": dict(pull["author"]),
+                         "source": {"commit": {"hash": pull["source"][:12]}},
+                         "destination": {"commit": {"hash": pull["destination"][:12]}}}, {}
+        if rec.method == "GET" and cid is None and comments:
+            return self._page(rec, self.comments[number])
+        if access != "write" and access != "admin":
+            return _error(403, "Your credentials lack one or more required privilege scopes.")
+        if rec.method == "POST" and cid is None and comments:
+            return self._post_comment(number, pull, rec.body)
+        comment = next((c for c in self.comments[number] if str(c["id"]) == cid), None)
+        if comment is None:
+            return _error(404, f"Comment {cid} not found")
+        if rec.method == "PUT" and not resolve:
+            if comment["user"]["uuid"] != BOT["uuid"]:
+                return _error(403, "You can only edit your own comments.")
+            raw = ((rec.body or {}).get("content") or {}).get("raw") if isinstance(rec.body, dict) else None
+            if not isinstance(raw, str) or not raw:
+                return _error(400, "content.raw is required")
+            comment["content"] = {"raw": raw, "markup": "markdown"}
+            comment["updated_on"] = self.now()
+            return 200, comment, {}
+        if rec.method == "POST" and resolve:
+            if "parent" in comment:
+                return _error(403, "Only a top-level comment's thread can be resolved.")
+            if "resolution" in comment:
+                return _error(409, "This comment thread is already resolved.")
+            comment["resolution"] = {"type": "comment_resolution", "user": dict(BOT), "created_on": self.now()}
+            return 200, comment["resolution"], {}
+        return _error(405, "Method not allowed")
+
+    def _post_comment(self, number: int, pull: dict[str, Any], body: Any) -> Answer:
+        raw = ((body or {}).get("content") or {}).get("raw") if isinstance(body, dict) else None
+        if not isinstance(raw, str) or not raw.strip():
+            return _error(400, "content.raw: This field is required.")
+        parent = body.get("parent")
+        if parent is not None and not any(c["id"] == parent.get("id") for c in self.comments[number]):
+            return _error(400, "parent: no such comment")
+        inline = body.get("inline")
+        if inline is not None:
+            hunks = _new_hunks(pull["diff"]).get(inline.get("path"), [])
+            if not any(inline.get("to") in h for h in hunks):
+                return _error(400, "inline: the line is not part of the pull request's diff")
+        return 201, self._add_comment(number, body, BOT), {}
 
     def _src(self, workspace: str, slug: str, commit: str, path: str) -> Answer:
         if (workspace, slug) != (self.workspace, self.repo_slug):
@@ -198,6 +328,16 @@ class FakeBitbucket(FakeForge):
             base = self.link_base or (f"http://{API_HOST}" if VIA_PROXY in rec.headers else self.url)
             answer["next"] = f"{base}{rec.path}?pagelen={pagelen}&page={page + 1}"
         return 200, answer, {}
+
+
+def _new_hunks(diff: str) -> dict[str, list[range]]:
+    from unidiff import PatchSet
+
+    found: dict[str, list[range]] = {}
+    for patched in PatchSet(diff):
+        name = patched.target_file[2:] if patched.target_file.startswith("b/") else patched.target_file
+        found[name] = [range(h.target_start, h.target_start + h.target_length) for h in patched]
+    return found
 
 
 def _annotation_problem(a: Any) -> str | None:

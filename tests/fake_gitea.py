@@ -13,6 +13,13 @@ repoGetPullReviewComments, repoCreatePullReview, userGetCurrent) and its error s
   new_position outside every hunk) fails the whole review with 500 and an empty message, as Gitea's
   CreateCodeComment does; COMMENT with no body and no comments is 422.
 * A read-only token: 403 on every write.
+And what people do with the comments (DESIGN.md 18), from the operations in gitea.extra.json:
+* GET …/pulls/{n} → the pull request with its `user` (the author).
+* GET …/collaborators/{login}/permission → {permission, role_name, user}; 403 with Gitea's message unless
+  the token's user is a repository administrator (an "admin" token here); 404 for an unknown user.
+* GET …/issues/comments/{id}/reactions → [{user, content, created_at}] (review comments are issue comments).
+* `person_comment` (a person's comment or reply on a line, in a review of its own), `resolve` (a person
+  resolves the conversation: `resolver` on its first comment, as Gitea's MarkConversation sets it) and `react`.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ class GiteaPull:
     number: int
     head_sha: str
     diff: str
+    author: dict[str, Any] = field(default_factory=lambda: {"id": 21, "login": "author"})
     reviews: list[dict[str, Any]] = field(default_factory=list)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # review id → its comments
 
@@ -46,6 +54,8 @@ class FakeGitea(FakeForge):
         self.repository = repository
         self.logins: dict[str, str] = {}  # token → login; "actions" tokens write as gitea-actions
         self.pulls: dict[int, GiteaPull] = {}
+        self.permissions: dict[str, str] = {}  # login → "read", "write", "admin" (others: 404)
+        self.reactions: dict[int, list[dict[str, Any]]] = {}  # comment id → its reactions
 
     @property
     def api(self) -> str:
@@ -62,6 +72,27 @@ class FakeGitea(FakeForge):
         with self.lock:
             self._review(self.pulls[number], body, {"id": 9, "login": login}, comments or [])
 
+    def person_comment(self, number: int, path: str, line: int, body: str, login: str, uid: int = 31
+                       ) -> dict[str, Any]:
+        """A person comments on a line (a reply, where a conversation is there already)."""
+        with self.lock:
+            review = self._review(self.pulls[number], "", {"id": uid, "login": login},
+                                  [{"path": path, "body": body, "new_position": line, "old_position": 0}])
+            return self.pulls[number].comments[review["id"]][0]
+
+    def resolve(self, comment: dict[str, Any], login: str, uid: int = 32) -> None:
+        with self.lock:
+            comment["resolver"] = {"id": uid, "login": login}
+
+    def react(self, comment: dict[str, Any], content: str, login: str, uid: int = 33) -> None:
+        with self.lock:
+            self.reactions.setdefault(comment["id"], []).append(
+                {"user": {"id": uid, "login": login}, "content": content, "created_at": "2026-12-06T05:00:00Z"})
+
+    def comment_at(self, number: int, fingerprint: str) -> dict[str, Any]:
+        return next(c for cs in self.pulls[number].comments.values() for c in cs
+                    if c["body"].startswith(f"<!-- ocr-hook fingerprint={fingerprint} -->"))
+
     def _error(self, status: int, message: str) -> Answer:
         return status, {"message": message, "url": f"{self.url}/api/swagger"}, {}
 
@@ -74,7 +105,21 @@ class FakeGitea(FakeForge):
                 else {"id": 5, "login": self.logins.get(token, "ocr-bot")})
         if path == "/user" and rec.method == "GET":
             return self._error(403, ACTIONS_SCOPE) if kind == "actions" else (200, user, {})
-        m = re.fullmatch(rf"/repos/{re.escape(self.repository)}/pulls/(\d+)(\.diff|/.*)?", path)
+        repo = f"/repos/{re.escape(self.repository)}"
+        if (p := re.fullmatch(rf"{repo}/collaborators/([^/]+)/permission", path)) and rec.method == "GET":
+            if kind != "admin":
+                return self._error(403, "Only admins can query all permissions, repo admins can query all repo "
+                                        "permissions, collaborators can query only their own")
+            if p.group(1) not in self.permissions:
+                return self._error(404, f"user does not exist [uid: 0, name: {p.group(1)}]")
+            level = self.permissions[p.group(1)]
+            return 200, {"permission": level, "role_name": level, "user": {"id": 40, "login": p.group(1)}}, {}
+        if (r := re.fullmatch(rf"{repo}/issues/comments/(\d+)/reactions", path)) and rec.method == "GET":
+            if not any(c["id"] == int(r.group(1)) for pull in self.pulls.values() for cs in pull.comments.values()
+                       for c in cs):
+                return self._error(404, "The target couldn't be found.")
+            return 200, self.reactions.get(int(r.group(1)), []), {}
+        m = re.fullmatch(rf"{repo}/pulls/(\d+)(\.diff|/.*)?", path)
         if not m:
             return self._error(404, "The target couldn't be found.")
         pull = self.pulls.get(int(m.group(1)))
@@ -89,7 +134,8 @@ class FakeGitea(FakeForge):
             if c := re.fullmatch(r"/reviews/(\d+)/comments", rest):
                 return 200, pull.comments.get(int(c.group(1)), []), {}  # the whole list: Gitea does not page it
             if rest == "":
-                return 200, {"number": pull.number, "head": {"sha": pull.head_sha}, "state": "open"}, {}
+                return 200, {"number": pull.number, "head": {"sha": pull.head_sha}, "state": "open",
+                             "user": dict(pull.author)}, {}
         if rec.method == "POST" and rest == "/reviews":
             if kind == "read":
                 return self._error(403, WRITE_SCOPE)
@@ -104,6 +150,7 @@ class FakeGitea(FakeForge):
         pull.comments[review["id"]] = [{"id": next(self.ids), "user": user, "pull_request_review_id": review["id"],
                                         "body": c["body"], "path": c["path"], "position": c.get("new_position", 0),
                                         "original_position": c.get("old_position", 0),
+                                        "created_at": "2026-12-06T05:00:00Z",
                                         "commit_id": pull.head_sha} for c in comments]
         return review
 

@@ -16,7 +16,7 @@ from typing import Any
 import forked_cli
 import pytest
 from ci_repos import ci_free_env
-from fake_azure import AzurePull, Change, FakeAzure, Iteration
+from fake_azure import AUTHOR, AzurePull, Change, FakeAzure, Iteration, person
 from publish_support import ROUTING_OFF
 from review_report_case import (
     AFTER,
@@ -331,3 +331,136 @@ def test_answers_of_the_wrong_shape_are_one_line(case: ReportCase, azure: FakeAz
     line = one_line(publish(case, pr_env(case, azure)))
     assert "nothing published on " in line and "Azure DevOps answered with a shape its API does not describe" in line
     assert azure.writes() == []
+
+
+# --- DESIGN 18: what people did with ocr-hook's threads, as the adapter reads it -----------------------------
+
+MEMBER = person(3, "A Member")
+
+
+def adapter_for(case: ReportCase, azure: FakeAzure) -> Any:
+    """The Azure adapter the CLI would open for this build, over real HTTP to the fake."""
+    import time
+
+    from ocr_hook.publish.forges import Setup, open_adapter
+
+    adapter = open_adapter("azure", Setup(pr_env(case, azure), time.monotonic() + 60, None))
+    adapter.identity()
+    return adapter
+
+
+def test_the_adapter_reads_who_set_a_threads_state_replies_and_likes(case: ReportCase, azure: FakeAzure) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    threads = by_fingerprint(azure)
+    plain, fixed, context = (threads[case.finding(m)["fingerprint"]] for m in (PLAIN, FIXED, CONTEXT))
+    azure.reply(plain, "Intended: f3 multiplies on purpose.", MEMBER)
+    azure.set_status(plain, "byDesign")  # the member says why, then sets the state
+    azure.reply(fixed, "I'd rather keep it.", AUTHOR)
+    azure.set_status(fixed, "wontFix")  # the pull request's author
+    azure.like(context, MEMBER)
+    azure.like(context, azure.identity)  # a service identity's like is not a person's
+    azure.set_status(context, "closed")  # nobody said anything: Azure keeps no author for a state
+    adapter = adapter_for(case, azure)
+    try:
+        assert adapter.author() == AUTHOR["id"]
+        posted = {p.thread: p for p in adapter.existing()}
+    finally:
+        adapter.close()
+    p = posted[str(plain["id"])]
+    assert (p.resolved, p.state, p.resolved_by, p.resolved_by_bot, p.resolved_by_can_write) == (
+        True, "byDesign", MEMBER["id"], False, True)
+    assert p.resolved_at == plain["lastUpdatedDate"] and p.created_at == plain["comments"][0]["publishedDate"]
+    assert [(r.author, r.body, r.bot) for r in p.replies] == [(MEMBER["id"], "Intended: f3 multiplies on purpose.",
+                                                                False)]
+    f = posted[str(fixed["id"])]
+    assert (f.state, f.resolved_by) == ("wontFix", AUTHOR["id"])  # (the review then does not count the author)
+    c = posted[str(context["id"])]
+    assert (c.state, c.resolved, c.resolved_by, c.resolved_by_can_write, c.thumbs_up, c.thumbs_down) == (
+        "closed", True, "", False, 1, 0)
+    assert all(q.state == "" and not q.resolved_by for t, q in posted.items()
+               if t not in {str(plain["id"]), str(fixed["id"]), str(context["id"])})
+
+
+def test_a_reply_goes_into_the_thread_under_its_first_comment(case: ReportCase, azure: FakeAzure) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    thread = by_fingerprint(azure)[case.finding(PLAIN)["fingerprint"]]
+    azure.reply(thread, "Is this right?", MEMBER)
+    adapter = adapter_for(case, azure)
+    try:
+        [p] = [p for p in adapter.existing() if p.thread == str(thread["id"])]
+        adapter.reply(p, "Looks fixed now.")
+        [again] = [p for p in adapter.existing() if p.thread == str(thread["id"])]
+    finally:
+        adapter.close()
+    [post] = [r for r in azure.writes() if r.path.endswith(f"/threads/{thread['id']}/comments")]
+    assert post.body == {"parentCommentId": 1, "content": "Looks fixed now.", "commentType": "text"}
+    assert [(r.author, r.body, r.bot) for r in again.replies] == [
+        (MEMBER["id"], "Is this right?", False), (azure.identity["id"], "Looks fixed now.", True)]
+    assert thread["status"] == "active" and again.resolved_by == ""  # a reply resolves nothing
+
+
+def fixed_report(case: ReportCase, *messages: str) -> Path:
+    """The report of a later push that fixed the findings with these messages (review memory resolved them)."""
+    gone = {case.finding(m)["fingerprint"] for m in messages}
+    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
+    return case.with_findings("fixed-" + "-".join(sorted(gone))[:40],
+                              findings=[f for f in case.report["findings"] if f["fingerprint"] not in gone],
+                              resolved=[{k: f[k] for k in keys} for f in case.report["findings"]
+                                        if f["fingerprint"] in gone])
+
+
+def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: ReportCase, azure: FakeAzure) -> None:
+    env = pr_env(case, azure)
+    one_line(publish(case, env))
+    threads = by_fingerprint(azure)
+    plain, fixed = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(FIXED)["fingerprint"]]
+    azure.reply(fixed, "Why is this wrong?", MEMBER)
+    before = len(azure.requests)
+    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    assert "1 thread(s) resolved, 1 answered thread(s) told the finding looks fixed" in line
+    summary = f"/threads/{general(azure)[0]['id']}/"
+    writes = [r for r in azure.requests[before:] if r.method != "GET" and "/threads/" in r.path
+              and summary not in r.path + "/"]
+    assert [(r.method, r.path.rsplit("/threads/", 1)[1]) for r in writes] == [
+        ("PATCH", str(plain["id"])), ("POST", f"{fixed['id']}/comments")]
+    assert plain["status"] == "fixed" and fixed["status"] == "active"  # the person's words stay in sight
+    assert fixed["comments"][-1]["content"].startswith(
+        f"<!-- ocr-hook fixed fingerprint={case.finding(FIXED)['fingerprint']} -->")
+    assert {t["status"] for fp, t in by_fingerprint(azure).items() if t is not plain} == {"active"}
+    # The next run says nothing more in that thread.
+    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    assert "answered" not in line and len(fixed["comments"]) == 3
+
+
+def review_in_ci(case: ReportCase, azure: FakeAzure, out: Path) -> dict[str, Any]:
+    """`ocr-hook review --base main` as the build runs it, with the forge's token: it reads the threads."""
+    from fake_api import FakeMessagesAPI
+
+    with FakeMessagesAPI() as messages:
+        script_review(messages)
+        env = {k: v for k, v in pr_env(case, azure, **case.sdk_env(messages)).items()}
+        proc = forked_cli.run(["review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
+                               "nofilter", "-q", "--format", "json", "--json-output", str(out)],
+                              cwd=case.repo, env=env, timeout=120, errors="replace")
+    assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    report["exit"] = proc.returncode
+    return report
+
+
+def test_a_members_wont_fix_dismisses_the_finding_for_the_next_review(case: ReportCase, azure: FakeAzure,
+                                                                      tmp_path: Path) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    threads = by_fingerprint(azure)
+    plain, fixed = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(FIXED)["fingerprint"]]
+    azure.reply(plain, "f3 multiplies on purpose: it scales.", MEMBER)
+    azure.set_status(plain, "byDesign")
+    azure.reply(fixed, "It is fine, trust me.", AUTHOR)  # the pull request's own author
+    azure.set_status(fixed, "wontFix")
+    report = review_in_ci(case, azure, tmp_path / "again.json")
+    found = {f["fingerprint"]: f for f in report["findings"]}
+    dismissed = found[case.finding(PLAIN)["fingerprint"]]
+    assert dismissed["suppressed"] == "dismissed", dismissed
+    assert MEMBER["id"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
+    assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # the author's own won't fix
+    assert report["exit"] == 1  # the other findings still count

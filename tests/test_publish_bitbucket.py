@@ -14,7 +14,8 @@ from typing import Any
 import forked_cli
 import pytest
 from ci_repos import ci_free_env
-from fake_bitbucket import API_HOST, VIA_PROXY, FakeBitbucket
+from fake_bitbucket import API_HOST, AUTHOR, BOT, VIA_PROXY, FakeBitbucket, account
+from publish_support import ROUTING_OFF
 from review_report_case import (
     CONTEXT,
     FIXED,
@@ -281,3 +282,166 @@ def test_the_docs_recipe_runs_as_written(case: ReportCase, bitbucket: FakeBitbuc
     reviewed = json.loads((clone / "ocr.json").read_text(encoding="utf-8"))
     assert {f["fingerprint"] for f in reviewed["findings"]} == set(annotations(bitbucket, case))
     assert reviewed["findings"] and all(r.headers.get(VIA_PROXY) == API_HOST for r in bitbucket.requests)
+
+
+# --- DESIGN 18: the pull request's comments, whose threads resolve (OCR_HOOK_BITBUCKET_COMMENTS) -------------
+
+MEMBER = account(3, "A Member")
+
+
+@pytest.fixture
+def pr(bitbucket: FakeBitbucket, case: ReportCase) -> FakeBitbucket:
+    bitbucket.add_pull(7, case.head, case.base, case.unified)
+    return bitbucket
+
+
+def comments_env(case: ReportCase, fake: FakeBitbucket, **extra: str) -> dict[str, str]:
+    return pipelines_env(case, fake, OCR_HOOK_BITBUCKET_COMMENTS="true", **{**ROUTING_OFF, **extra})
+
+
+def ours(fake: FakeBitbucket, case: ReportCase, message: str) -> dict[str, Any]:
+    return fake.comment_with(7, f"<!-- ocr-hook fingerprint={case.finding(message)['fingerprint']} -->")
+
+
+def fixed_report(case: ReportCase, *messages: str) -> Path:
+    gone = {case.finding(m)["fingerprint"] for m in messages}
+    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
+    return case.with_findings("bb-fixed-" + "-".join(sorted(gone))[:40],
+                              findings=[f for f in case.report["findings"] if f["fingerprint"] not in gone],
+                              resolved=[{k: f[k] for k in keys} for f in case.report["findings"]
+                                        if f["fingerprint"] in gone])
+
+
+def test_findings_as_pull_request_comments_and_the_report_as_the_verdict(case: ReportCase, pr: FakeBitbucket) -> None:
+    line = one_line(publish(case, comments_env(case, pr)))
+    assert line == ("ocr-hook: publish: published comments on team/app pull request #7: 4 inline comment(s), "
+                    "2 finding(s) in the summary comment")
+    inline = {(c["inline"]["path"], c["inline"]["to"]) for c in pr.comments[7] if "inline" in c}
+    assert inline == {(PATH, 3), (PATH, 5), (PATH, 6), (NEW_NAME, 6)}
+    assert all(c["user"]["uuid"] == BOT["uuid"] for c in pr.comments[7])
+    [summary] = [c for c in pr.comments[7] if "inline" not in c]
+    assert summary["content"]["raw"].startswith("<!-- ocr-hook review exit=1 ") and OUTSIDE in summary["content"]["raw"]
+    # The Code Insights report is the verdict, without annotations (the comments are the findings).
+    assert pr.reports[(case.head, "ocr-hook")]["result"] == "FAILED" and annotations(pr, case) == {}
+    assert one_line(publish(case, comments_env(case, pr))).startswith(
+        "ocr-hook: publish: nothing new to publish on team/app pull request #7")
+    assert len(pr.comments[7]) == 5
+
+
+def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: ReportCase, pr: FakeBitbucket) -> None:
+    env = comments_env(case, pr)
+    one_line(publish(case, env))
+    plain, fixed = ours(pr, case, PLAIN), ours(pr, case, FIXED)
+    pr.person_comment(7, "Why is this wrong?", MEMBER, parent=fixed)
+    before = len(pr.requests)
+    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    assert "1 thread(s) resolved, 1 answered thread(s) told the finding looks fixed" in line
+    resolved = [r.path for r in pr.requests[before:] if r.path.endswith("/resolve")]
+    assert resolved == [f"/2.0/repositories/team/app/pullrequests/7/comments/{plain['id']}/resolve"]
+    assert plain["resolution"]["user"]["uuid"] == BOT["uuid"] and "resolution" not in fixed
+    [answer] = [c for c in pr.comments[7] if (c.get("parent") or {}).get("id") == fixed["id"]
+                and c["user"]["uuid"] == BOT["uuid"]]
+    assert answer["content"]["raw"].startswith(f"<!-- ocr-hook fixed fingerprint={case.finding(FIXED)['fingerprint']}")
+    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    assert "answered" not in line and "resolved" not in line  # said once, resolved once
+
+
+def test_the_adapter_reads_who_resolved_their_access_and_replies(case: ReportCase, pr: FakeBitbucket) -> None:
+    import time
+
+    from ocr_hook.publish.forges import Setup, open_adapter
+
+    one_line(publish(case, comments_env(case, pr)))
+    pr.tokens[TOKEN] = "admin"  # a repository administrator's token: Bitbucket lists who may write
+    reader = account(4, "A Reader")
+    pr.permissions.update({MEMBER["uuid"]: "write", AUTHOR["uuid"]: "admin", reader["uuid"]: "read"})
+    plain, fixed, context = ours(pr, case, PLAIN), ours(pr, case, FIXED), ours(pr, case, CONTEXT)
+    said = pr.person_comment(7, "Intended: f3 multiplies on purpose.", MEMBER, parent=plain)
+    pr.person_comment(7, "Agreed.", {"type": "app_user", "uuid": "{app}", "display_name": "some app"}, parent=said)
+    pr.person_resolve(plain, MEMBER)
+    pr.person_resolve(fixed, AUTHOR)
+    pr.person_resolve(context, reader)
+    adapter = open_adapter("bitbucket", Setup(comments_env(case, pr), time.monotonic() + 60, None))
+    try:
+        assert adapter.identity() == BOT["uuid"] and adapter.author() == AUTHOR["uuid"]
+        posted = {p.id: p for p in adapter.existing()}
+    finally:
+        adapter.close()
+    p = posted[str(plain["id"])]
+    assert (p.resolved, p.resolvable, p.resolved_by, p.resolved_by_bot, p.resolved_by_can_write, p.path) == (
+        True, True, MEMBER["uuid"], False, True, PATH)
+    assert p.resolved_at == plain["resolution"]["created_on"]
+    assert [(r.author, r.body, r.bot, r.can_write) for r in p.replies] == [
+        (MEMBER["uuid"], "Intended: f3 multiplies on purpose.", False, True), ("{app}", "Agreed.", True, False)]
+    assert (posted[str(fixed["id"])].resolved_by, posted[str(fixed["id"])].resolved_by_can_write) == (
+        AUTHOR["uuid"], True)  # (the review then does not count the pull request's author)
+    assert posted[str(context["id"])].resolved_by_can_write is False  # read access only
+    assert str(said["id"]) not in posted  # a reply is not a thread of its own
+    assert [r.status for r in pr.requests if "/permissions/" in r.path] == [200]  # listed once
+
+
+def test_comments_without_a_token_or_with_a_read_token_are_one_line(case: ReportCase, pr: FakeBitbucket) -> None:
+    env = comments_env(case, pr)
+    del env["BITBUCKET_ACCESS_TOKEN"]
+    assert "bitbucket_comments is on but there is no BITBUCKET_ACCESS_TOKEN" in one_line(publish(case, env))
+    assert pr.requests == []
+    pr.tokens[TOKEN] = "read"
+    line = one_line(publish(case, comments_env(case, pr)))
+    assert "nothing published on team/app pull request #7: HTTP 403: Your credentials lack" in line
+    assert "it needs the pullrequest:write and account scopes" in line and pr.comments[7] == []
+
+
+def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: ReportCase, pr: FakeBitbucket,
+                                                                    tmp_path: Path) -> None:
+    from fake_api import FakeMessagesAPI
+    from review_report_case import script_review
+
+    one_line(publish(case, comments_env(case, pr)))
+    pr.tokens[TOKEN] = "admin"
+    pr.permissions.update({MEMBER["uuid"]: "write", AUTHOR["uuid"]: "admin"})
+    plain, fixed = ours(pr, case, PLAIN), ours(pr, case, FIXED)
+    pr.person_comment(7, "f3 multiplies on purpose: it scales.", MEMBER, parent=plain)
+    pr.person_resolve(plain, MEMBER)
+    pr.person_comment(7, "Fine as it is.", AUTHOR, parent=fixed)
+    pr.person_resolve(fixed, AUTHOR)  # the pull request's own author, an administrator at that
+    out = tmp_path / "again.json"
+    with FakeMessagesAPI() as messages:
+        script_review(messages)
+        proc = forked_cli.run(["review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
+                               "nofilter", "-q", "--format", "json", "--json-output", str(out)], cwd=case.repo,
+                              env=comments_env(case, pr, **case.sdk_env(messages)), timeout=120, errors="replace")
+    assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
+    found = {f["fingerprint"]: f for f in json.loads(out.read_text(encoding="utf-8"))["findings"]}
+    dismissed = found[case.finding(PLAIN)["fingerprint"]]
+    assert dismissed["suppressed"] == "dismissed", dismissed
+    assert MEMBER["uuid"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
+    assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None
+    assert proc.returncode == 1  # the other findings still count
+
+
+def test_a_bitbucket_mention_in_model_text_stays_inert(case: ReportCase, pr: FakeBitbucket) -> None:
+    # Bitbucket Cloud mentions an account by `@{account id}` in a comment's markdown.
+    report = case.with_findings("bb-mention", [{**case.finding(PLAIN),
+                                                 "message": "Ask @{557058:0f1e2d3c} about f3."}])
+    one_line(publish(case, comments_env(case, pr), report))
+    [comment] = [c for c in pr.comments[7] if "inline" in c]
+    assert "@\u200b{557058:0f1e2d3c}" in comment["content"]["raw"] and "@{" not in comment["content"]["raw"]
+
+
+def test_the_comments_recipe_runs_as_written(case: ReportCase, pr: FakeBitbucket, tmp_path: Path) -> None:
+    from fake_api import FakeMessagesAPI
+    from review_report_case import script_review
+
+    heading = "## Pull-request comments that resolve (`bitbucket_comments`)"
+    [step] = [s["step"] for s in docs_block("recipes/bitbucket.md", heading)["pipelines"]["pull-requests"]["**"]]
+    clone = case.ci_clone(tmp_path, single_branch=True)
+    with FakeMessagesAPI() as messages:
+        script_review(messages)
+        env = comments_env(case, pr, BITBUCKET_CLONE_DIR=str(clone), **case.sdk_env(messages))
+        review = run_step(step["script"], clone, env)
+        assert [p.returncode for p in review] == [0, 1], [p.stderr for p in review]  # git fetch; the gate fails
+        assert "not read" not in review[-1].stderr  # the review read the pull request's threads
+        [published] = run_step(step["after-script"], clone, env)
+    assert one_line(published).startswith("ocr-hook: publish: published comments on team/app pull request #7: ")
+    assert any(r.path.endswith("/pullrequests/7/comments") and r.method == "GET" for r in pr.requests[:3])
+    assert pr.reports[(case.head, "ocr-hook")]["result"] == "FAILED"

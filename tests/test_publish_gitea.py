@@ -167,3 +167,141 @@ def test_a_report_of_another_commit_publishes_nothing(case: Reviewed, gitea: Fak
     assert line == (f"ocr-hook: publish: nothing published on octo/app#7: the report is of commit {'e' * 12}, not of "
                     f"the head {case.head[:12]}; nothing of it is this request's verdict")
     assert gitea.writes() == []
+
+
+# --- DESIGN 18: what people did with ocr-hook's comments, as the adapter reads it ----------------------------
+
+def adapter_for(case: Reviewed, gitea: FakeGitea, tmp: Path) -> Any:
+    """The Gitea adapter the CLI would open for this run, over real HTTP to the fake, its identity read."""
+    import time
+
+    from ocr_hook.publish.forges import Setup, open_adapter
+
+    adapter = open_adapter("gitea", Setup(ci(tmp, gitea, case.head), time.monotonic() + 60, None))
+    adapter.identity()
+    return adapter
+
+
+def test_the_adapter_reads_resolver_access_replies_and_reactions(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                                                 tmp_path: Path) -> None:
+    run(case, gitea, tmp_path)
+    gitea.tokens[TOKEN] = "admin"  # a repository administrator's token: Gitea tells it anyone's permission
+    gitea.permissions.update({"maint": "write", "author": "write", "visitor": "read"})
+    plain, fixed, context = (gitea.comment_at(7, case.finding(m)["fingerprint"]) for m in (PLAIN, FIXED, CONTEXT))
+    gitea.person_comment(7, PATH, 6, "Intended: f3 multiplies on purpose.", "maint")
+    gitea.resolve(plain, "maint")
+    gitea.resolve(fixed, "author", uid=21)
+    gitea.resolve(context, "visitor")
+    renamed = gitea.comment_at(7, case.finding(RENAMED)["fingerprint"])
+    gitea.react(renamed, "+1", "maint")
+    gitea.react(renamed, "+1", "visitor")
+    gitea.react(renamed, "-1", "author")
+    gitea.react(renamed, "+1", "gitea-actions", uid=-2)  # Gitea's own bot: not a person
+    adapter = adapter_for(case, gitea, tmp_path)
+    try:
+        assert adapter.author() == "author"
+        posted = {p.id: p for p in adapter.existing()}
+    finally:
+        adapter.close()
+    p = posted[str(plain["id"])]
+    assert (p.resolved, p.resolvable, p.resolved_by, p.resolved_by_bot, p.resolved_by_can_write) == (
+        True, False, "maint", False, True)
+    assert [(r.author, r.body, r.bot, r.can_write) for r in p.replies] == [
+        ("maint", "Intended: f3 multiplies on purpose.", False, True)]
+    assert (posted[str(fixed["id"])].resolved_by, posted[str(fixed["id"])].resolved_by_can_write) == ("author", True)
+    assert (posted[str(context["id"])].resolved_by, posted[str(context["id"])].resolved_by_can_write) == (
+        "visitor", False)  # read access only
+    r = posted[str(renamed["id"])]
+    assert (r.resolved, r.resolved_by, r.thumbs_up, r.thumbs_down, r.replies) == (False, "", 2, 1, ())
+    asked = sorted(q.path.rsplit("/", 2)[-2] for q in gitea.requests if q.path.endswith("/permission"))
+    assert asked == ["author", "maint", "visitor"]  # each person once
+
+
+def test_without_an_administrators_token_nobody_counts_as_a_writer(case: Reviewed, gitea: FakeGitea,
+                                                                    pull: GiteaPull, tmp_path: Path) -> None:
+    run(case, gitea, tmp_path)
+    gitea.permissions.update({"maint": "write", "other": "admin"})
+    plain, fixed = (gitea.comment_at(7, case.finding(m)["fingerprint"]) for m in (PLAIN, FIXED))
+    gitea.resolve(plain, "maint")
+    gitea.resolve(fixed, "other")
+    adapter = adapter_for(case, gitea, tmp_path)
+    try:
+        posted = {p.id: p for p in adapter.existing()}
+    finally:
+        adapter.close()
+    assert (posted[str(plain["id"])].resolved_by, posted[str(plain["id"])].resolved_by_can_write) == ("maint", False)
+    assert posted[str(fixed["id"])].resolved_by_can_write is False
+    assert [q.status for q in gitea.requests if q.path.endswith("/permission")] == [403]  # asked once, not again
+
+
+def test_a_reply_is_a_comment_on_the_same_line(case: Reviewed, gitea: FakeGitea, pull: GiteaPull,
+                                               tmp_path: Path) -> None:
+    run(case, gitea, tmp_path)
+    plain = gitea.comment_at(7, case.finding(PLAIN)["fingerprint"])
+    gitea.person_comment(7, PATH, 6, "Is this right?", "maint")
+    adapter = adapter_for(case, gitea, tmp_path)
+    try:
+        [p] = [p for p in adapter.existing() if p.id == str(plain["id"])]
+        adapter.reply(p, "Looks fixed now.")
+        [again] = [p for p in adapter.existing() if p.id == str(plain["id"])]
+    finally:
+        adapter.close()
+    post = reviews_posted(gitea)[-1]
+    assert post.body == {"commit_id": case.head, "event": "COMMENT", "body": "",
+                         "comments": [{"path": PATH, "body": "Looks fixed now.", "new_position": 6, "old_position": 0}]}
+    assert [(r.author, r.body) for r in again.replies] == [("maint", "Is this right?"), ("ocr-bot", "Looks fixed now.")]
+    assert again.resolved is False and again.resolvable is False  # Gitea's API cannot resolve it
+
+
+def fixed_report(case: Reviewed, tmp: Path, *messages: str) -> Path:
+    """The report of a later push that fixed the findings with these messages (review memory resolved them)."""
+    gone = {case.finding(m)["fingerprint"] for m in messages}
+    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
+
+    def edit(data: dict[str, Any]) -> None:
+        data["resolved"] = [{k: f[k] for k in keys} for f in data["findings"] if f["fingerprint"] in gone]
+        data["findings"] = [f for f in data["findings"] if f["fingerprint"] not in gone]
+    return case.variant(tmp, "fixed.json", edit)
+
+
+def test_a_fix_is_answered_in_its_thread_since_gitea_cannot_resolve_it(case: Reviewed, gitea: FakeGitea,
+                                                                      pull: GiteaPull, tmp_path: Path) -> None:
+    run(case, gitea, tmp_path)
+    gitea.person_comment(7, PATH, 3, "Why is this wrong?", "maint")  # in the FIXED finding's conversation
+    fixed = fixed_report(case, tmp_path, PLAIN, FIXED)
+    line = run(case, gitea, tmp_path, report=fixed)
+    assert "2 answered thread(s) told the finding looks fixed" in line and "resolved" not in line
+    replies = {c["path"] + f":{c['new_position']}": c["body"] for r in reviews_posted(gitea)[1:]
+               for c in r.body["comments"]}
+    assert set(replies) == {f"{PATH}:3", f"{PATH}:6"}
+    assert replies[f"{PATH}:6"].startswith(f"<!-- ocr-hook fixed fingerprint={case.finding(PLAIN)['fingerprint']} -->")
+    assert "cannot resolve the thread" in replies[f"{PATH}:6"] and "has replies" in replies[f"{PATH}:3"]
+    assert not [r for r in gitea.requests if "resolve" in r.path]
+    assert "answered" not in run(case, gitea, tmp_path, report=fixed)  # said once
+
+
+def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: Reviewed, gitea: FakeGitea,
+                                                                    pull: GiteaPull, tmp_path: Path) -> None:
+    from fake_api import FakeMessagesAPI
+    from publish_support import messages_env, ocr_hook, script
+
+    run(case, gitea, tmp_path)
+    gitea.tokens[TOKEN] = "admin"  # Gitea tells a repository administrator's token who may write
+    gitea.permissions.update({"maint": "write", "author": "admin"})
+    plain, fixed = (gitea.comment_at(7, case.finding(m)["fingerprint"]) for m in (PLAIN, FIXED))
+    gitea.person_comment(7, PATH, 6, "f3 multiplies on purpose: it scales.", "maint")
+    gitea.resolve(plain, "maint")
+    gitea.resolve(fixed, "author", uid=21)  # the pull request's own author, an administrator at that
+    out = tmp_path / "again.json"
+    with FakeMessagesAPI() as messages:
+        script(messages)
+        proc = ocr_hook(case.repo, {**ci(tmp_path, gitea, case.head), **messages_env(messages)}, "review", "--base",
+                        "main", "--no-cache", "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format",
+                        "json", "--json-output", str(out))
+    assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
+    found = {f["fingerprint"]: f for f in json.loads(out.read_text(encoding="utf-8"))["findings"]}
+    dismissed = found[case.finding(PLAIN)["fingerprint"]]
+    assert dismissed["suppressed"] == "dismissed", dismissed
+    assert "maint" in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
+    assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # the author's own resolve
+    assert proc.returncode == 1  # the other findings still count

@@ -17,7 +17,16 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
   so that Azure keeps the thread on its lines when later pushes move them; its fix a ```suggestion```
   block, which Azure Repos offers to apply. A 400 for one thread moves that finding to the general thread;
 * the general thread (no file): POST once, then PATCH its first comment on later runs;
-* PATCH a thread's status to `fixed` when review memory found its finding fixed;
+* PATCH a thread's status to `fixed` when its finding is fixed; POST a reply in a thread (threads/{id}/comments)
+  where a person answered a fixed finding's thread instead;
+* GET the pull request (createdBy: its author, whose own won't fix never dismisses anything). What people did
+  with a thread (DESIGN.md 18): its status, its later comments (replies), the first comment's `usersLiked`
+  (Azure has likes only: 👍, never 👎). Azure records no author for a status change: the latest reply in
+  the thread by someone other than the publishing identity stands for whoever set it, with the thread's
+  lastUpdatedDate. Nor does the thread say what access that person has: any identity that may comment on a
+  pull request (Readers included) may set a status, and a person's repository permission is only in the
+  organisation's security ACLs, which take identity descriptors the thread does not give; so every person
+  (not a `svc.`/`s2s.` service identity) counts as one with write access (docs/recipes/azure.md says so);
 * POST statuses: `ocr-hook` in genre `code-review`, succeeded/failed from the gate, on the latest
   iteration; a branch policy can require "code-review/ocr-hook". A new status with the same context is
   how Azure updates one.
@@ -32,7 +41,7 @@ from urllib.parse import quote
 
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, api_root, check_token
 from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
-from ocr_hook.publish.plan import Posted
+from ocr_hook.publish.plan import Posted, Reply
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines
 from ocr_hook.publish.render import plain
 from ocr_hook.publish.report_input import Report
@@ -93,6 +102,7 @@ class AzureAdapter:
         self._pr = f"{self._repo}/pullRequests/{number}"
         self._iteration = 0
         self._tracking: dict[str, int] = {}
+        self._me = ""
 
     # -- reading -------------------------------------------------------------------------------------------
 
@@ -101,6 +111,7 @@ class AzureAdapter:
         me = (data.get("authenticatedUser") or {}).get("id") if isinstance(data, dict) else None
         if not isinstance(me, str) or not me:
             raise ApiRefusal(200, "GET connectionData: the answer names no authenticated user")
+        self._me = me
         return me
 
     def diff(self) -> CommentableLines:
@@ -159,18 +170,40 @@ class AzureAdapter:
     def existing(self) -> list[Posted]:
         data = self.api.get(f"{self._pr}/threads", _PARAMS)
         threads = data.get("value") if isinstance(data, dict) else None
-        found: list[Posted] = []
-        for t in threads if isinstance(threads, list) else []:
-            comments = t.get("comments") if isinstance(t, dict) else None
-            if t.get("isDeleted") or not isinstance(comments, list) or not comments \
-                    or not isinstance(comments[0], dict):
-                continue
-            first = comments[0]
-            author = first.get("author") if isinstance(first.get("author"), dict) else {}
-            found.append(Posted(author=str(author.get("id") or ""), body=str(first.get("content") or ""),
-                                id=f"{t.get('id')}/{first.get('id')}", thread=str(t.get("id") or ""),
-                                resolved=str(t.get("status") or "active") in CLOSED))
-        return found
+        return [p for t in (threads if isinstance(threads, list) else []) if (p := self._posted(t)) is not None]
+
+    def _posted(self, t: Any) -> Posted | None:
+        """A thread as Posted. Azure does not say who set a thread's status: the author of its latest reply
+        not written by the publishing identity stands for them (a person who sets won't fix, by design or
+        closed and says why in the thread); with no such reply the status has no known author."""
+        comments = t.get("comments") if isinstance(t, dict) else None
+        if t.get("isDeleted") or not isinstance(comments, list) or not comments or not isinstance(comments[0], dict):
+            return None
+        first = comments[0]
+        status = str(t.get("status") or "active")
+        later = [c for c in comments[1:] if isinstance(c, dict) and not c.get("isDeleted")
+                 and c.get("commentType") != "system"]
+        replies = tuple(Reply(_id(c.get("author")), str(c.get("content") or ""), str(c.get("publishedDate") or ""),
+                              bot=_service(c.get("author")), can_write=not _service(c.get("author")))
+                        for c in later)
+        theirs = [r for r in replies if r.author not in ("", self._me)]
+        by = theirs[-1] if status in CLOSED and theirs else None
+        liked = first.get("usersLiked")
+        context = t.get("threadContext") if isinstance(t.get("threadContext"), dict) else {}
+        path = context.get("filePath")
+        return Posted(author=_id(first.get("author")), body=str(first.get("content") or ""),
+                      id=f"{t.get('id')}/{first.get('id')}", thread=str(t.get("id") or ""),
+                      resolved=status in CLOSED, created_at=str(first.get("publishedDate") or ""), replies=replies,
+                      state="" if status == "active" else status,
+                      resolved_by=by.author if by else "", resolved_by_bot=by.bot if by else False,
+                      resolved_by_can_write=by.can_write if by else False,
+                      resolved_at=str(t.get("lastUpdatedDate") or "") if by else "",
+                      thumbs_up=sum(1 for u in liked if not _service(u)) if isinstance(liked, list) else 0,
+                      path=path[1:] if isinstance(path, str) and path.startswith("/") else "")
+
+    def author(self) -> str:
+        pr = self.api.get(self._pr, _PARAMS)
+        return _id(pr.get("createdBy") if isinstance(pr, dict) else None)
 
     # -- writing -------------------------------------------------------------------------------------------
 
@@ -211,11 +244,30 @@ class AzureAdapter:
             self.api.patch(f"{self._pr}/threads/{p.thread}?{_V}", {"status": "fixed"})
         return len(posted)
 
+    def reply(self, posted: Posted, body: str) -> None:
+        first = posted.id.split("/", 1)[1] if "/" in posted.id else "1"
+        self.api.post(f"{self._pr}/threads/{posted.thread}/comments?{_V}",
+                      {"parentCommentId": int(first) if first.isdigit() else 1, "content": body, "commentType": "text"})
+
     def report_verdict(self, report: Report, passed: bool) -> None:
         self.api.post(f"{self._pr}/statuses?{_V}", status_body(report, passed, self._iteration))
 
     def close(self) -> None:
         self.api.__exit__(None, None, None)
+
+
+def _id(identity: Any) -> str:
+    value = identity.get("id") if isinstance(identity, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def _service(identity: Any) -> bool:
+    """A service identity, not a person: a build service or a service principal (the subject descriptor's
+    `svc.`/`s2s.` kind; the build identity's unique name is `Build\\GUID`)."""
+    if not isinstance(identity, dict):
+        return False
+    descriptor, unique = str(identity.get("descriptor") or ""), str(identity.get("uniqueName") or "")
+    return descriptor.startswith(("svc.", "s2s.")) or unique.startswith("Build\\")
 
 
 def status_body(report: Report, passed: bool, iteration: int) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import httpx2
 from ocr_hook import __version__
 from ocr_hook.publish.api_client import TIMEOUT_S, ApiClient, ApiRefusal, check_token
 from ocr_hook.publish.bitbucket_insights import REPORT_ID, InsightsPlan, plan_insights
+from ocr_hook.publish.forge_bitbucket_pr import BitbucketPullRequestAdapter
 from ocr_hook.publish.forges import NotApplicable, Setup
 from ocr_hook.publish.report_input import Report
 
@@ -138,11 +139,36 @@ def target(environ: Mapping[str, str]) -> Commit:
                   environ.get("BITBUCKET_PR_ID", "").strip() or None)
 
 
-def open_adapter(setup: Setup) -> BitbucketAdapter:
+def comments_wanted(setup: Setup) -> bool:
+    """The setting bitbucket_comments, as the review read it (.ocr-hook.yaml in the checkout, or
+    OCR_HOOK_BITBUCKET_COMMENTS); settings that do not load leave Code Insights, as before."""
+    from ocr_hook.errors import ConfigError
+    from ocr_hook.settings import load
+
+    try:
+        return load(setup.checkout, None, flags={}, environ=setup.environ).bitbucket_comments
+    except ConfigError:
+        return False
+
+
+def open_adapter(setup: Setup) -> BitbucketAdapter | BitbucketPullRequestAdapter:
+    """Code Insights on the commit; in a pull-request pipeline with the setting bitbucket_comments and a token,
+    the pull request's comments instead (forge_bitbucket_pr: threads that resolve, DESIGN.md 18)."""
     env = setup.environ
     commit = target(env)
     token = env.get(TOKEN_VARIABLE, "").strip()
     configured = env.get("BITBUCKET_API_URL", "").strip()
+    if commit.pull_request and comments_wanted(setup):
+        if not token:
+            raise NotApplicable(f"bitbucket_comments is on but there is no {TOKEN_VARIABLE} (Pipelines' proxy "
+                                "signs Code Insights requests only)", str(commit))
+        if not commit.pull_request.isdigit():
+            raise NotApplicable(f"BITBUCKET_PR_ID is not a number: {commit.pull_request[:40]!r}", str(commit))
+        check_token(token)
+        api = ApiClient(configured or DEFAULT_API_URL, headers={"Authorization": f"Bearer {token}"},
+                        secrets=(token,), variable="BITBUCKET_API_URL", deadline=setup.deadline)
+        repo = f"{quote(commit.workspace, safe='')}/{quote(commit.repo_slug, safe='')}"
+        return BitbucketPullRequestAdapter(api, repo, commit.workspace, int(commit.pull_request), commit.sha)
     if token:
         check_token(token)
         api = ApiClient(configured or DEFAULT_API_URL, headers={"Authorization": f"Bearer {token}"},

@@ -248,11 +248,13 @@ def fixed_fingerprints(report: Report, threads: Mapping[str, Posted]) -> frozens
     return frozenset(set(report.resolved) | gone)
 
 
-def fixed_reply_body(fingerprint: str) -> str:
-    """The one reply in a fixed finding's thread that a person answered (resolving it would hide their words)."""
+def fixed_reply_body(fingerprint: str, answered: bool = True) -> str:
+    """The one reply in a fixed finding's thread that a person answered (resolving it would hide their words),
+    or (`answered` False) in one the forge's API cannot resolve (Gitea's)."""
+    why = ("The thread stays open because it has replies; resolve it when the conversation is done." if answered
+           else "This forge's API cannot resolve the thread; resolve it when you agree.")
     return (f"<!-- ocr-hook fixed fingerprint={fingerprint} -->\n**ocr-hook**: this finding looks fixed: the "
-            "latest review of this file no longer raises it. The thread stays open because it has replies; "
-            "resolve it when the conversation is done.")
+            f"latest review of this file no longer raises it. {why}")
 
 
 # --- the plan ----------------------------------------------------------------------------------------------
@@ -320,8 +322,9 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
     fixed = fixed_fingerprints(report, before.threads)
     open_fixed = [(fp, p) for fp, p in sorted(before.threads.items()) if fp in fixed and not p.resolved and p.thread]
     resolve = tuple(p for _fp, p in open_fixed if p.resolvable and not person_replied(p, before.names))
-    replies = tuple((p, fixed_reply_body(fp)) for fp, p in open_fixed
-                    if person_replied(p, before.names) and not replied_fixed(p, before.names))
+    # A thread the forge cannot resolve (Gitea's) is replied to instead, once, as one a person answered.
+    replies = tuple((p, fixed_reply_body(fp, person_replied(p, before.names))) for fp, p in open_fixed
+                    if (person_replied(p, before.names) or not p.resolvable) and not replied_fixed(p, before.names))
     unchanged = before.last_review == (report.exit_code, report.status)
     post = bool(new) or not unchanged or bool(resolve) or bool(replies)
     note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""

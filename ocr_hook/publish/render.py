@@ -42,8 +42,9 @@ def visible(text: str, *, newlines: bool = True) -> str:
 _BLOCK_START = re.compile(r"^([ \t]*)([#`~>\[=\-+*_|/:<!])", re.M)
 _ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])", re.M)
 _HTML_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
-# `@name`, and Azure DevOps' `@<GUID>` (most GUIDs start with a digit, and `<1` is no HTML for the rule below).
-_MENTION = re.compile(r"(?<![A-Za-z0-9_])([@＠])(?=[A-Za-z0-9_<])")
+# `@name`, Azure DevOps' `@<GUID>` (most GUIDs start with a digit, and `<1` is no HTML for the rule below), and
+# Bitbucket Cloud's `@{account id}`.
+_MENTION = re.compile(r"(?<![A-Za-z0-9_])([@＠])(?=[A-Za-z0-9_<{])")
 _IMAGE = re.compile(r"!\[")
 # A forge's references: `#1`, `!2`, `group/proj#3`, GitLab's `&4` (epic), `%5`, `$6`, GitHub's `GH-7`. Each
 # links and, worse, posts a "mentioned in" note on that issue or merge request (a cross-reference).

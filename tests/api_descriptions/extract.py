@@ -85,12 +85,16 @@ _AZ = "/{organization}/{project}/_apis/git/repositories/{repositoryId}"
 _AZ_PR = _AZ + "/pullRequests/{pullRequestId}"
 _GL_MR = "/api/v4/projects/{id}/merge_requests/{merge_request_iid}"
 _BB_REPORT = "/repositories/{workspace}/{repo_slug}/commit/{commit}/reports/{reportId}"
+_BB_PR = "/repositories/{workspace}/{repo_slug}/pullrequests/{pull_request_id}"
 OPERATIONS: dict[str, list[tuple[str, ...]]] = {
     "azure": [("GET", _AZ + "/items"), ("GET", _AZ_PR + "/iterations"),
               ("GET", _AZ_PR + "/iterations/{iterationId}/changes"), ("GET", _AZ_PR + "/threads"),
               ("POST", _AZ_PR + "/threads"), ("PATCH", _AZ_PR + "/threads/{threadId}"),
               ("PATCH", _AZ_PR + "/threads/{threadId}/comments/{commentId}"),
-              ("GET", _AZ_PR + "/statuses"), ("POST", _AZ_PR + "/statuses")],
+              ("GET", _AZ_PR + "/statuses"), ("POST", _AZ_PR + "/statuses"),
+              # the pull request (its author), and a reply in a thread (DESIGN 18)
+              ("GET", _AZ_PR, _AZ + "/pullrequests/{pullRequestId}"),
+              ("POST", _AZ_PR + "/threads/{threadId}/comments")],
     "github": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
@@ -119,7 +123,12 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
     "bitbucket": [("PUT", _BB_REPORT), ("GET", _BB_REPORT), ("DELETE", _BB_REPORT),
                   ("GET", _BB_REPORT + "/annotations"), ("POST", _BB_REPORT + "/annotations"),
                   ("DELETE", _BB_REPORT + "/annotations/{annotationId}"),
-                  ("GET", "/repositories/{workspace}/{repo_slug}/src/{commit}/{path}")],
+                  ("GET", "/repositories/{workspace}/{repo_slug}/src/{commit}/{path}"),
+                  # a pull request's comments (DESIGN 18: threads that resolve), its diff, who may write
+                  ("GET", "/user"), ("GET", _BB_PR), ("GET", "/repositories/{workspace}/{repo_slug}/diff/{spec}"),
+                  ("GET", _BB_PR + "/comments"), ("POST", _BB_PR + "/comments"),
+                  ("PUT", _BB_PR + "/comments/{comment_id}"), ("POST", _BB_PR + "/comments/{comment_id}/resolve"),
+                  ("GET", "/workspaces/{workspace}/permissions/repositories/{repo_slug}")],
 }
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
           "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package",

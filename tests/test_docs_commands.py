@@ -52,7 +52,7 @@ PRODUCT = [p for p in sorted((ROOT / "ocr_hook").rglob("*.py")) if p.name != "in
 # A command stops at a backtick (inline code), a shell separator or a comment.
 INSTALL = re.compile(r"\b((?:python3? -m )?pipx? install\b[^`\n]*)")
 PLACEHOLDER_URL = re.compile(r"https://[^\s\"'@]*?YOUR-[^\s\"'@]*?/ocr-hook(?:\.git)?")
-PIN = re.compile(r"(?:\brev:\s*|ocr-hook@)([^\s\"'#]+)")
+PIN = re.compile(r"(?:\brev:\s*|ocr-hook@)([^\s\"'#`|]+)")
 ISOLATED_PIP = ["--isolated", "--disable-pip-version-check", "--dry-run", "--no-deps", "--no-index",
                 "--no-build-isolation", "--quiet"]
 
@@ -106,9 +106,12 @@ def ocr_hook_requirements(command: str) -> tuple[list[str], list[tuple[bool, str
     return problems, ours
 
 
-def run_all(commands: dict[str, list[str]], clone: Path, tmp: Path) -> list[str]:
+def run_all(commands: dict[str, list[str]], clone: Path, tmp: Path,
+            origins: dict[tuple[bool, str], dict] | None = None) -> list[str]:
     """What is wrong with each distinct command, run as pasted from the clone's root (empty: they all work).
-    The requirements of one source (a path, a URL at a revision) go to one pip run, as pip takes several."""
+    The requirements of one source (a path, a URL at a revision) go to one pip run, as pip takes several.
+    `origins` gets, for each (editable, source), the direct_url.json an install would write (pip's report's
+    download_info is that record)."""
     distinct = sorted({substituted(c, clone) for cs in commands.values() for c in cs})
     problems: list[str] = []
     groups: dict[tuple[bool, str], list[tuple[str, str, frozenset[str]]]] = {}
@@ -118,17 +121,21 @@ def run_all(commands: dict[str, list[str]], clone: Path, tmp: Path) -> list[str]
         for editable, source, requirement, extras in ours:
             groups.setdefault((editable, source), []).append((command, requirement, extras))
 
-    def resolve(index: int, editable: bool, members: list[tuple[str, str, frozenset[str]]]) -> list[str]:
+    def resolve(index: int, editable: bool, source: str, members: list[tuple[str, str, frozenset[str]]]) -> list[str]:
         report = tmp / f"report-{index}.json"
         requirements = sorted({requirement for _, requirement, _ in members})
+        if editable:  # -e applies to the one requirement after it
+            requirements = [arg for requirement in requirements for arg in ("-e", requirement)]
         proc = subprocess.run([sys.executable, "-m", "pip", "install", *ISOLATED_PIP, "--report", str(report),
-                               *(["-e"] if editable else []), *requirements],
+                               *requirements],
                               cwd=clone, capture_output=True, text=True, timeout=120)
         commands = sorted({command for command, _, _ in members})
         if proc.returncode != 0:
             return [f"{commands!r}: pip says: {proc.stderr.strip()[-400:]}"]
         wrong = []
         for item in json.loads(report.read_text(encoding="utf-8"))["install"]:
+            if origins is not None:
+                origins[editable, source] = item["download_info"]
             meta = item["metadata"]
             if meta["name"] != "ocr-hook" or meta["version"] != VERSION:
                 wrong.append(f"{commands!r}: resolve to {meta['name']} {meta['version']}, not ocr-hook {VERSION}")
@@ -138,7 +145,7 @@ def run_all(commands: dict[str, list[str]], clone: Path, tmp: Path) -> list[str]
         return wrong
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # pip mostly waits on git and setuptools
-        results = pool.map(lambda ig: resolve(ig[0], ig[1][0][0], ig[1][1]), enumerate(sorted(groups.items())))
+        results = pool.map(lambda ig: resolve(ig[0], *ig[1][0], ig[1][1]), enumerate(sorted(groups.items())))
         return problems + [problem for found in results for problem in found]
 
 
@@ -159,10 +166,17 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_every_install_command_in_the_readme_and_docs_works_as_pasted(clone: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def docs_run(clone: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[tuple[bool, str], dict]]:
+    """The docs' install commands run once: what is wrong with them, and the origin each kind records."""
     commands = {str(p.relative_to(ROOT)): install_commands(p.read_text(encoding="utf-8")) for p in DOCS}
     assert sum(map(len, commands.values())) >= 20, commands  # the extraction sees the docs' commands
-    assert run_all(commands, clone, tmp_path) == []
+    origins: dict[tuple[bool, str], dict] = {}
+    return run_all(commands, clone, tmp_path_factory.mktemp("docs-reports"), origins), origins
+
+
+def test_every_install_command_in_the_readme_and_docs_works_as_pasted(docs_run: tuple[list[str], dict]) -> None:
+    assert docs_run[0] == []
 
 
 def product_text(path: Path) -> str:
@@ -188,22 +202,21 @@ def test_every_install_command_in_the_product_s_own_messages_works_as_pasted(clo
     assert run_all(commands, clone, tmp_path) == []
 
 
-def _download_info(command: list[str], cwd: Path, report: Path) -> dict:
-    """The direct_url.json pip would write for this install (its report's download_info is that record)."""
-    subprocess.run([sys.executable, "-m", "pip", "install", *ISOLATED_PIP, "--report", str(report), *command],
-                   cwd=cwd, check=True, capture_output=True, timeout=120)
-    return json.loads(report.read_text(encoding="utf-8"))["install"][0]["download_info"]
-
-
-def test_the_extra_command_of_each_kind_of_installation_works_as_pasted(clone: Path, tmp_path: Path) -> None:
+def test_the_extra_command_of_each_kind_of_installation_works_as_pasted(
+        clone: Path, tmp_path: Path, docs_run: tuple[list[str], dict[tuple[bool, str], dict]]) -> None:
+    # the origins pip records for the docs' own installs from a clone, an editable clone and the URL at the tag
+    origins = docs_run[1]
+    kinds = {"directory": origins[False, "."], "editable": origins[True, "."],
+             "vcs": origins[False, f"git+{clone.as_uri()}@{TAG}"]}
+    # and from a wheel built from the clone
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--isolated", "--no-deps", "--no-index",
                     "--no-build-isolation", "--quiet", "-w", str(wheels), str(clone)],
                    check=True, capture_output=True, timeout=120)
-    wheel = next(wheels.glob("ocr_hook-*.whl"))
-    installs = {"directory": ["."], "editable": ["-e", "."], "vcs": [f"git+{clone.as_uri()}@{TAG}"],
-                "wheel": [str(wheel)]}
-    kinds = {name: _download_info(args, clone, tmp_path / f"{name}.json") for name, args in installs.items()}
+    report = tmp_path / "wheel.json"
+    subprocess.run([sys.executable, "-m", "pip", "install", *ISOLATED_PIP, "--report", str(report),
+                    str(next(wheels.glob("ocr_hook-*.whl")))], check=True, capture_output=True, timeout=120)
+    kinds["wheel"] = json.loads(report.read_text(encoding="utf-8"))["install"][0]["download_info"]
     assert [sorted(k for k in info if k.endswith("_info")) for info in kinds.values()] == \
         [["dir_info"], ["dir_info"], ["vcs_info"], ["archive_info"]]
     requires = ['mcp<3,>=2.3; extra == "mcp"']

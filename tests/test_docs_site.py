@@ -281,3 +281,15 @@ def test_the_readme_quickstarts_are_recipes_of_the_docs() -> None:
     hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
     used = {h["id"] for repo in yaml.safe_load(blocks[0])["repos"] for h in repo["hooks"]}
     assert used == {"ocr-hook", "ocr-hook-push"} and used <= hooks
+
+
+def test_the_home_page_carries_the_readme_s_quickstarts() -> None:
+    """The site's first page is where a newcomer lands: the README's quickstarts are there, code and all."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    quickstarts = re.findall(r"^## (Quickstart: .*?)\n(.*?)(?=^## )", readme, re.S | re.M)
+    assert len(quickstarts) == 4
+    for title, body in quickstarts:
+        assert f"## {title}\n" in home, title
+        blocks = re.findall(r"```[a-z]*\n.*?```", body, re.S)
+        assert blocks and [b for b in blocks if b not in home] == [], title

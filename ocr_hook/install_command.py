@@ -10,6 +10,7 @@ venv, a pre-commit hook environment, a project's .venv).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from importlib import metadata
@@ -68,11 +69,17 @@ def extra_requirements(requires: list[str], extra: str) -> list[str]:
     return found
 
 
-def add_extra_command(extra: str, direct_url: dict[str, Any] | None, requires: list[str], python: str) -> str:
+def add_extra_command(extra: str, direct_url: dict[str, Any] | None, requires: list[str], python: str,
+                      hook_stores: tuple[Path, ...] = ()) -> str:
     """The command that adds `extra` to the installation described by its direct_url.json (None: installed from
-    an index or by a tool that records no origin; then the extra's own requirements, which an index has)."""
+    an index or by a tool that records no origin; then the extra's own requirements, which an index has).
+    An installation a hook manager built from its clone in one of `hook_stores` (pre-commit, prek) is rebuilt by
+    it from the configuration, so the extra goes there."""
     pip = [python, "-m", "pip", "install"]
     source = _source(direct_url, extra) if direct_url else None
+    path = _local_path(direct_url.get("url") or "") if direct_url and "dir_info" in direct_url else None
+    if path and any(Path(path).is_relative_to(store) for store in hook_stores):
+        return f'add additional_dependencies: ["{DIST}[{extra}]"] to the hook in .pre-commit-config.yaml'
     if source is not None:
         options, requirement = source
         return shlex.join([*pip, *options, requirement])
@@ -104,10 +111,17 @@ def _installed() -> tuple[dict[str, Any] | None, list[str]]:
     return (direct_url if isinstance(direct_url, dict) else None), list(dist.requires or [])
 
 
+def _hook_stores() -> tuple[Path, ...]:
+    """Where pre-commit and prek keep the clones they build hook environments from (their own defaults)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return (Path(os.environ.get("PRE_COMMIT_HOME") or cache / "pre-commit"),
+            Path(os.environ.get("PREK_HOME") or cache / "prek"))
+
+
 def add_extra_hint(extra: str) -> str:
     """add_extra_command for the installation that is running."""
     direct_url, requires = _installed()
-    return add_extra_command(extra, direct_url, requires, sys.executable)
+    return add_extra_command(extra, direct_url, requires, sys.executable, _hook_stores())
 
 
 def upgrade_extra_hint(extra: str) -> str:

@@ -5,6 +5,7 @@ for real installations' metadata."""
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 
 from ocr_hook.install_command import add_extra_command, extra_requirements, upgrade_extra_command
 
@@ -56,3 +57,14 @@ def test_extra_requirements_reads_the_markers_not_the_text() -> None:
     assert extra_requirements([*REQUIRES, 'tomli; python_version < "3.11"'], "docs") == []
     assert upgrade_extra_command("claude-code", REQUIRES, "python") == \
         "python -m pip install --upgrade 'claude-agent-sdk<0.3,>=0.2.189'"
+
+
+def test_a_hook_manager_s_environment_gets_the_extra_from_the_hook_s_configuration() -> None:
+    # pre-commit installs its clone of the hook's repository with `pip install .`: a command run in that
+    # environment would be lost when pre-commit rebuilds it, so the extra goes where pre-commit reads it
+    stores = (Path("/home/u/.cache/pre-commit"), Path("/home/u/.cache/prek"))
+    direct = {"url": "file:///home/u/.cache/pre-commit/repo4f2a_x1", "dir_info": {}}
+    assert add_extra_command("claude-code", direct, REQUIRES, PY, stores) == \
+        'add additional_dependencies: ["ocr-hook[claude-code]"] to the hook in .pre-commit-config.yaml'
+    elsewhere = {"url": "file:///home/u/src/ocr-hook", "dir_info": {}}
+    assert add_extra_command("claude-code", elsewhere, REQUIRES, PY, stores).startswith(f"{PY} -m pip install ")

@@ -45,7 +45,7 @@ finish() { # exit-code status: outputs for a run that reviewed nothing
 # --- the runner -----------------------------------------------------------------------------------
 # The install below is a POSIX virtualenv (bin/, a symlink into the tool cache): Linux and macOS runners.
 if [ "${RUNNER_OS:-}" = "Windows" ]; then
-  echo "::error title=ocr-hook::this Action runs on Linux and macOS runners, not on Windows: use runs-on: ubuntu-latest for the review job (on Windows, pip install ocr-hook and run ocr-hook review in a step of your own)"
+  echo "::error title=ocr-hook::this Action runs on Linux and macOS runners, not on Windows: use runs-on: ubuntu-latest for the review job (on Windows, install ocr-hook from this repository as its README says and run ocr-hook review in a step of your own)"
   summary "ocr-hook: **failed**: the Action does not run on Windows runners."
   finish 2 error
 fi

@@ -387,7 +387,8 @@ def publish(report: str, to: str, timeout: float) -> None:
 def mcp_server(repo: str | None) -> None:
     """Serve the review and preview tools to coding agents over MCP (stdio).
 
-    Needs the optional SDK: pip install 'ocr-hook[mcp]'. Standard output carries protocol messages only."""
+    Needs the mcp extra (without it, it names the pip command that adds it). Standard output carries protocol
+    messages only."""
     from ocr_hook.mcp_server import command as mcp_cmd
 
     sys.exit(mcp_cmd.run(repo))

@@ -22,6 +22,7 @@ from gitrepo import run_cli
 from ocr_hook.agent import registry
 from ocr_hook.agent.claude_code import MIN_CLI_VERSION
 from ocr_hook.agent.diagnostics import SAMPLE_AFTER
+from ocr_hook.install_command import add_extra_hint, upgrade_extra_hint
 
 LIMITED_PATH, LIMITED_MARKER = "limited.py", "SERVER-LIMITED-4b1"
 PLAN_PATH, PLAN_MARKER = "plan.py", "PLAN-LIMITED-6d2"
@@ -126,11 +127,11 @@ def test_the_extra_missing_is_exit_2_naming_the_fix(runs: dict[str, Any]) -> Non
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     line = proc.stderr.strip()
     assert_one_line(line)
-    assert "pip install 'ocr-hook[claude-code]'" in line, line
+    assert add_extra_hint("claude-code") in line, line  # this installation's own command (test_install_command)
 
 
 @pytest.mark.parametrize(("cli", "says", "fix"), [
-    ("old", f"{OLD} at ", "pip install -U 'ocr-hook[claude-code]'"),
+    ("old", f"{OLD} at ", upgrade_extra_hint("claude-code")),
     ("garbage", "does not look like Claude Code", "claude_code_path"),
     ("not_executable", "does not run", "chmod +x"),
 ])
@@ -150,7 +151,7 @@ def test_doctor_fails_a_claude_that_is_too_old(runs: dict[str, Any]) -> None:
     code, checks, _ = runs["doctor_old"]
     assert code == 2
     assert checks["claude-code"]["status"] == "FAIL" and "too old" in checks["claude-code"]["message"]
-    assert "pip install -U" in checks["claude-code"]["fix"]
+    assert upgrade_extra_hint("claude-code") in checks["claude-code"]["fix"]
 
 
 def test_a_server_rate_limit_fails_the_file_with_claude_codes_reason(runs: dict[str, Any]) -> None:

@@ -56,7 +56,15 @@ def _parse(path: Path) -> _Page:
     return page
 
 
-def broken_links(site: Path) -> list[str]:
+def _site_path() -> str:
+    """The path the site is published under (mkdocs.yml's site_url), '/' at a domain's root."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    return urlsplit(config.get("site_url") or "/").path.rstrip("/") + "/"
+
+
+def broken_links(site: Path, site_path: str = "/") -> list[str]:
     """Every internal link of the built site whose page or anchor does not exist, as 'page: href'."""
     pages = {p: _parse(p) for p in site.rglob("*.html")}
     broken = []
@@ -65,10 +73,14 @@ def broken_links(site: Path) -> list[str]:
             parts = urlsplit(href)
             if parts.scheme or parts.netloc:
                 continue  # another site: not ours to check offline
+            if parts.path.startswith("/") and not parts.path.startswith(site_path):
+                broken.append(f"{path.relative_to(site)}: {href}")  # outside the published site
+                continue
             if parts.path:
-                # 404.html links from the site's root: it is served for any missing path
+                # 404.html links from the site's path: it is served for any missing path, at any depth
                 base = site if parts.path.startswith("/") else path.parent
-                target = (base / unquote(parts.path).lstrip("/")).resolve()
+                local = parts.path[len(site_path):] if parts.path.startswith("/") else parts.path
+                target = (base / unquote(local)).resolve()
                 if target.is_dir() or parts.path.endswith("/"):
                     target = target / "index.html"
             else:
@@ -93,7 +105,13 @@ def test_the_site_builds_strict_and_has_every_page(site: Path) -> None:
 
 
 def test_every_internal_link_and_anchor_of_the_built_site_resolves(site: Path) -> None:
-    assert broken_links(site) == []
+    assert broken_links(site, _site_path()) == []
+    # The 404 page is served for a missing path at any depth: its links hold only from the site's own path
+    # (site_url), never relative to wherever it was served.
+    page = _parse(site / "404.html")
+    internal = [h for h in page.hrefs if not urlsplit(h).scheme and not urlsplit(h).netloc]
+    assert len(internal) >= 20 and _site_path() != "/"
+    assert [h for h in internal if not h.startswith(_site_path())] == []
     # The check sees the links: the configuration page links to anchors on other pages.
     hrefs = _parse(site / "configuration" / "index.html").hrefs
     assert any(h.startswith("../commands/#") for h in hrefs), hrefs
@@ -108,6 +126,102 @@ def test_the_link_check_finds_a_missing_page_and_a_missing_anchor(tmp_path: Path
                                                encoding="utf-8")
     assert sorted(broken_links(tmp_path)) == ["a/index.html: ../../outside.html", "index.html: a/#nowhere",
                                               "index.html: b/"]
+    # published under /docs/: a link from the domain's root is outside it, one from /docs/ is checked
+    (tmp_path / "404.html").write_text('<a href="/a/#here">root</a><a href="/docs/a/#here">ok</a>'
+                                       '<a href="/docs/c/">gone</a>', encoding="utf-8")
+    assert sorted(broken_links(tmp_path, "/docs/"))[:3] == ["404.html: /a/#here", "404.html: /docs/c/",
+                                                            "a/index.html: ../../outside.html"]
+
+
+# Material's code blocks in a 1280 px window, measured in headless Chromium: with the page's contents in the
+# left sidebar (toc.integrate in mkdocs.yml) the code box's text area is 906 px wide, and Roboto Mono at
+# 13.6 px advances 8.18 px a character, so 110 characters show (with a right-hand contents sidebar too: 656 px,
+# 80 characters); a longer line is cut and scrolls sideways.
+CODE_CHARS_AT_1280 = 110
+# More words than this with no heading, list, table or code block between them is a wall a reader cannot scan.
+MAX_STRETCH_WORDS = 400
+_BREAKS = {"h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "dl", "dt", "dd", "table", "pre", "hr",
+           "details", "summary"}
+_SKIPPED = {"pre", "table", "script", "style"}
+
+
+class _Article(HTMLParser):
+    """A built page's article: its stretches of prose (words between breaks) and its code blocks' lines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0  # inside <article>
+        self.skipping: list[str] = []
+        self.stretches: list[tuple[int, str]] = [(0, "")]
+        self.code: list[str] = []
+        self.wrapping: list[bool] = []  # per code block: it wraps long lines
+        self.wraps = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "article":
+            self.depth += 1
+        if not self.depth:
+            return
+        if tag in _BREAKS:
+            self.stretches.append((0, ""))
+        if tag == "div" and any(k == "class" and v and "transcript" in v.split() for k, v in attrs):
+            self.wraps = True  # a terminal's transcript: it wraps as a terminal does (docs/stylesheets/extra.css)
+        if tag in _SKIPPED:
+            self.skipping.append(tag)
+            if tag == "pre":
+                self.code.append("")
+                self.wrapping.append(self.wraps)
+                self.wraps = False
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "article":
+            self.depth -= 1
+        if self.skipping and tag == self.skipping[-1]:
+            self.skipping.pop()
+        if self.depth and tag in _BREAKS:
+            self.stretches.append((0, ""))
+
+    def handle_data(self, data: str) -> None:
+        if not self.depth:
+            return
+        if self.skipping:
+            if self.skipping[0] == "pre":
+                self.code[-1] += data
+            return
+        words, start = self.stretches[-1]
+        self.stretches[-1] = (words + len(data.split()), start or " ".join(data.split()[:8]))
+
+
+def prose_problems(html: str, name: str) -> list[str]:
+    article = _Article()
+    article.feed(html)
+    walls = [f"{name}: {words} words without a heading, list, table or code block, from {start!r}"
+             for words, start in article.stretches if words > MAX_STRETCH_WORDS]
+    wide = [f"{name}: a code line of {len(line)} characters (at most {CODE_CHARS_AT_1280} show): {line[:50]!r}"
+            for block, wraps in zip(article.code, article.wrapping, strict=True) if not wraps
+            for line in block.splitlines() if len(line) > CODE_CHARS_AT_1280]
+    return walls + wide
+
+
+def test_no_page_is_a_wall_of_text_or_has_a_code_line_cut_at_1280_px(site: Path) -> None:
+    pages = sorted(p for p in site.rglob("index.html") if p.parent != site / "search")
+    assert len(pages) >= 25
+    problems = [p for page in pages for p in prose_problems(page.read_text(encoding="utf-8"),
+                                                             str(page.parent.relative_to(site)))]
+    assert problems == []
+
+
+def test_the_prose_check_finds_a_wall_and_a_wide_code_line() -> None:
+    words = " ".join(["word"] * 250)
+    wall = f"<article><h2>x</h2><p>{words}</p><p>{words}</p><ul><li>{words}</li></ul></article>"
+    assert prose_problems(wall, "p") == [f"p: 500 words without a heading, list, table or code block, from "
+                                         f"{' '.join(['word'] * 8)!r}"]
+    split = f"<article><p>{words}</p><h3>y</h3><p>{words}</p><pre><code>{'x' * 110}\n{words}</code></pre></article>"
+    assert prose_problems(split, "p") == [f"p: a code line of {len(words)} characters (at most 110 show): "
+                                          f"{words[:50]!r}"]
+    assert prose_problems(f"<p>{words} {words}</p><article></article>", "p") == []  # outside the article
+    transcript = f'<article><div class="transcript highlight"><pre><code>{"x" * 200}</code></pre></div></article>'
+    assert prose_problems(transcript, "p") == []  # it wraps
 
 
 def _reference_script() -> ModuleType:
@@ -145,7 +259,10 @@ def test_the_readme_keeps_its_set_up_commands_and_links_to_pages_that_exist() ->
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 210
     blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
-    assert "pip install '.[test]'\n" in blocks and "pytest\n" in blocks
+    assert any("python3 -m venv .venv" in b and "pip install '.[test]'\n" in b for b in blocks), blocks
+    assert "pytest\n" in blocks
+    # how long the suite takes, and that it wants a virtual environment (issue 54 item 13)
+    assert "minutes on 2 cores" in text and "docs/development.md#how-long-the-suite-takes" in text
     assert "pytest   # the README's test command" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     links = [link.split("#")[0] for link in re.findall(r"\]\((docs/[^)]+)\)", text)]
     assert len(links) >= 10
@@ -164,3 +281,15 @@ def test_the_readme_quickstarts_are_recipes_of_the_docs() -> None:
     hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
     used = {h["id"] for repo in yaml.safe_load(blocks[0])["repos"] for h in repo["hooks"]}
     assert used == {"ocr-hook", "ocr-hook-push"} and used <= hooks
+
+
+def test_the_home_page_carries_the_readme_s_quickstarts() -> None:
+    """The site's first page is where a newcomer lands: the README's quickstarts are there, code and all."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    quickstarts = re.findall(r"^## (Quickstart: .*?)\n(.*?)(?=^## )", readme, re.S | re.M)
+    assert len(quickstarts) == 4
+    for title, body in quickstarts:
+        assert f"## {title}\n" in home, title
+        blocks = re.findall(r"```[a-z]*\n.*?```", body, re.S)
+        assert blocks and [b for b in blocks if b not in home] == [], title

@@ -25,6 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ocr_hook.changes.scope import Scope
+from ocr_hook.install_command import add_extra_hint
 from ocr_hook.mcp_server.arguments import ReviewCall
 from ocr_hook.mcp_server.runner import capped
 from ocr_hook.settings import load
@@ -408,7 +409,7 @@ def test_without_the_sdk_the_command_says_which_extra_to_install(tmp_path: Path)
     code = "import sys; sys.modules['mcp'] = None\nfrom ocr_hook.cli import main\nmain(['mcp'])"
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.strip() == "ocr-hook: error: ocr-hook mcp needs the MCP SDK: pip install 'ocr-hook[mcp]'"
+    assert proc.stderr.strip() == f"ocr-hook: error: ocr-hook mcp needs the MCP SDK: {add_extra_hint('mcp')}"
 
 
 def test_a_client_on_the_2026_protocol_gets_the_same_tools_progress_and_cancellation(

@@ -23,7 +23,6 @@ from ocr_hook.errors import ConfigError
 from ocr_hook.secrets_mask import mask_secrets
 
 SERVER = "ocr-hook"
-EXTRA_HINT = "provider claude-code needs the Claude Agent SDK: pip install 'ocr-hook[claude-code]'"
 SIGN_IN_HINT = ("provider claude-code found no Claude Code credentials: run `claude login` (or `claude setup-token` "
                 "and set CLAUDE_CODE_OAUTH_TOKEN), or set ANTHROPIC_API_KEY")
 # Claude Code retries failed requests itself; a commit must not wait through its default ten.
@@ -36,8 +35,6 @@ CLI_MAX_RETRIES = "2"
 # that think by default), 2.1.85 (`type:'sdk'` MCP servers in `--mcp-config` no longer dropped), 1.0.109
 # (`--include-partial-messages`), 1.0.55 (`--system-prompt-file`).
 MIN_CLI_VERSION = (2, 1, 248)
-UPGRADE_HINT = ("pip install -U 'ocr-hook[claude-code]' (its bundled claude), or point claude_code_path at a newer "
-                "claude (`claude update`)")
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _VERSION_TIMEOUT_S = 15.0
 _versions: dict[tuple[str, int, int], str] = {}  # (path, mtime_ns, size) → what `--version` printed
@@ -54,6 +51,21 @@ PASSED_ENV = ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TO
               "CLAUDE_CODE_CLIENT_CERT", "CLAUDE_CODE_CLIENT_KEY", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE",
               "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _STDOUT_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole tool result
+
+
+def extra_hint() -> str:
+    """The missing extra and the command that adds it to this installation (read from its metadata, so only
+    when it is needed)."""
+    from ocr_hook.install_command import add_extra_hint
+
+    return f"provider claude-code needs the Claude Agent SDK: {add_extra_hint('claude-code')}"
+
+
+def upgrade_hint() -> str:
+    """A newer bundled claude comes with a newer SDK, within the range this ocr-hook accepts."""
+    from ocr_hook.install_command import upgrade_extra_hint
+
+    return f"{upgrade_extra_hint('claude-code')}, or a newer claude as claude_code_path"
 
 
 def credential_kind(environ: Mapping[str, str]) -> str | None:
@@ -124,11 +136,11 @@ def cli_path(settings_path: str | None) -> str:
         return settings_path
     spec = importlib.util.find_spec("claude_agent_sdk")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError(EXTRA_HINT)
+        raise ConfigError(extra_hint())
     bundled = Path(next(iter(spec.submodule_search_locations))) / "_bundled" / ("claude.exe" if os.name == "nt"
                                                                                 else "claude")
     if not bundled.is_file():
-        raise ConfigError(f"the Claude Agent SDK has no bundled CLI here: set claude_code_path; {EXTRA_HINT}")
+        raise ConfigError(f"the Claude Agent SDK has no bundled CLI here: set claude_code_path; {extra_hint()}")
     return str(bundled)
 
 
@@ -138,7 +150,7 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
     try:
         stat = os.stat(cli)
     except OSError as exc:
-        raise ConfigError(f"Claude Code at {cli} cannot be read ({exc.strerror}): {UPGRADE_HINT}") from None
+        raise ConfigError(f"Claude Code at {cli} cannot be read ({exc.strerror}): {upgrade_hint()}") from None
     key = (cli, stat.st_mtime_ns, stat.st_size)
     version = _versions.get(key)
     if version is None:
@@ -149,22 +161,22 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
                                       cwd=scratch / "work", stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise ConfigError(f"{cli} --version did not answer within {_VERSION_TIMEOUT_S:g} s: "
-                              f"{UPGRADE_HINT}") from None
+                              f"{upgrade_hint()}") from None
         except OSError as exc:
-            fix = f"chmod +x {cli}" if isinstance(exc, PermissionError) else UPGRADE_HINT
+            fix = f"chmod +x {cli}" if isinstance(exc, PermissionError) else upgrade_hint()
             raise ConfigError(f"Claude Code at {cli} does not run ({exc.strerror or type(exc).__name__}): "
                               f"{fix}") from None
         first = (proc.stdout.strip().splitlines() or [""])[0].strip()
         if proc.returncode != 0 or not _VERSION.match(first):
             said = " ".join((first or proc.stderr.strip() or f"exit code {proc.returncode}").split())[:80]
-            raise ConfigError(f"{cli} does not look like Claude Code (`--version` printed {said!r}): "
-                              f"{UPGRADE_HINT}")
+            raise ConfigError(f"{cli} does not look like Claude Code (`--version`: {said!r}): "
+                              f"{upgrade_hint()}")
         version = _versions[key] = first
     found = _VERSION.match(version)
     assert found is not None
     if tuple(int(n) for n in found.groups()) < MIN_CLI_VERSION:
         raise ConfigError(f"Claude Code {found.group(0)} at {cli} is too old: ocr-hook needs "
-                          f"{'.'.join(map(str, MIN_CLI_VERSION))} or newer; {UPGRADE_HINT}")
+                          f"{'.'.join(map(str, MIN_CLI_VERSION))} or newer; {upgrade_hint()}")
     return version
 
 

@@ -85,7 +85,7 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
             raise ConfigError("provider vertex needs a project: set ANTHROPIC_VERTEX_PROJECT_ID")
         if importlib.util.find_spec("google.auth") is None:
             raise ConfigError("provider vertex needs Google credentials: install google-auth "
-                              "(pip install 'anthropic[vertex]') and run `gcloud auth application-default login`")
+                              "(`pip install 'anthropic[vertex]'`) and run `gcloud auth application-default login`")
         return
     if environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN") or environ.get("ANTHROPIC_PROFILE"):
         return

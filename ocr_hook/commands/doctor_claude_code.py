@@ -24,17 +24,18 @@ _AUTH_METHODS = {"oauth_token": "an OAuth token", "api_key": "an API key", "clau
 
 def claude_code_checks(claude_code_path: str | None, environ: Mapping[str, str]) -> tuple[list[Check], bool]:
     """The CLI and credential lines, and whether a review could start."""
-    from ocr_hook.agent.claude_code import UPGRADE_HINT, cli_path, cli_version
+    from ocr_hook.agent.claude_code import cli_path, cli_version, upgrade_hint
+    from ocr_hook.install_command import add_extra_hint
 
     try:
         cli = cli_path(claude_code_path)
     except FatalError as exc:
         return [Check("claude-code", FAIL, str(exc),
-                      "pip install 'ocr-hook[claude-code]', or set claude_code_path")], False
+                      f"{add_extra_hint('claude-code')}, or set claude_code_path")], False
     try:
         version = cli_version(cli, environ)
     except FatalError as exc:
-        return [Check("claude-code", FAIL, str(exc), UPGRADE_HINT)], False
+        return [Check("claude-code", FAIL, str(exc), upgrade_hint())], False
     checks = [Check("claude-code", OK, f"{cli}: {version}")]
     credentials = credential_check(cli, environ)
     return [*checks, credentials], credentials.status != FAIL

@@ -2,5 +2,5 @@
 
 Coding agents call `review` before they commit. The server is a thin entry point like the CLI: it
 reuses commands.review / commands.preview and the JSON report unchanged. Only `ocr-hook mcp` imports
-this package, and only it needs the optional `mcp` SDK (`pip install 'ocr-hook[mcp]'`).
+this package, and only it needs the optional `mcp` SDK (the `mcp` extra).
 """

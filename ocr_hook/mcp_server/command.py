@@ -15,6 +15,8 @@ def run(repo: str | None) -> int:
         from ocr_hook.mcp_server.server import serve
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "anyio"):
-            raise ConfigError("ocr-hook mcp needs the MCP SDK: pip install 'ocr-hook[mcp]'") from None
+            from ocr_hook.install_command import add_extra_hint
+
+            raise ConfigError(f"ocr-hook mcp needs the MCP SDK: {add_extra_hint('mcp')}") from None
         raise
     return serve(root)

@@ -147,7 +147,7 @@ def _files_under(root: str) -> list[str]:
 def identity(search_path: Sequence[str]) -> dict[str, str]:
     """The installed ocr-hook as the worker imported it: the version, and a checksum of the interpreter,
     every file of the package and its shipped config (size, mtime), and the import path's directories
-    (a pip install or uninstall changes their mtime). `search_path` is sys.path without its first entry,
+    (installing or uninstalling a package changes their mtime). `search_path` is sys.path without its first entry,
     which differs between `python -m` and the console script and is the run's own."""
     import ocr_hook
     import ocr_hook.config

@@ -139,7 +139,14 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         relative = repo_relative_paths(root, cwd, paths)
         if scope.kind == "staged" and head is not None:  # the staged diff runs while the settings load
             git.prefetch(root, [diff_command(head, None, relative)])
-        settings = load(root, config_file, flags, environ)
+        change_set = None
+        if scope.kind in ("staged", SCAN):
+            settings = load(root, config_file, flags, environ)
+        else:  # a range: the repository's settings as its trusted side has them (DESIGN.md 5)
+            from ocr_hook.guidance.settings_file import load_for
+
+            change_set = collect_changes(root, scope, relative, environ, head=head)
+            settings = load_for(change_set, config_file, flags, environ)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:
@@ -148,7 +155,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
         clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
-        change_set = collect_changes(root, scope, relative, environ, head=head)
+        if change_set is None:
+            change_set = collect_changes(root, scope, relative, environ, head=head)
         if not change_set.files:
             # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
             empty = ReviewResult(findings=[], files=[], scope=change_set.description,

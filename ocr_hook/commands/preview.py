@@ -9,7 +9,6 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.budget.tokens import estimate_tokens

@@ -418,3 +418,23 @@ def _drop_user_only(layer: dict[str, Any], notes: list[str]) -> None:
 def _beside(value: str, directory: "Path") -> str:
     """A path from a settings file, relative to that file's directory (never to the current one)."""
     return os.path.join(directory.resolve(), os.path.expanduser(value))
+
+
+def as_values(settings: Settings) -> dict[str, Any]:
+    """Every setting as plain data (lists and mappings, JSON-ready), as `from_values` reads it back: the
+    settings a delegate session fixed at its start (DESIGN.md 15)."""
+    values: dict[str, Any] = {key: getattr(settings, key) for key in _FIELDS}
+    values["rules"] = list(settings.rules.items)
+    values["pricing"] = {model: price._asdict() for model, price in settings.pricing.items()}
+    return values
+
+
+def from_values(values: Any, source: str, rules_source: str = "") -> Settings:
+    """Settings from `as_values`' data, every value checked as a settings file's is (ConfigError naming
+    `source`); every setting must be there."""
+    layer = _from_mapping(values, source)
+    missing = sorted(set(_FIELDS) - set(layer))
+    if missing:
+        raise ConfigError(f"{source}: settings missing: {', '.join(missing)}")
+    layer["rules"] = RawRules(layer["rules"].items, rules_source)
+    return Settings(**layer)

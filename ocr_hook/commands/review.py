@@ -138,7 +138,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     root, head = repo_top(cwd)
     with git.prefetching():
         relative = repo_relative_paths(root, cwd, paths)
-        if scope.kind == "staged" and head is not None:  # the staged diff runs while the settings load
+        if scope.kind == "staged" and head is not None and change_set is None:  # (runs while the settings load)
             git.prefetch(root, [diff_command(head, None, relative)])
         if change_set is None and scope.kind not in ("staged", SCAN):
             change_set = collect_changes(root, scope, relative, environ, head=head)

@@ -211,10 +211,8 @@ def test_mcp_input_nested_deep_is_a_tool_error(repo: Path, no_request: dict[str,
 
 PLANTED = {
     "files a list": lambda d: d.update(files=[]),
-    "a file a string": lambda d: d["files"].update({"calc.py": "DONE"}),
     "calls a string": lambda d: d["files"]["calc.py"].update(calls="1"),
     "scope too short": lambda d: d.update(scope=["staged"]),
-    "paths a number": lambda d: d.update(paths=7),
     "a comment's content a list": lambda d: d["files"]["calc.py"].update(
         comments=[{**EVAL_COMMENT, "content": ["x"]}]),
     "settings a string": lambda d: d.update(settings="fail_on: never"),

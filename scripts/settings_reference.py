@@ -172,7 +172,9 @@ def render() -> str:
         "or `OCR_HOOK_CONFIG`), as an environment variable `OCR_HOOK_<KEY>` (lists comma separated) and, for "
         "many, as a flag of `ocr-hook review`. Precedence: shipped defaults < file < environment < flags. An "
         "unknown key or a wrong type is an error that names the key, where it came from and what is expected "
-        "(exit 2).",
+        "(exit 2). A review of a range (`--base`, `--from/--to`, `--commit`, `--push`, CI) reads the "
+        "repository's `.ocr-hook.yaml` as the side before the change has it, never the change's own edit "
+        "(see [the trust rule](guidance.md#the-trust-rule)).",
         "",
         "```yaml",
         "# .ocr-hook.yaml",

@@ -144,6 +144,30 @@ def test_store_directories_another_user_made_are_never_used(repo: Path, no_reque
     assert list(sessions.glob("??/*.json")) == []
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to give files away")
+def test_a_session_another_user_put_in_place_is_refused(repo: Path, no_request: dict[str, str],
+                                                       tmp_path: Path) -> None:
+    """In a shared cache_dir without the sticky bit, another user can move our `delegate/` away and put their
+    own in its place, with a session of the same id whose files are all DONE."""
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    env = {**no_request, "OCR_HOOK_CACHE_DIR": str(shared), "OCR_HOOK_MEMORY": "false"}
+    host = Host(repo, env)
+    session = host.start()["session"]
+    ours = _session_file(shared, session)
+    forged = json.loads(ours.read_text())
+    forged["files"]["calc.py"]["state"] = "DONE"
+    (shared / "delegate").rename(shared / "moved-away")
+    planted = _session_file(shared, session)
+    planted.parent.mkdir(parents=True)
+    planted.write_text(json.dumps(forged))
+    for path in (shared / "delegate", planted.parent, planted):
+        path.chmod(0o777)
+        os.chown(path, OTHER_UID, OTHER_UID)
+    one_error_line(host.finish(session), "not this user's own")
+
+
 # ------------------------------------------------------------------------ item 13: collect once
 
 

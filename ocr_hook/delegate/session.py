@@ -160,6 +160,7 @@ class SessionStore:
         if not is_key(key):
             raise SessionError(f"{key!r} is not a delegate session id (64 hex digits, as `delegate start` "
                                "printed it)")
+        self._check_directory(key)
         data = self.store.read(key)
         if data is None:
             raise SessionError(f"unknown or expired delegate session {key[:12]}…; run `ocr-hook delegate start` "
@@ -176,6 +177,14 @@ class SessionStore:
                                "run `ocr-hook delegate start` again")
         return session
 
+    def _check_directory(self, key: str) -> None:
+        """SessionError when the session's directory is a link, another user's, or writable by others: nobody
+        else may plant or replace a session (a cache_dir several users share)."""
+        unsafe = self.store.link_below(self.store.entry(key).parent)
+        if unsafe is not None:
+            raise SessionError(f"delegate sessions: {unsafe} is a symbolic link or a directory that is not this "
+                               "user's own (another user's, or writable by others); set a cache_dir of your own")
+
     @contextlib.contextmanager
     def locked(self, key: str) -> Iterator[None]:
         """This session's own lock: a read-answer-write of one call at a time, other sessions untouched."""
@@ -184,6 +193,7 @@ class SessionStore:
         if not is_key(key):
             raise SessionError(f"{key!r} is not a delegate session id (64 hex digits, as `delegate start` "
                                "printed it)")
+        self._check_directory(key)
         entry = self.store.entry(key)
         if not entry.exists():
             yield  # load() says what is wrong with it

@@ -41,22 +41,22 @@ AFTER_START = {
 }
 
 
-@pytest.mark.parametrize("what", list(AFTER_START))
-def test_settings_changed_after_start_never_let_a_file_pass(what: str, repo: Path, no_request: dict[str, str],
+def test_settings_changed_after_start_never_let_a_file_pass(repo: Path, no_request: dict[str, str],
                                                            tmp_path: Path) -> None:
     env = _env(no_request, tmp_path)
     host = Host(repo, env)
     session = host.start()["session"]
     host.call(session, "calc.py", "code_comment", {"comments": [EVAL_COMMENT]})  # calc.py never closed
-    variables, settings_file = AFTER_START[what]
-    if settings_file is not None:
-        write(repo, ".ocr-hook.yaml", settings_file)  # unstaged: the snapshot has not moved
-    proc = Host(repo, {**env, **variables}).finish(session, "--format", "json")
-    doc = json.loads(proc.stdout)
-    assert proc.returncode == 1, proc.stderr  # the critical finding blocks; calc.py was judged
-    assert doc["status"] == "incomplete" and doc["coverage"]["reviewed"] == []
-    assert [f["path"] for f in doc["coverage"]["failed"]] == ["calc.py"]
-    assert [f["severity"] for f in doc["findings"]] == ["critical"]
+    for what, (variables, settings_file) in AFTER_START.items():
+        if settings_file is not None:
+            write(repo, ".ocr-hook.yaml", settings_file)  # unstaged: the snapshot has not moved
+        proc = Host(repo, {**env, **variables}).finish(session, "--format", "json")
+        (repo / ".ocr-hook.yaml").unlink(missing_ok=True)
+        doc = json.loads(proc.stdout)
+        assert proc.returncode == 1, (what, proc.stderr)  # the critical finding blocks; calc.py was judged
+        assert doc["status"] == "incomplete" and doc["coverage"]["reviewed"] == [], what
+        assert [f["path"] for f in doc["coverage"]["failed"]] == ["calc.py"], what
+        assert [f["severity"] for f in doc["findings"]] == ["critical"], what
 
 
 def test_mcp_finish_keeps_starts_gate_whatever_the_settings_file_says_later(
@@ -243,32 +243,29 @@ PLANTED = {
 }
 
 
-@pytest.mark.parametrize("what", list(PLANTED))
-def test_a_planted_session_of_wrong_types_is_exit_2(what: str, repo: Path, no_request: dict[str, str],
-                                                    tmp_path: Path) -> None:
+def test_a_planted_session_of_wrong_types_or_lock_is_exit_2(repo: Path, no_request: dict[str, str],
+                                                             tmp_path: Path) -> None:
     env = _env(no_request, tmp_path)
     host = Host(repo, env)
     session = host.start()["session"]
     path = _session_file(tmp_path / "cache", session)
-    data = json.loads(path.read_text())
-    PLANTED[what](data)
-    path.write_text(json.dumps(data))
-    one_error_line(host.run("call", session, "--file", "calc.py", "task_done", '{"state": "DONE"}'), "unreadable")
-    one_error_line(host.finish(session), "unreadable")
-
-
-@pytest.mark.parametrize("kind", ["directory", "link"])
-def test_a_lock_that_is_not_a_file_is_exit_2(kind: str, repo: Path, no_request: dict[str, str],
-                                            tmp_path: Path) -> None:
-    env = _env(no_request, tmp_path)
-    host = Host(repo, env)
-    session = host.start()["session"]
-    lock = _session_file(tmp_path / "cache", session).with_suffix(".lock")
-    if kind == "directory":
-        lock.mkdir()
-    else:
-        (tmp_path / "elsewhere").mkdir()
-        lock.symlink_to(tmp_path / "elsewhere")
+    written = path.read_text()
+    for what, plant in PLANTED.items():
+        data = json.loads(written)
+        plant(data)
+        path.write_text(json.dumps(data))
+        proc = host.run("call", session, "--file", "calc.py", "task_done", '{"state": "DONE"}')
+        assert proc.returncode == 2, (what, proc.stderr)
+        one_error_line(proc, "unreadable")
+        one_error_line(host.finish(session), "unreadable")
+    path.write_text(written)
+    lock = path.with_suffix(".lock")
+    lock.unlink()  # (the calls above left it)
+    lock.mkdir()  # a directory where the lock goes
+    one_error_line(host.run("call", session, "--file", "calc.py", "task_done", '{"state": "DONE"}'), "lock")
+    lock.rmdir()
+    (tmp_path / "elsewhere").mkdir()
+    lock.symlink_to(tmp_path / "elsewhere")  # a link
     one_error_line(host.run("call", session, "--file", "calc.py", "task_done", '{"state": "DONE"}'), "lock")
 
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ocr_hook.agent.hosted import OPEN, Settled
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, SCOPE_REFS, Scope
 from ocr_hook.errors import ConfigError, FatalError
 from ocr_hook.findings import Category, Comment, Severity
 from ocr_hook.settings import Settings, as_values, from_values
 from ocr_hook.store.files import JsonFileStore, is_key
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the settings fixed at start
 SESSIONS_DIR = "delegate"
 MAX_SESSIONS = 200
 MAX_AGE_S = 24 * 3600.0  # a review left this long is abandoned
@@ -120,7 +120,8 @@ def from_json(key: str, data: Mapping[str, Any]) -> Session:
     """The session a document describes; TypeError, KeyError or ValueError (ConfigError for its settings) when
     any part of it has the wrong shape: a session file is data that was on disk, checked like any input."""
     scope = _typed(data["scope"], list)
-    if len(scope) != len(Scope._fields) or not all(v is None or isinstance(v, str) for v in scope):
+    if (len(scope) != len(Scope._fields) or not all(v is None or isinstance(v, str) for v in scope)
+            or scope[0] not in (*SCOPE_REFS, SCAN)):
         raise TypeError("scope")
     files = {_typed(path, str): _file_state(path, f) for path, f in _typed(data["files"], dict).items()}
     config_file = data["config_file"]

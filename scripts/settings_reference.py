@@ -47,7 +47,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
                      "usual credentials; `claude-code` reviews through Claude Code on the user's Claude plan "
                      "(see [Claude Code](claude-code.md))."),
         ("claude_code_path", "With `provider: claude-code`, this `claude` executable; null: the one bundled in the "
-                             "`claude-code` extra."),
+                             "`claude-code` extra. A relative path is resolved once, against the directory of "
+                             "your settings file, or where the command runs for the variable."),
         ("model", "The model of the review loop."),
         ("plan_model", "The model of the plan phase; null: `model`."),
         ("filter_model", "The model of the review filter; null: `model`."),

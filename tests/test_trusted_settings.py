@@ -71,6 +71,26 @@ def test_a_pull_request_meets_the_gate_and_provider_of_its_base(what: str, tmp_p
     assert "this change edits .ocr-hook.yaml" in run.proc.stdout
 
 
+def test_every_review_of_a_range_reads_the_settings_at_its_trusted_revision(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    repo = _pull_request(tmp_path, PR_SETTINGS["a lower gate"], tmp_path / "unused")
+    main = git(repo, "rev-parse", "main").strip()
+    _script_high(fake_api)
+    scopes: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
+        "--commit": (("--commit", "HEAD"), {}),
+        "--from/--to": (("--from", "main", "--to", "HEAD"), {}),
+        "--push (pre-commit)": (("--push",), {"PRE_COMMIT": "1", "PRE_COMMIT_FROM_REF": main,
+                                              "PRE_COMMIT_TO_REF": "HEAD"}),
+        "--base auto (GitLab CI)": (("--base", "auto"), {"GITLAB_CI": "true",
+                                                         "CI_MERGE_REQUEST_DIFF_BASE_SHA": main}),
+    }
+    for name, (args, extra) in scopes.items():
+        run = run_review(repo, {**sdk_env, **extra}, tmp_path / name.replace(" ", "_").replace("/", "_"),
+                         "--no-review-filter", *args)
+        assert run.code == 1 and run.report["fail_on"] == "high", (name, run.proc.stdout + run.proc.stderr)
+        assert CALC_PATH in run.report["coverage"]["reviewed"], name
+
+
 def test_the_repository_file_never_names_the_program_to_run_even_in_the_work_tree(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     """The staged side keeps the work tree's settings, but never its claude_code_path (or cache_dir)."""

@@ -410,9 +410,10 @@ def load(
 def _drop_user_only(layer: dict[str, Any], notes: list[str]) -> None:
     for key in _USER_ONLY:
         if layer.pop(key, None) is not None:
+            flag = f"--{key.replace('_', '-')}, " if key == "cache_dir" else ""  # (claude_code_path has no flag)
             notes.append(f"{REPO_CONFIG_NAME}: setting '{key}' ignored: the repository's own settings file "
-                         f"cannot choose it (a pull request could); set it with --{key.replace('_', '-')}, "
-                         f"OCR_HOOK_{key.upper()} or your own --config file")
+                         f"cannot choose it (a pull request could); set it with {flag}OCR_HOOK_{key.upper()} or "
+                         "your own --config file")
 
 
 def _beside(value: str, directory: "Path") -> str:

@@ -41,6 +41,31 @@ def read_regular_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     return data
 
 
+def unsafe_component(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
+    """The first directory or file from `base` (exclusive) down to `path` that is a symbolic link or, on POSIX,
+    a directory another user owns or others may write: below a cache directory several users share, another
+    user could otherwise plant or replace what a run reads as its own. None when there is none."""
+    rel = os.path.relpath(path, base)
+    if rel == ".":
+        return None
+    import stat
+
+    current = os.fspath(base)
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            return None  # nothing below exists yet: it will be created this user's own
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            return current
+        if os.name == "posix" and stat.S_ISDIR(st.st_mode) and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+            return current
+    return None
+
+
 def linked_component(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
     """The first directory or file from `base` (exclusive: the user chose it) down to `path` that is a symbolic
     link, or None. `path` must lie under `base`; components that do not exist yet are not links."""

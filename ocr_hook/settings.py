@@ -47,6 +47,14 @@ class RawRules(NamedTuple):
         return bool(self.items)
 
 
+class RepoFile(NamedTuple):
+    """The repository's settings file as a review of a range reads it: at the trusted revision (DESIGN.md 5),
+    not in the work tree that the change controls. `text` None: the revision has no such file."""
+
+    text: str | None
+    revision: str  # how the notes and errors name the revision
+
+
 class Price(NamedTuple):
     """USD per million tokens of one model."""
 
@@ -145,9 +153,14 @@ def _as_written(kind: Any) -> str:
 # about half a millisecond for these sixty fields.)
 _FIELDS: dict[str, str] = {name: _as_written(kind)
                            for name, kind in Settings.__annotations__.items() if name not in _NOT_SETTINGS}
-# Settings a repository's own .ocr-hook.yaml may not give: a pull request controls that file, and where
-# the cache lives decides which files a run writes and deletes (only the user's config, env or flags).
-_USER_ONLY = ("cache_dir",)
+# Settings a repository's own .ocr-hook.yaml may not give, at any revision: a pull request controls that file,
+# where the cache lives decides which files a run writes and deletes, and claude_code_path names a program the
+# run executes with the user's credentials (only the user's config, env or flags).
+_USER_ONLY = ("cache_dir", "claude_code_path")
+# Settings naming a file, resolved once where they were given: a config file's directory, or the directory
+# the command was typed in (a flag, a variable); the run itself may work elsewhere (the CLI runs in a temporary
+# directory).
+_PLACED = ("cache_dir", "claude_code_path")
 _POSITIVE = {"max_output_tokens", "context_window", "max_tokens", "timeout", "concurrency", "max_rounds", "max_files",
              "max_file_lines", "max_file_bytes", "max_diff_lines", "warm_idle", "context_tokens"}
 
@@ -278,13 +291,17 @@ def _read_yaml_file(path: "Path") -> Any:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    return _parse_yaml(text, str(path))
+
+
+def _parse_yaml(text: str, source: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{path}:{where}: {problem}") from None
+        raise ConfigError(f"{source}:{where}: {problem}") from None
 
 
 def _parse_env_value(key: str, raw: str, source: str) -> Any:
@@ -340,8 +357,10 @@ def load(
     config_file: str | None = None,
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
+    repo_file: RepoFile | None = None,
 ) -> Settings:
-    """Merge every layer into one validated Settings."""
+    """Merge every layer into one validated Settings. `repo_file`: the repository's settings file as the
+    trusted revision has it (a review of a range), instead of the work tree's."""
     environ = os.environ if environ is None else environ
     merged = _from_mapping(config_files.read_yaml("defaults.yaml"), "shipped config/defaults.yaml")
     defaults_pricing = dict(merged["pricing"])
@@ -356,18 +375,19 @@ def load(
         if not path.is_file():
             raise ConfigError(f"config file not found: {config_file}")
         layer = _from_mapping(_read_yaml_file(path), str(path))
-        if layer.get("cache_dir"):
-            layer["cache_dir"] = _beside(layer["cache_dir"], path.parent)
+        for key in _PLACED:
+            if layer.get(key):
+                layer[key] = _beside(layer[key], path.parent)
+    elif repo_file is not None:
+        source = f"{REPO_CONFIG_NAME} at {repo_file.revision}"
+        layer = {} if repo_file.text is None else _from_mapping(_parse_yaml(repo_file.text, source), source)
+        _drop_user_only(layer, notes)
     elif repo_root is not None and os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
         from pathlib import Path
 
         path = Path(repo_root) / REPO_CONFIG_NAME
         layer = _from_mapping(_read_yaml_file(path), REPO_CONFIG_NAME)
-        for key in _USER_ONLY:
-            if layer.pop(key, None) is not None:
-                notes.append(f"{REPO_CONFIG_NAME}: setting '{key}' ignored: the repository's own settings file "
-                             f"cannot choose it (a pull request could); set it with --{key.replace('_', '-')}, "
-                             f"OCR_HOOK_{key.upper()} or your own --config file")
+        _drop_user_only(layer, notes)
     else:
         layer = {}
     # A user's pricing adds to or overrides the shipped table instead of replacing it.
@@ -380,6 +400,8 @@ def load(
         # hooks at the repository's root), so a relative one would put the cache there.
         raise ConfigError(f"environment variable OCR_HOOK_CACHE_DIR: must be an absolute path, got "
                           f"{env_layer['cache_dir']!r}")
+    if env_layer.get("claude_code_path"):  # relative to the directory the variable was set for the command in
+        env_layer["claude_code_path"] = os.path.abspath(os.path.expanduser(env_layer["claude_code_path"]))
     merged.update(env_layer)
     for key, value in (flags or {}).items():
         if value is not None:
@@ -387,13 +409,43 @@ def load(
     chosen = set(layer) | set(env_layer) | {k for k, v in (flags or {}).items() if v is not None}
     if merged.get("provider") == "claude-code" and "concurrency" not in chosen:
         merged["concurrency"] = min(merged["concurrency"], CLAUDE_CODE_CONCURRENCY)
-    if (flags or {}).get("cache_dir"):  # typed in a shell: relative to where it was typed, made absolute now
-        merged["cache_dir"] = os.path.abspath(os.path.expanduser(merged["cache_dir"]))
-    elif merged.get("cache_dir"):
-        merged["cache_dir"] = os.path.expanduser(merged["cache_dir"])
+    for key in _PLACED:
+        if (flags or {}).get(key):  # typed in a shell: relative to where it was typed, made absolute now
+            merged[key] = os.path.abspath(os.path.expanduser(merged[key]))
+        elif merged.get(key):
+            merged[key] = os.path.expanduser(merged[key])
     return Settings(**merged, notes=tuple(notes))
+
+
+def _drop_user_only(layer: dict[str, Any], notes: list[str]) -> None:
+    for key in _USER_ONLY:
+        if layer.pop(key, None) is not None:
+            flag = f"--{key.replace('_', '-')}, " if key == "cache_dir" else ""  # (claude_code_path has no flag)
+            notes.append(f"{REPO_CONFIG_NAME}: setting '{key}' ignored: the repository's own settings file "
+                         f"cannot choose it (a pull request could); set it with {flag}OCR_HOOK_{key.upper()} or "
+                         "your own --config file")
 
 
 def _beside(value: str, directory: "Path") -> str:
     """A path from a settings file, relative to that file's directory (never to the current one)."""
     return os.path.join(directory.resolve(), os.path.expanduser(value))
+
+
+def as_values(settings: Settings) -> dict[str, Any]:
+    """Every setting as plain data (lists and mappings, JSON-ready), as `from_values` reads it back: the
+    settings a delegate session fixed at its start (DESIGN.md 15)."""
+    values: dict[str, Any] = {key: getattr(settings, key) for key in _FIELDS}
+    values["rules"] = list(settings.rules.items)
+    values["pricing"] = {model: price._asdict() for model, price in settings.pricing.items()}
+    return values
+
+
+def from_values(values: Any, source: str, rules_source: str = "") -> Settings:
+    """Settings from `as_values`' data, every value checked as a settings file's is (ConfigError naming
+    `source`); every setting must be there."""
+    layer = _from_mapping(values, source)
+    missing = sorted(set(_FIELDS) - set(layer))
+    if missing:
+        raise ConfigError(f"{source}: settings missing: {', '.join(missing)}")
+    layer["rules"] = RawRules(layer["rules"].items, rules_source)
+    return Settings(**layer)

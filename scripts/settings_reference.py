@@ -65,7 +65,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
                      "usual credentials; `claude-code` reviews through Claude Code on the user's Claude plan "
                      "(see [Claude Code](claude-code.md))."),
         ("claude_code_path", "With `provider: claude-code`, this `claude` executable; null: the one bundled in the "
-                             "`claude-code` extra."),
+                             "`claude-code` extra. A relative path is resolved once, against the directory of "
+                             "your settings file, or where the command runs for the variable."),
         ("model", "The model of the review loop."),
         ("plan_model", "The model of the plan phase; null: `model`."),
         ("filter_model", "The model of the review filter; null: `model`."),
@@ -190,7 +191,9 @@ def render() -> str:
         "or `OCR_HOOK_CONFIG`), as an environment variable `OCR_HOOK_<KEY>` (lists comma separated) and, for "
         "many, as a flag of `ocr-hook review`. Precedence: shipped defaults < file < environment < flags. An "
         "unknown key or a wrong type is an error that names the key, where it came from and what is expected "
-        "(exit 2).",
+        "(exit 2). A review of a range (`--base`, `--from/--to`, `--commit`, `--push`, CI) reads the "
+        "repository's `.ocr-hook.yaml` as the side before the change has it, never the change's own edit "
+        "(see [the trust rule](guidance.md#the-trust-rule)).",
         "",
         "```yaml",
         "# .ocr-hook.yaml",

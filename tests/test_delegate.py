@@ -21,6 +21,8 @@ from gitrepo import commit_all, git, make_repo, run_cli, write
 from test_mcp_server import serving
 from validators import schema_errors
 
+from ocr_hook.settings import load
+
 BEFORE = "import os\n\n\ndef total(values):\n    return sum(values)\n"
 AFTER = ("import os\n\n\ndef total(values):\n    return sum(values)\n\n\n"
          "def run(expression):\n    value = eval(expression)\n    return value\n")
@@ -101,8 +103,8 @@ def test_the_brief_is_the_first_user_message_the_api_path_sends(repo: Path, fake
     (brief,) = started["files"]
     assert brief["path"] == "calc.py" and "value = eval(expression)" in brief["brief"]
     assert brief["brief"] == first_user_text(first.body)
-    assert brief["system"] == "\n\n".join(b["text"] for b in first.body["system"])
-    assert "Flag every eval." in brief["system"]
+    assert started["systems"][brief["system"]] == "\n\n".join(b["text"] for b in first.body["system"])
+    assert "Flag every eval." in started["systems"][brief["system"]]
     assert brief["rounds"] == 30 and brief["effort"] == "standard"
     assert [t["name"] for t in started["tools"]] == [t["name"] for t in first.body["tools"]]
     assert [t["input_schema"] for t in started["tools"]] == [t["input_schema"] for t in first.body["tools"]]
@@ -341,7 +343,8 @@ def test_expired_sessions_are_refused_and_removed(tmp_path: Path) -> None:
 
     store = SessionStore(str(tmp_path / "cache"))
     session = Session(id=new_id(), repo_root=str(tmp_path), scope=Scope("staged"), paths=(), config_file=None,
-                      flags={}, snapshot="x", created=1000.0, files={"a.py": FileState(rounds=3, effort="quick")})
+                      flags={}, snapshot="x", created=1000.0, files={"a.py": FileState(rounds=3, effort="quick")},
+                      settings=load(None, environ={}))
     store.create(session)
     with store.locked(session.id):
         assert store.load(session.id, now=1000.0 + MAX_AGE_S - 1).files["a.py"].rounds == 3
@@ -366,7 +369,8 @@ def test_abandoned_and_surplus_sessions_are_pruned_when_one_starts(tmp_path: Pat
     def started(age_s: float = 0.0) -> sessions.Session:
         s = sessions.Session(id=sessions.new_id(), repo_root=str(tmp_path), scope=Scope("staged"), paths=(),
                              config_file=None, flags={}, snapshot="x", created=time.time() - age_s,
-                             files={"a.py": sessions.FileState(rounds=3, effort="quick")})
+                             files={"a.py": sessions.FileState(rounds=3, effort="quick")},
+                             settings=load(None, environ={}))
         store.create(s)
         with store.locked(s.id):  # (a call leaves its lock file)
             pass

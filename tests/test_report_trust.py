@@ -53,7 +53,8 @@ def case(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 @pytest.fixture(scope="module")
 def hostile(case: Repo) -> tuple[Path, str]:
     """The pull request commits a passing ocr.json of its own head's parent (stale SARIF and Code Quality
-    files too) and a `.ocr-hook.yaml` the review refuses; its head."""
+    files too) and a `.ocr-hook.yaml` the review would refuse, were it read (a review of a range reads the
+    settings at the trusted revision: DESIGN.md 5); its head."""
     clone = case.repo
     case.report(clone / "ocr.json")
     write(clone, "ocr.sarif", '{"runs": []}')
@@ -92,7 +93,8 @@ def test_a_review_that_stops_early_leaves_no_old_report(hostile: tuple[Path, str
                                                         case: Repo) -> None:
     clone, head = hostile
     outputs = [arg for pair in OUTPUTS.items() for arg in pair]
-    proc = ocr_hook(clone, {}, "review", "--base", "main", "-q", *outputs)
+    broken = {"OCR_HOOK_NO_SUCH_SETTING": "1"}  # the run stops on the job's own settings, before any review
+    proc = ocr_hook(clone, broken, "review", "--base", "main", "-q", *outputs)
     assert proc.returncode == 2 and "no_such_setting" in proc.stderr, proc.stderr
     assert [name for name in OUTPUTS.values() if os.path.lexists(clone / name)] == []
     gitlab.add_mr(3, head, case.base, [])

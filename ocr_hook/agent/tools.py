@@ -341,6 +341,9 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     raw_specs = tool_input.get("file_patterns") or []
     if not isinstance(raw_specs, list) or not all(isinstance(s, str) for s in raw_specs):
         raise _Refused('file_patterns must be a list of git pathspecs, like ["*.py", ":(exclude)tests/"]')
+    if "\0" in pattern or any("\0" in spec for spec in raw_specs):  # git takes no NUL in an argument
+        raise _Refused("search_text and file_patterns cannot contain a NUL character; search for the text "
+                       'around it, like {"search_text": "load_config"}')
     pathspecs = tuple(_check_pathspec(spec) for spec in raw_specs)
     case_sensitive = bool(tool_input.get("case_sensitive", False))
     perl = bool(tool_input.get("use_perl_regexp", False))

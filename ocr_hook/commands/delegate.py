@@ -49,11 +49,18 @@ def finish(session_id: str, flags: Mapping[str, Any], *, cwd: str | None = None,
 
     cwd = os.getcwd() if cwd is None else cwd
     environ = os.environ if environ is None else environ
-    session = ops.load_fresh(cwd, session_id, environ)
-    # Never the result cache: a host's findings must not pass for the configured model's in a later review.
-    return review_cmd.review(session.scope, session.paths, session.config_file, {**session.flags, **flags},
-                             cwd=session.repo_root, environ=environ, agent=ops.agent_for(session),
-                             adjust=lambda settings: (adjust or _same)(settings._replace(cache=False))), session
+    session, change_set = ops.load_fresh(cwd, session_id, environ)
+
+    def fixed(loaded: Settings) -> Settings:
+        # start's selection and gate (finish may only make the gate stricter); never the result cache: a
+        # host's findings must not pass for the configured model's in a later review.
+        return (adjust or _same)(ops.finish_settings(session, loaded, flags)._replace(cache=False))
+
+    done = review_cmd.review(session.scope, session.paths, session.config_file, {**session.flags, **flags},
+                             cwd=session.repo_root, environ=environ, agent=ops.agent_for(session), adjust=fixed,
+                             change_set=change_set)
+    ops.check_judged(session, done.result)
+    return done, session
 
 
 def _same(settings: Settings) -> Settings:

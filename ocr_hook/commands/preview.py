@@ -9,7 +9,6 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.budget.tokens import estimate_tokens
@@ -22,7 +21,8 @@ from ocr_hook.changes.scope import Scope
 from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.guidance.resolve import GuidancePlan
-from ocr_hook.settings import Settings, load
+from ocr_hook.guidance.settings_file import load_for
+from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
     from ocr_hook.effort import Profile
@@ -74,8 +74,9 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
-    settings = load(Path(root), config_file, flags=flags or {}, environ=environ)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
+    # As review reads them: the repository's settings at the trusted revision for a range (DESIGN.md 5).
+    settings = load_for(change_set, config_file, flags or {}, environ)
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
     snapshot = open_snapshot(root, change_set)
     try:

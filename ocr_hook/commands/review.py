@@ -123,23 +123,31 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
            shard: str | None = None, environ: Mapping[str, str] | None = None, baseline_out: str | None = None,
            adjust: Callable[[Settings], Settings] | None = None,
            on_budget: Callable[[Budget], None] | None = None, intent: str | None = None,
-           agent: Agent | None = None) -> Reviewed:
+           agent: Agent | None = None, change_set: ChangeSet | None = None) -> Reviewed:
     """The whole review without writing anything to standard output (reports are the caller's).
 
     `cwd` (default: the process's) locates the repository and anchors relative PATHS; `adjust` may
     change the loaded settings (e.g. lower a cap) before anything uses them; `on_budget` receives the
     run's budget once it exists, so the caller can stop the run early (Budget.stop); `intent` is what the
     change is for as its author says it (--intent, the MCP tool), else it comes from CI or the commits;
-    `agent` replaces the agent's review of the job's files (delegate mode: a host agent's comments)."""
+    `agent` replaces the agent's review of the job's files (delegate mode: a host agent's comments);
+    `change_set`: the scope's changes as the caller collected and checked them (delegate finish), not again."""
     environ = os.environ if environ is None else environ
     started = time.monotonic()
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
     with git.prefetching():
         relative = repo_relative_paths(root, cwd, paths)
-        if scope.kind == "staged" and head is not None:  # the staged diff runs while the settings load
+        if scope.kind == "staged" and head is not None and change_set is None:  # (runs while the settings load)
             git.prefetch(root, [diff_command(head, None, relative)])
-        settings = load(root, config_file, flags, environ)
+        if change_set is None and scope.kind not in ("staged", SCAN):
+            change_set = collect_changes(root, scope, relative, environ, head=head)
+        if change_set is None:
+            settings = load(root, config_file, flags, environ)
+        else:  # a range: the repository's settings as its trusted side has them (DESIGN.md 5)
+            from ocr_hook.guidance.settings_file import load_for
+
+            settings = load_for(change_set, config_file, flags, environ)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:
@@ -148,7 +156,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
         clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
-        change_set = collect_changes(root, scope, relative, environ, head=head)
+        if change_set is None:
+            change_set = collect_changes(root, scope, relative, environ, head=head)
         if not change_set.files:
             # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
             empty = ReviewResult(findings=[], files=[], scope=change_set.description,

@@ -15,7 +15,8 @@ from ocr_hook.changes.scope import Scope
 from ocr_hook.commands.preview import _write, shown
 from ocr_hook.findings.dismissals import Dismissal
 from ocr_hook.guidance.resolve import GuidancePlan, describe, resolve_guidance
-from ocr_hook.settings import Settings, load
+from ocr_hook.guidance.settings_file import load_for
+from ocr_hook.settings import Settings
 
 
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
@@ -23,8 +24,8 @@ def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str,
     environ = os.environ if environ is None else environ
     cwd = os.getcwd()
     root, head = repo_top(cwd)
-    settings = load(root, config_file, flags={}, environ=environ)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
+    settings = load_for(change_set, config_file, {}, environ)  # the rules a review of this scope applies
     changed = [f.path for f in change_set.files]
     plan = resolve_guidance(change_set, settings, changed)
     if fmt == "json":

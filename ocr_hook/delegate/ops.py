@@ -21,6 +21,7 @@ from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.scope import Scope
 from ocr_hook.delegate.session import FileState, Session, SessionError, SessionStore, new_id
 from ocr_hook.digest import sha256_hex
+from ocr_hook.errors import ConfigError, FatalError
 from ocr_hook.settings import Settings, load
 
 if TYPE_CHECKING:
@@ -71,11 +72,19 @@ def start(cwd: str, scope: Scope, paths: Sequence[str], config_file: str | None,
     from ocr_hook.changes.selection import select_files
     from ocr_hook.changes.snapshot import open_snapshot
     from ocr_hook.guidance.resolve import resolve_guidance
+    from ocr_hook.guidance.settings_file import load_for
 
     root, head = git.repo_top(cwd)
     relative = repo_relative_paths(root, cwd, paths)
-    settings = load(root, config_file, flags, environ)
+    # Kept absolute: finish and the calls may run from another directory (a relative path would name another
+    # file there); the effective settings are fixed now, so later edits to the file change nothing.
+    config_file = config_file or environ.get("OCR_HOOK_CONFIG") or None
+    if config_file:
+        config_file = os.path.abspath(os.path.join(cwd, os.path.expanduser(config_file)))
     change_set = collect_changes(root, scope, relative, environ, head=head)
+    settings = load_for(change_set, config_file, flags, environ)  # a range: the trusted side's (DESIGN.md 5)
+    if settings.baseline:
+        settings = settings._replace(baseline=os.path.abspath(os.path.join(cwd, settings.baseline)))
     snapshot = open_snapshot(root, change_set)
     try:
         selected = select_files(change_set, snapshot, settings)
@@ -102,13 +111,21 @@ def start(cwd: str, scope: Scope, paths: Sequence[str], config_file: str | None,
         snapshot.close()
     session = Session(id=new_id(), repo_root=root, scope=scope, paths=relative, config_file=config_file,
                       flags=dict(flags), snapshot=identity, created=time.time(),
-                      files={b.path: FileState(b.rounds, b.effort, b.context_entries, b.context_cut) for b in briefs})
+                      files={b.path: FileState(b.rounds, b.effort, b.context_entries, b.context_cut) for b in briefs},
+                      settings=settings)
     open_store(root, environ).create(session)
+    # Each distinct system text once (most files share one: guidance differs only between directories), named
+    # by the files that use it: ten files' output would otherwise repeat the same long text ten times.
+    systems: dict[str, str] = {}
+    for text in dict.fromkeys(b.system for b in briefs):
+        systems[f"s{len(systems) + 1}"] = text
+    system_of = {text: name for name, text in systems.items()}
     return {
         "session": session.id,
         "scope": change_set.description,
-        "files": [{"path": b.path, "effort": b.effort, "rounds": b.rounds, "brief": b.brief, "system": b.system}
-                  for b in briefs],
+        "systems": systems,
+        "files": [{"path": b.path, "effort": b.effort, "rounds": b.rounds, "system": system_of[b.system],
+                   "brief": b.brief} for b in briefs],
         "skipped": [{"path": s.change.path, "status": s.change.status.value, "reason": s.reason,
                      "incomplete": s.incomplete} for s in selected if s.action == "skip"],
         "tools": hosted.tool_contracts(),
@@ -131,6 +148,13 @@ def fresh(session: Session, cwd: str, environ: Mapping[str, str]) -> ChangeSet:
     return change_set
 
 
+MAX_INPUT_DEPTH = 64  # nesting levels of a tool's input; the six tools' inputs need three
+
+
+class InputError(FatalError):
+    """A tool input no tool could take (nested past MAX_INPUT_DEPTH): exit 2, or the MCP tool's error."""
+
+
 def parse_input(raw: str | None) -> Any:
     """The call's JSON input; text that is not JSON is handed on as it came, as the SDK hands on a model's
     input that is not an object, and gets the same model-readable error."""
@@ -138,8 +162,26 @@ def parse_input(raw: str | None) -> Any:
         return {}
     try:
         return json.loads(raw)
+    except RecursionError:
+        raise InputError(_TOO_DEEP) from None
     except ValueError:
         return raw
+
+
+_TOO_DEEP = (f"the tool's input is nested more than {MAX_INPUT_DEPTH} levels deep; give it as the tool's "
+             "input_schema shows, e.g. {\"file_path\": \"src/app.py\"}")
+
+
+def _within_depth(value: Any) -> bool:
+    """Whether `value` nests at most MAX_INPUT_DEPTH lists and objects (walked without recursion)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_INPUT_DEPTH:
+                return False
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return True
 
 
 def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
@@ -149,6 +191,8 @@ def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
     from ocr_hook.agent import prompts
     from ocr_hook.changes.snapshot import open_snapshot
 
+    if not _within_depth(tool_input):
+        raise InputError(_TOO_DEEP)
     root, _ = git.repo_top(cwd)
     store = open_store(root, environ)
     with store.locked(session_id):
@@ -160,7 +204,7 @@ def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
             raise SessionError(f"{path!r} is not a file of delegate session {session_id[:12]}…; its files: {listed}")
         if state.state != hosted.OPEN:
             raise SessionError(f"{path} is closed already (task_done {state.state}); call `delegate finish`")
-        settings = load(root, session.config_file, session.flags, environ)
+        settings = session.settings  # as start fixed them (sensitive globs included)
         snapshot = open_snapshot(root, change_set)
         try:
             result, comments, done = hosted.answer(tool, tool_input, change_set=change_set,
@@ -180,14 +224,47 @@ def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
     return CallAnswer(text, result.is_error, state.state, state.calls, state.rounds)
 
 
-def load_fresh(cwd: str, session_id: str, environ: Mapping[str, str]) -> Session:
-    """The session for finish, after the same checks as a call."""
+def load_fresh(cwd: str, session_id: str, environ: Mapping[str, str]) -> tuple[Session, ChangeSet]:
+    """The session for finish, after the same checks as a call, with the one collection of the changes that
+    was checked: finish reviews that one, never a second collection the index may have moved under."""
     root, _ = git.repo_top(cwd)
     store = open_store(root, environ)
     with store.locked(session_id):
         session = store.load(session_id)
-    fresh(session, cwd, environ)
-    return session
+    return session, fresh(session, cwd, environ)
+
+
+# Gate settings, the one that blocks (or counts) the most first: finish may move start's only this way.
+_FAIL_ON_STRICTEST_FIRST = ("low", "medium", "high", "critical", "never")
+_FILTER_MODE_STRICTEST_FIRST = ("nofilter", "file", "diff_context", "added")
+# What finish decides: where and how the report goes, and whether review memory is used.
+_FINISH_OWN = ("format", "sarif_output", "json_output", "gitlab_output", "patch_output", "sarif_category", "memory")
+
+
+def finish_settings(session: Session, loaded: Settings, flags: Mapping[str, Any]) -> Settings:
+    """The settings finish judges with: start's, never a lower gate (DESIGN.md 15). `loaded`: the settings as
+    they load at finish (its flags, environment and files); they choose the outputs, and may only make the gate
+    stricter. ConfigError for a --baseline that is not start's (a baseline only ever lets findings pass)."""
+    fixed = session.settings
+    given = flags.get("baseline")
+    if given and os.path.abspath(given) != fixed.baseline:
+        raise ConfigError("delegate finish: --baseline cannot be given at finish: the baseline is part of the gate "
+                          "the session fixed at start (give it to `delegate start`, e.g. in your --config file)")
+    changes: dict[str, Any] = {key: getattr(loaded, key) for key in _FINISH_OWN}
+    changes["fail_on"] = min(fixed.fail_on, loaded.fail_on, key=_FAIL_ON_STRICTEST_FIRST.index)
+    changes["filter_mode"] = min(fixed.filter_mode, loaded.filter_mode, key=_FILTER_MODE_STRICTEST_FIRST.index)
+    changes["on_error"] = "fail" if "fail" in (fixed.on_error, loaded.on_error) else "warn"
+    changes["late_findings"] = "block" if "block" in (fixed.late_findings, loaded.late_findings) else "advisory"
+    return fixed._replace(**changes, notes=loaded.notes)
+
+
+def check_judged(session: Session, result: ReviewResult) -> None:
+    """SessionError unless the review judged (reviewed or failed) every file start listed."""
+    judged = {c.path for c in result.files if c.state in ("reviewed", "failed")}
+    missing = [path for path in session.files if path not in judged]
+    if missing:
+        raise SessionError(f"delegate session {session.id[:12]}…: finish would not judge {', '.join(missing)}, "
+                           "which start listed; run `ocr-hook delegate start` again")
 
 
 def agent_for(session: Session) -> Callable[[ReviewJob], ReviewResult]:

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ocr_hook.agent.hosted import OPEN, Settled
-from ocr_hook.changes.scope import Scope
-from ocr_hook.errors import FatalError
+from ocr_hook.changes.scope import SCAN, SCOPE_REFS, Scope
+from ocr_hook.errors import ConfigError, FatalError
 from ocr_hook.findings import Category, Comment, Severity
+from ocr_hook.settings import Settings, as_values, from_values
 from ocr_hook.store.files import JsonFileStore, is_key
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the settings fixed at start
 SESSIONS_DIR = "delegate"
 MAX_SESSIONS = 200
 MAX_AGE_S = 24 * 3600.0  # a review left this long is abandoned
@@ -60,6 +61,9 @@ class Session:
     snapshot: str  # what the reviewed snapshot was (ocr_hook.delegate.ops.snapshot_identity)
     created: float
     files: dict[str, FileState]
+    # The effective settings at start: selection and gate are fixed then; finish may only make the gate
+    # stricter (ocr_hook.delegate.ops.finish_settings).
+    settings: Settings
 
 
 def new_id() -> str:
@@ -72,9 +76,11 @@ def _comment_json(c: Comment) -> dict[str, Any]:
 
 
 def _comment(path: str, data: Mapping[str, Any]) -> Comment:
-    return Comment(path=path, content=str(data["content"]), existing_code=str(data["existing_code"]),
+    suggestion = data.get("suggestion_code")
+    return Comment(path=path, content=_typed(data["content"], str), existing_code=_typed(data["existing_code"], str),
                    severity=Severity(data["severity"]), category=Category(data["category"]),
-                   suggestion_code=data.get("suggestion_code"), truncated=bool(data.get("truncated")))
+                   suggestion_code=None if suggestion is None else _typed(suggestion, str),
+                   truncated=bool(data.get("truncated")))
 
 
 def to_json(session: Session) -> dict[str, Any]:
@@ -82,6 +88,7 @@ def to_json(session: Session) -> dict[str, Any]:
         "repo_root": session.repo_root, "scope": list(session.scope), "paths": list(session.paths),
         "config_file": session.config_file, "flags": session.flags, "snapshot": session.snapshot,
         "created": session.created,
+        "settings": as_values(session.settings), "rules_source": session.settings.rules.source,
         "files": {path: {"rounds": f.rounds, "effort": f.effort, "context_entries": f.context_entries,
                          "context_cut": f.context_cut, "calls": f.calls, "state": f.state,
                          "comments": [_comment_json(c) for c in f.comments]}
@@ -89,14 +96,42 @@ def to_json(session: Session) -> dict[str, Any]:
     }
 
 
+def _typed(value: Any, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind in (int, float, (int, float))):
+        raise TypeError(f"expected {kind}, got {type(value).__name__}")
+    return value
+
+
+def _strings(value: Any) -> list[str]:
+    return [_typed(v, str) for v in _typed(value, list)]
+
+
+def _file_state(path: str, f: Any) -> FileState:
+    _typed(f, dict)
+    entries = f["context_entries"]
+    return FileState(rounds=_typed(f["rounds"], int), effort=_typed(f["effort"], str),
+                     context_entries=None if entries is None else _typed(entries, int),
+                     context_cut=_typed(f["context_cut"], int), calls=_typed(f["calls"], int),
+                     state=_typed(f["state"], str),
+                     comments=[_comment(path, _typed(c, dict)) for c in _typed(f["comments"], list)])
+
+
 def from_json(key: str, data: Mapping[str, Any]) -> Session:
-    files = {path: FileState(rounds=int(f["rounds"]), effort=str(f["effort"]), context_entries=f["context_entries"],
-                             context_cut=int(f["context_cut"]), calls=int(f["calls"]), state=str(f["state"]),
-                             comments=[_comment(path, c) for c in f["comments"]])
-             for path, f in data["files"].items()}
-    return Session(id=key, repo_root=str(data["repo_root"]), scope=Scope(*data["scope"]),
-                   paths=tuple(data["paths"]), config_file=data["config_file"], flags=dict(data["flags"]),
-                   snapshot=str(data["snapshot"]), created=float(data["created"]), files=files)
+    """The session a document describes; TypeError, KeyError or ValueError (ConfigError for its settings) when
+    any part of it has the wrong shape: a session file is data that was on disk, checked like any input."""
+    scope = _typed(data["scope"], list)
+    if (len(scope) != len(Scope._fields) or not all(v is None or isinstance(v, str) for v in scope)
+            or scope[0] not in (*SCOPE_REFS, SCAN)):
+        raise TypeError("scope")
+    files = {_typed(path, str): _file_state(path, f) for path, f in _typed(data["files"], dict).items()}
+    config_file = data["config_file"]
+    settings = from_values(_typed(data["settings"], dict), "the delegate session's settings",
+                           _typed(data.get("rules_source", ""), str))
+    return Session(id=key, repo_root=_typed(data["repo_root"], str), scope=Scope(*scope),
+                   paths=tuple(_strings(data["paths"])),
+                   config_file=None if config_file is None else _typed(config_file, str),
+                   flags=dict(_typed(data["flags"], dict)), snapshot=_typed(data["snapshot"], str),
+                   created=float(_typed(data["created"], (int, float))), files=files, settings=settings)
 
 
 class SessionStore:
@@ -126,13 +161,14 @@ class SessionStore:
         if not is_key(key):
             raise SessionError(f"{key!r} is not a delegate session id (64 hex digits, as `delegate start` "
                                "printed it)")
+        self._check_directory(key)
         data = self.store.read(key)
         if data is None:
             raise SessionError(f"unknown or expired delegate session {key[:12]}…; run `ocr-hook delegate start` "
                                "again")
         try:
             session = from_json(key, data)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, ConfigError):
             raise SessionError(f"delegate session {key[:12]}… is unreadable; run `ocr-hook delegate start` "
                                "again") from None
         if (time.time() if now is None else now) - session.created > MAX_AGE_S:
@@ -142,6 +178,14 @@ class SessionStore:
                                "run `ocr-hook delegate start` again")
         return session
 
+    def _check_directory(self, key: str) -> None:
+        """SessionError when the session's directory is a link, another user's, or writable by others: nobody
+        else may plant or replace a session (a cache_dir several users share)."""
+        unsafe = self.store.link_below(self.store.entry(key).parent)
+        if unsafe is not None:
+            raise SessionError(f"delegate sessions: {unsafe} is a symbolic link or a directory that is not this "
+                               "user's own (another user's, or writable by others); set a cache_dir of your own")
+
     @contextlib.contextmanager
     def locked(self, key: str) -> Iterator[None]:
         """This session's own lock: a read-answer-write of one call at a time, other sessions untouched."""
@@ -150,16 +194,23 @@ class SessionStore:
         if not is_key(key):
             raise SessionError(f"{key!r} is not a delegate session id (64 hex digits, as `delegate start` "
                                "printed it)")
+        self._check_directory(key)
         entry = self.store.entry(key)
         if not entry.exists():
             yield  # load() says what is wrong with it
             return
-        lock = filelock.FileLock(str(entry.with_suffix(".lock")), timeout=LOCK_TIMEOUT_S)
+        path = entry.with_suffix(".lock")
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise SessionError(f"delegate session {key[:12]}…: its lock {path} is not a regular file (a link or a "
+                               "directory put there); remove it, or run `ocr-hook delegate start` again")
+        lock = filelock.FileLock(str(path), timeout=LOCK_TIMEOUT_S)
         try:
             lock.acquire()
         except filelock.Timeout:
             raise SessionError(f"delegate session {key[:12]}… is busy (another call has held it for "
                                f"{LOCK_TIMEOUT_S:.0f} s)") from None
+        except OSError as exc:
+            raise SessionError(f"delegate session {key[:12]}…: cannot lock {path}: {exc.strerror or exc}") from None
         try:
             yield
         finally:

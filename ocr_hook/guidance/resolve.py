@@ -272,12 +272,19 @@ def _cap(items: list[GuidanceText]) -> list[GuidanceText]:
 
 def edit_notes(change_set: ChangeSet, settings: Settings, label: str, revision: str | None) -> list[FileNote]:
     """Run notes for a change that edits guidance or the reviewer's own settings, one per file named."""
+    if change_set.scan:  # a scan changes nothing: its files are listed as added, not edited
+        return []
     names = set(settings.review_files) | set(settings.context_files)
     rule_files = {r.instructions_file for r in rules_of(settings) if r.instructions_file}
     notes: list[FileNote] = []
     for change in change_set.files:
         for path in dict.fromkeys(p for p in (change.path, change.old_path) if p):
-            if path == REPO_CONFIG_NAME:
+            if path == REPO_CONFIG_NAME and change_set.target is not None:  # a range: the trusted side's settings
+                used = f"its version at the trusted revision {label}" if revision else "no repository settings"
+                notes.append(FileNote(path, f"this change edits {REPO_CONFIG_NAME}, the reviewer's own settings: "
+                                            f"the review used {used}, not the edited one; the edits apply once "
+                                            "merged: review that file with care"))
+            elif path == REPO_CONFIG_NAME:
                 notes.append(FileNote(path, f"this change modifies {REPO_CONFIG_NAME}, the reviewer's own settings "
                                             "(rules included): the gate's settings moved; review that file with care"))
             elif path.rsplit("/", 1)[-1] in names or path in rule_files:

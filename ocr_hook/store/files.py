@@ -9,7 +9,8 @@ store stays bounded: `prune` keeps the most recently written entries and drops t
 
 The cache directory is restored by CI and shared between runs, so it may hold links nobody meant: below the
 directory the user chose (`base`), no directory is ever written through, read through or pruned through
-when it is a symbolic link; the link is reported once as a write error.
+when it is a symbolic link, and (the same checks as the default cache root's, for a cache_dir several users
+share) none that another user owns or others may write; either is reported once as a write error.
 """
 
 from __future__ import annotations
@@ -71,11 +72,11 @@ class JsonFileStore:
 
     def read(self, key: str) -> dict[str, Any] | None:
         """The document stored under `key`, or None when absent, unreadable, oversized, corrupt or outdated."""
-        from ocr_hook.bounded_read import Refused, linked_component, read_regular_file
+        from ocr_hook.bounded_read import Refused, read_regular_file, unsafe_component
 
         path = self._entry(key)
         try:
-            if linked_component(self._base, os.path.dirname(path)) is not None:
+            if unsafe_component(self._base, os.path.dirname(path)) is not None:
                 return None
             raw = read_regular_file(path, self.max_entry_bytes)
             # surrogateescape paths arrive as \udcXX escapes, which json restores unchanged.
@@ -101,7 +102,8 @@ class JsonFileStore:
             path.parent.mkdir(mode=0o700, exist_ok=True)
             link = self.link_below(path.parent)
             if link is not None:
-                self.last_error = f"{self.what}: {link} is a symbolic link; nothing is written through it"
+                self.last_error = (f"{self.what}: {link} is a symbolic link or a directory that is not this user's "
+                                   "own (another user's, or writable by others); nothing is written through it")
                 return False
             replace_bytes(path, payload, mode=0o600, sync=False)
         except OSError as exc:
@@ -110,10 +112,11 @@ class JsonFileStore:
         return True
 
     def link_below(self, path: str | os.PathLike[str]) -> str | None:
-        """The first symbolic link from below `base` down to `path`, or None."""
-        from ocr_hook.bounded_read import linked_component
+        """The first symbolic link, or directory not this user's own, from below `base` down to `path`, or
+        None (ocr_hook.bounded_read.unsafe_component)."""
+        from ocr_hook.bounded_read import unsafe_component
 
-        return linked_component(self._base, path)
+        return unsafe_component(self._base, path)
 
     def touch(self, key: str) -> None:
         """Mark an entry as just used (its file's time), so pruning keeps it like a fresh write."""

@@ -1,0 +1,57 @@
+"""The repository's own settings file as a review of a range reads it: at the trusted revision (DESIGN.md 5).
+
+A pull request controls its work tree, so a review of a range (`--base`, `--from/--to`, `--commit`, `--push`,
+CI) takes `.ocr-hook.yaml` from the side of the change that is not under review, as guidance is taken: the
+change cannot lower the gate that judges it; its edits are reviewed, named in the notes, and apply once
+merged. A staged review and a scan keep the work tree's file (the person committing or scanning wrote it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ocr_hook.changes import git
+from ocr_hook.guidance.resolve import trusted_revision
+from ocr_hook.settings import REPO_CONFIG_NAME, RepoFile, Settings, load
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import ChangeSet
+
+_SYMLINK_MODE = "120000"
+
+
+def reads_trusted(change_set: ChangeSet) -> bool:
+    """Whether the review is of a range (its reviewed side is a commit, and it is not a scan)."""
+    return change_set.target is not None and not change_set.scan
+
+
+def repo_file(change_set: ChangeSet) -> RepoFile | None:
+    """The settings file at the trusted revision, or None when the work tree's applies."""
+    if not reads_trusted(change_set):
+        return None
+    revision = trusted_revision(change_set)
+    if revision is None:  # the range starts at the empty tree: no side of it is trusted
+        return RepoFile(None, "(none: the range starts before the first commit)")
+    label = f"{revision[:12]} (the side before the change)"
+    listed = git.git_text(change_set.repo_root, ["ls-tree", "-z", "--full-tree", revision, "--", REPO_CONFIG_NAME])
+    entry = next((line for line in listed.split("\0") if line), None)
+    if entry is None:
+        return RepoFile(None, label)
+    mode, kind, sha = entry.split("\t", 1)[0].split(" ")
+    if kind != "blob" or mode == _SYMLINK_MODE:  # a link or a directory is no settings file (never followed)
+        return RepoFile(None, label)
+    data = git.run_git(change_set.repo_root, ["cat-file", "blob", sha]).stdout
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        from ocr_hook.errors import ConfigError
+
+        raise ConfigError(f"{REPO_CONFIG_NAME} at {label}: not UTF-8 text") from None
+    return RepoFile(text, label)
+
+
+def load_for(change_set: ChangeSet, config_file: str | None, flags: Mapping[str, Any],
+             environ: Mapping[str, str]) -> Settings:
+    """The run's settings, the repository's layer read as `repo_file` says."""
+    return load(change_set.repo_root, config_file, flags, environ, repo_file=repo_file(change_set))

@@ -4,6 +4,8 @@ an unchanged re-scan, the whole run under --timeout. Real repositories, the real
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,61 @@ def test_a_name_that_is_not_utf8_is_reviewed_and_shown_as_git_shows_it(tmp_path:
     staged = run_cli(repo, "review", "--format", "json", env=sdk_env)
     assert staged.returncode == 0, staged.stderr
     assert json.loads(staged.stdout)["coverage"]["reviewed"] == [LATIN1_SHOWN]
+
+
+# --- sizes first (55.3) -----------------------------------------------------------------------------------
+
+BIG_BYTES = 96 * 1024 * 1024  # a blob git reports by size; big enough that reading it shows in the memory peak
+_MEASURE = ("import resource, subprocess, sys\n"
+            "proc = subprocess.run(sys.argv[1:], capture_output=True)\n"
+            "sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + '\\n')\n"
+            "sys.stdout.buffer.write(proc.stdout)\n")
+
+
+def _add_blob(repo: Path, path: str, size: int) -> None:
+    """A checked-in file of `size` bytes of text lines, written to the object store by a stream (no work tree
+    copy), then committed."""
+    line = b"INSERT INTO t VALUES (1, 'a row of a dump that nobody reviews by hand');\n"
+    proc = subprocess.Popen(["git", "hash-object", "-w", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    chunk = line * (1024 * 1024 // len(line))
+    written = 0
+    while written < size:
+        part = chunk[: size - written]
+        proc.stdin.write(part)
+        written += len(part)
+    proc.stdin.close()
+    sha = proc.stdout.read().decode().strip()
+    assert proc.wait() == 0
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
+    git(repo, "commit", "-q", "--no-verify", "-m", f"add {path}")
+
+
+def _peak_kb(repo: Path, env: dict[str, str], *args: str) -> tuple[int, dict]:
+    """The largest resident set of `ocr-hook ARGS` and the git processes it ran (a real process: its memory
+    is the point), and its JSON output."""
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m", "ocr_hook", *args], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=300)
+    peak, _, out = proc.stdout.partition("\n")
+    return int(peak), json.loads(out)
+
+
+def test_a_file_over_the_size_cap_is_never_read(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "app.py", "def handler():\n    return 1\n")
+    commit_all(repo, "first")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    _add_blob(repo, "dump.sql", BIG_BYTES)
+    without, _ = _peak_kb(repo, sdk_env, "preview", "--scan", "--format", "json", "app.py")
+    with_big, seen = _peak_kb(repo, sdk_env, "preview", "--scan", "--format", "json")
+    skipped = {f["path"]: f["reason"] for f in seen["files"] if f["action"] == "skip"}
+    assert skipped["dump.sql"] == f"too large: {BIG_BYTES} bytes (max_file_bytes 400000)"
+    # Reading the file would cost its size at least (git's diff holds it; so would our copy of its patch).
+    assert with_big - without < 40 * 1024, (with_big, without)
+
+    # A pull request that adds one: the same, through the real review.
+    proc = run_cli(repo, "review", "--base", base, "--format", "json", env=sdk_env)
+    report = json.loads(proc.stdout)
+    assert [s["reason"] for s in report["coverage"]["skipped"]] == [skipped["dump.sql"]] and fake_api.requests == []

@@ -131,6 +131,9 @@ def classify(change: FileChange, snapshot: Snapshot, settings: Settings, rules: 
     reason = _policy_reason(change, rules)
     if reason is not None:
         return Selected(change, "skip", reason, False)
+    if change.oversize:  # listed by size alone (collect_changes): reading it is what the cap is for
+        reason = f"too large: {change.oversize} bytes (max_file_bytes {settings.max_file_bytes})"
+        return Selected(change, "skip", reason, True)
     if change.path == settings.dismissals_file:
         # People review it (its new entries are named in the run notes); the model has nothing to add.
         return Selected(change, "skip", "ocr-hook's dismissals file: new entries are named in the notes", False)
@@ -179,7 +182,7 @@ def _policy_reason(change: FileChange, rules: Rules) -> str | None:
         return f"{label} ({glob!r}); re-include with an exclude line '!{glob}'"
     if rules.include is not None and not rules.include.check_file(change.path).include:
         return "not matched by your include patterns"
-    if not change.hunks:
+    if not change.hunks and not change.oversize:
         return "empty file" if change.status is FileStatus.ADDED else "no content change (rename or mode only)"
     return None
 

@@ -75,7 +75,8 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
     settings = load(Path(root), config_file, flags=flags or {}, environ=environ)
-    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
+    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head,
+                                 max_bytes=settings.max_file_bytes)
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
     snapshot = open_snapshot(root, change_set)
     try:
@@ -127,17 +128,18 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
                  guidance: GuidancePlan | None = None,
                  profiles: Mapping[str, Profile] | None = None) -> dict[str, Any]:
     """The `preview --format json` document."""
+    from ocr_hook.changes.names import shown as git_shown
     from ocr_hook.guidance.resolve import describe
 
     profiles = profiles or {}
 
     files = [
         {
-            "path": s.change.path,
+            "path": git_shown(s.change.path),
             "status": s.change.status.value,
             "action": s.action,
             "reason": s.reason,
-            "old_path": s.change.old_path,
+            "old_path": git_shown(s.change.old_path) if s.change.old_path else None,
             "added": s.change.added,
             "removed": s.change.removed,
             "incomplete": s.incomplete,
@@ -235,8 +237,11 @@ def _estimate_line(estimate: Estimate, settings: Settings, reviews: int) -> str:
 def shown(path: str) -> str:
     """A path safe to print on one terminal line: undecodable bytes and control characters escaped, no live
     workflow command."""
+    from ocr_hook.changes.names import shown as git_shown
     from ocr_hook.ci_log import neutralize_commands
 
+    if git_shown(path) != path:  # not UTF-8: as git quotes it (issue 55.1), printable ASCII already
+        return neutralize_commands(git_shown(path))
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return neutralize_commands(
         "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ocr_hook import __version__
 from ocr_hook.changes import git
-from ocr_hook.changes.collect import collect_changes, diff_command, repo_relative_paths
+from ocr_hook.changes.collect import collect_changes, raw_command, repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.commands.progress import Progress
@@ -138,7 +138,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     with git.prefetching():
         relative = repo_relative_paths(root, cwd, paths)
         if scope.kind == "staged" and head is not None:  # the staged diff runs while the settings load
-            git.prefetch(root, [diff_command(head, None, relative)])
+            git.prefetch(root, [raw_command(head, None, relative)])
         settings = load(root, config_file, flags, environ)
         if adjust is not None:
             settings = adjust(settings)
@@ -148,7 +148,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
         clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
-        change_set = collect_changes(root, scope, relative, environ, head=head)
+        change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes)
         if not change_set.files:
             # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
             empty = ReviewResult(findings=[], files=[], scope=change_set.description,

@@ -4,6 +4,7 @@ an unchanged re-scan, the whole run under --timeout. Real repositories, the real
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,46 @@ def test_a_file_over_the_size_cap_is_never_read(tmp_path: Path, fake_api: FakeMe
     proc = run_cli(repo, "review", "--base", base, "--format", "json", env=sdk_env)
     report = json.loads(proc.stdout)
     assert [s["reason"] for s in report["coverage"]["skipped"]] == [skipped["dump.sql"]] and fake_api.requests == []
+
+
+# --- the result cache and the packs' clock (55.2) ------------------------------------------------------------
+
+
+def _slow_grep(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with a `git` first on PATH whose `grep` answers only after the packs' deadline (a loaded
+    machine: it is killed there), every other command at once."""
+    real = shutil.which("git")
+    shim = tmp_path / "slow-git"
+    shim.mkdir()
+    (shim / "git").write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = grep ] && exec sleep 60; done\n'
+                              f'exec "{real}" "$@"\n', encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    return {**env, "PATH": f"{shim}:{env.get('PATH', '')}"}
+
+
+def test_an_unchanged_file_is_a_cache_hit_whatever_the_packs_timing_did(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                        sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    shop = "from money import price\n\n\ndef total(items):\n    return sum(price(i, {}) for i in items)\n"
+    write(repo, "money.py", "def price(cents, rate):\n    return cents * rate\n")
+    write(repo, "shop.py", shop.format(2))
+    commit_all(repo, "first")
+    first = run_cli(repo, "scan", "--format", "json", "money.py", env=sdk_env)  # its pack whole: a call site
+    assert first.returncode == 0 and json.loads(first.stdout)["coverage"]["context"]["money.py"]["entries"] == 1
+    # A loaded machine: the callers search outlives the packs' deadline (a fifth of --timeout), so the packs are
+    # cut where the clock stopped them.
+    loaded = run_cli(repo, "scan", "--format", "json", "--timeout", "3", env=_slow_grep(tmp_path, sdk_env))
+    assert loaded.returncode == 0, loaded.stderr
+    sent = len(fake_api.requests)
+    # An idle machine, the same tree, settings and guidance: the packs are whole now, and nothing is sent.
+    idle = run_cli(repo, "scan", "--format", "json", env=sdk_env)
+    assert idle.returncode == 0, idle.stderr
+    assert sorted(json.loads(idle.stdout)["coverage"]["cached"]) == ["money.py", "shop.py"]
+    assert len(fake_api.requests) == sent
+
+    # A whole pack that really changed (its call site edited) still means a fresh review of the file.
+    write(repo, "shop.py", shop.format(3))
+    commit_all(repo, "second")
+    again = run_cli(repo, "scan", "--format", "json", "money.py", env=sdk_env)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["coverage"]["cached"] == [] and len(fake_api.requests) > sent

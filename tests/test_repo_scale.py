@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from agent_support import filter_keeps_all
-from fake_api import FakeMessagesAPI
+from fake_api import FakeMessagesAPI, Reply, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 LATIN1 = "caf\udce9.py"  # b"caf\xe9.py": a Latin-1 name, not UTF-8 (surrogateescape)
@@ -153,3 +153,34 @@ def test_an_unchanged_file_is_a_cache_hit_whatever_the_packs_timing_did(tmp_path
     again = run_cli(repo, "scan", "--format", "json", "money.py", env=sdk_env)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["coverage"]["cached"] == [] and len(fake_api.requests) > sent
+
+
+# --- --timeout bounds the whole run (55.8) ----------------------------------------------------------------
+
+
+def _slow_listing(tmp_path: Path, env: dict[str, str], seconds: float) -> dict[str, str]:
+    """`env` with a `git` first on PATH whose `ls-tree` (the guidance listing, read before any request) takes
+    `seconds`: the run's preparation is slow, as on a loaded machine or a huge tree."""
+    real = shutil.which("git")
+    shim = tmp_path / "slow-listing"
+    shim.mkdir()
+    wait = f'[ "$a" = ls-tree ] && {{ sleep {seconds}; break; }}'
+    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do {wait}; done\nexec "{real}" "$@"\n', encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    return {**env, "PATH": f"{shim}:{env.get('PATH', '')}"}
+
+
+def test_the_time_limit_counts_from_the_start_and_a_run_it_stopped_says_so(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                           sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "app.py", "def handler():\n    return 1\n")
+    commit_all(repo, "first")
+    fake_api.script("def handler", [Reply([tool_use("task_done", {"state": "DONE"})], delay_s=60)])
+    env = _slow_listing(tmp_path, sdk_env, 1.5)
+    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "3", env=env)
+    assert proc.returncode == 3, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["coverage"]["failed"] or report["coverage"]["skipped"]
+    # The limit as given, not what was left of it when the requests began.
+    assert "time limit of 3 s" in proc.stdout and "time limit of 1." not in proc.stdout
+    assert any("time limit of 3 s reached" in n for n in report["notes"]), report["notes"]

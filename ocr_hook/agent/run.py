@@ -115,6 +115,7 @@ def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
         from ocr_hook.context import build_pack
         from ocr_hook.context.pack import degraded
 
+        _bound_packs(job)
         try:
             job.contexts[change.path] = build_pack(change, job.snapshot, job.settings)
         except Exception:  # the pack is an aid: without it the review is as it was before packs
@@ -147,11 +148,20 @@ def _evidence(pack: ContextPack | None, plan: MemoryPlan | None) -> str | None:
     return pack.render() or None
 
 
+def _bound_packs(job: ReviewJob) -> None:
+    """The packs' own deadline never outlasts the run's (--timeout bounds the preparation too, issue 55.8)."""
+    from ocr_hook.context.model import reader_for
+
+    reader = reader_for(job.snapshot, job.settings)
+    reader.deadline = min(reader.deadline, time.monotonic() + job.budget.remaining_seconds())
+
+
 def prepare_contexts(job: ReviewJob) -> None:
     """What the change set's packs share (one call-site search per language), once, before any file's pack."""
     todo = [f for f in job.files if f.path not in job.contexts]
     if not job.settings.context or not todo:
         return
+    _bound_packs(job)
     from ocr_hook.context import prepare_packs
 
     try:
@@ -345,7 +355,11 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         return results, deque((change, None) for change in job.files)
     intent = job_intent(job)
     found: list[tuple[FileChange, str, CachedReview | None]] = []
+    late: list[FileChange] = []
     for change in job.files:
+        if job.budget.remaining_seconds() <= 0:  # --timeout bounds the preparation too (issue 55.8)
+            late.append(change)
+            continue
         content = job.snapshot.read_text(change.path)
         key = result_key(change, content, job.settings, job.guidance.get(change.path), _profile(job, change.path),
                          intent[0] if intent is not None else None)
@@ -369,6 +383,7 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
                                                         effort=_profile(job, change.path).name, **counts),
                                            hit, resolved=resolved)
         job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
+    to_review.extend((change, None) for change in late)  # the worker says why they were not reviewed
     return results, to_review
 
 
@@ -444,7 +459,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
             while to_review:
                 change, key = to_review.popleft()
                 if job.budget.exhausted_reason is not None or job.budget.remaining_seconds() <= 0:
-                    reason = f"not reviewed: {job.budget.exhausted_reason or 'the time limit was reached'}"
+                    reason = f"not reviewed: {job.budget.exhausted_reason or job.budget.time_limit_reached}"
                     job.on_event(change.path, "skipped", reason)
                     results[change.path] = _FileResult(FileCoverage(change.path, "skipped", reason, incomplete=True))
                     continue
@@ -527,6 +542,13 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
     if stopped and left:
         notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
+    elif job.budget.remaining_seconds() <= 0:
+        # The clock stopped the run with no request refused (it ran out during the preparation, or while requests
+        # were in flight): say so, with the limit as given.
+        cut = sum(1 for f in files if f.incomplete and f.state in ("skipped", "failed"))
+        if cut:
+            notes.append(f"the run was stopped by the clock ({job.budget.time_limit_reached}): {cut} file(s) not "
+                         "reviewed or cut short")
     cut = job.budget.forfeited_requests
     if cut:
         notes.append(f"{cut} request(s) were cut off after they were sent, so their usage never came back; "

@@ -428,7 +428,7 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     from ocr_hook.store.result_cache import ResultCache, run_cache_dir
 
     budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
-                    deadline=started + settings.timeout, pricing=settings.pricing)
+                    deadline=started + settings.timeout, pricing=settings.pricing, time_limit=settings.timeout)
     if on_budget is not None:
         on_budget(budget)
     if change_set.scan:

@@ -184,3 +184,22 @@ def test_the_time_limit_counts_from_the_start_and_a_run_it_stopped_says_so(tmp_p
     # The limit as given, not what was left of it when the requests began.
     assert "time limit of 3 s" in proc.stdout and "time limit of 1." not in proc.stdout
     assert any("time limit of 3 s reached" in n for n in report["notes"]), report["notes"]
+
+
+def test_git_lfs_pointers_are_skipped_with_their_reason(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                        sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, ".gitattributes", "*.bin filter=lfs diff=lfs merge=lfs -text\n*.csv filter=lfs diff=lfs merge=lfs\n")
+    pointer = ("version https://git-lfs.github.com/spec/v1\n"
+               "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n")
+    write(repo, "data/model.bin", pointer)  # committed as git-lfs would: the pointer (no git-lfs needed here)
+    write(repo, "data/rows.csv", pointer.replace("12345", "999"))
+    write(repo, "app.py", "def handler():\n    return 1\n")
+    commit_all(repo, "first")
+    proc = run_cli(repo, "scan", "--format", "json", env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    skipped = {s["path"]: (s["reason"], s["incomplete"]) for s in report["coverage"]["skipped"]}
+    lfs = ("Git LFS pointer: the file's content is stored outside the repository", False)
+    assert skipped["data/model.bin"] == lfs and skipped["data/rows.csv"] == lfs
+    assert "oid sha256" not in json.dumps([r.body for r in fake_api.requests])

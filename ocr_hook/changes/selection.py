@@ -140,6 +140,8 @@ def classify(change: FileChange, snapshot: Snapshot, settings: Settings, rules: 
     content = snapshot.read_bytes(change.path)
     if content is None:
         return Selected(change, "skip", "not a regular file in the reviewed snapshot", False)
+    if _is_lfs_pointer(content):
+        return Selected(change, "skip", "Git LFS pointer: the file's content is stored outside the repository", False)
     forced = rules.skip.check_file(change.path).include is False  # re-included by the user's "!pattern"
     if not forced:
         marker = _generated_marker(content, rules)
@@ -189,6 +191,15 @@ def _policy_reason(change: FileChange, rules: Rules) -> str | None:
 
 def _paths_of(change: FileChange) -> Sequence[str]:
     return (change.path,) if change.old_path is None else (change.path, change.old_path)
+
+
+# A Git LFS pointer (git-lfs's spec, v1): a few "key value" lines starting with this one, under 1024 bytes.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _is_lfs_pointer(content: bytes) -> bool:
+    """What `filter=lfs` checks in: the pointer, never the file; reviewing it as code would be noise."""
+    return len(content) < 1024 and content.startswith(_LFS_POINTER) and b"\noid sha256:" in content
 
 
 def _generated_marker(content: bytes, rules: Rules) -> str | None:

@@ -203,3 +203,21 @@ def test_git_lfs_pointers_are_skipped_with_their_reason(tmp_path: Path, fake_api
     lfs = ("Git LFS pointer: the file's content is stored outside the repository", False)
     assert skipped["data/model.bin"] == lfs and skipped["data/rows.csv"] == lfs
     assert "oid sha256" not in json.dumps([r.body for r in fake_api.requests])
+
+
+def test_the_callers_search_of_a_large_change_set_is_batched(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    # 8 files of 60 functions with long names: one pattern of all 480 would be some 45,000 characters, which
+    # git grep refuses (exit 128), so before batching no file found a caller.
+    stem = "compute_the_quarterly_figure_for_the_regional_office_after_the_adjustments_number"
+    for i in range(8):
+        write(repo, f"pkg/mod_{i}.py", "".join(f"def {stem}_{i}_{j:02}(x):\n    return x + {j}\n\n\n"
+                                               for j in range(60)))
+    write(repo, "main.py", f"from pkg.mod_7 import {stem}_7_33\n\n\ndef run():\n    return {stem}_7_33(1)\n")
+    commit_all(repo, "first")
+    proc = run_cli(repo, "scan", "--format", "json", "pkg", env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["coverage"]["context"]["pkg/mod_7.py"]["entries"] >= 1
+    first = [r.first_user_text for r in fake_api.requests if "Review the change to `pkg/mod_7.py`" in r.first_user_text]
+    assert first and f"call site of `{stem}_7_33` (main.py" in first[0]

@@ -227,10 +227,31 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
     return by_name
 
 
+# git grep refuses a Perl pattern past about 32,000 characters (PCRE2: "regular expression is too large"): a
+# large change set's names are searched in batches of patterns at most this long (issue 55.4).
+MAX_PATTERN_CHARS = 8_000
+
+
 def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
                 by_name: dict[str, list[GrepHit]]) -> bool:
-    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls); False when
-    git grep's caps cut the result."""
+    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls), one `git grep`
+    per batch of names; False when git grep's caps cut a result."""
+    complete = True
+    batch: list[str] = []
+    size = 0
+    for name in bare:
+        if batch and size + len(name) + 1 > MAX_PATTERN_CHARS:
+            complete = _grep_batch(batch, extensions, reader, by_name) and complete
+            batch, size = [], 0
+        batch.append(name)
+        size += len(re.escape(name)) + 1
+    if batch:
+        complete = _grep_batch(batch, extensions, reader, by_name) and complete
+    return complete
+
+
+def _grep_batch(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
+                by_name: dict[str, list[GrepHit]]) -> bool:
     alternatives = "|".join(re.escape(n) for n in bare)
     pattern = rf"\b({alternatives})\s*\("
     specs = tuple(f"*{ext}" for ext in extensions)

@@ -221,3 +221,14 @@ def test_the_callers_search_of_a_large_change_set_is_batched(tmp_path: Path, fak
     assert json.loads(proc.stdout)["coverage"]["context"]["pkg/mod_7.py"]["entries"] >= 1
     first = [r.first_user_text for r in fake_api.requests if "Review the change to `pkg/mod_7.py`" in r.first_user_text]
     assert first and f"call site of `{stem}_7_33` (main.py" in first[0]
+
+
+def test_each_files_list_of_the_others_is_a_view_not_a_copy() -> None:
+    from ocr_hook.agent.prompts import OtherPaths, other_files_list
+
+    paths = tuple(f"src/m{i}.py" for i in range(250))
+    for own in (0, 7, 249):
+        view, copy = OtherPaths(paths, own), tuple(p for p in paths if p != paths[own])
+        assert len(view) == len(copy) and list(view) == list(copy) and view[-1] == copy[-1]
+        assert other_files_list(view) == other_files_list(copy)
+    assert list(OtherPaths(paths, None)) == list(paths)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -225,7 +225,7 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
 
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api | None,
-                      mask: SecretMasker, other_paths: tuple[str, ...],
+                      mask: SecretMasker, other_paths: Sequence[str],
                       guidance: FileGuidance | None = None,
                       capabilities: CapabilityLookup | None = None) -> _FileResult:
     import asyncio
@@ -445,7 +445,8 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         if intent is not None:
             mask.count += intent[1]  # the intent's secrets, once for the run
         guidance = _masked_guidance(job.guidance, mask)
-        all_paths = [f.path for f in job.change_set.files]
+        all_paths = tuple(f.path for f in job.change_set.files)
+        position = {path: i for i, path in enumerate(all_paths)}  # once for the run (issue 55.12)
         # No Messages API client with Claude Code: no request may bypass it (no capability lookup either:
         # Claude Code sends thinking and effort only to the models it knows support them).
         api = None if claude_code else open_api(job.settings, job.environ, job.budget)
@@ -463,7 +464,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                     job.on_event(change.path, "skipped", reason)
                     results[change.path] = _FileResult(FileCoverage(change.path, "skipped", reason, incomplete=True))
                     continue
-                others = tuple(p for p in all_paths if p != change.path)
+                others = prompts.OtherPaths(all_paths, position.get(change.path))
                 try:
                     results[change.path] = await _review_one(job, change, key, api, mask, others,
                                                              guidance.get(change.path), capabilities)

@@ -201,6 +201,7 @@ scan.params[:0] = [p for p in review.params if p.name not in _NOT_FOR_SCAN]
 @click.option("--scan", "scan_", is_flag=True,
               help="Preview `ocr-hook scan`: whole files at HEAD (--rev REV, or the index with --staged).")
 @click.option("--rev", metavar="REV", help="With --scan: the revision to scan.")
+@click.option("--shard", metavar="I/N", help="Show only share I of N of the files, as `review --shard` deals them.")
 def preview(**kw: Any) -> None:
     """Show what would be reviewed, what is skipped and why, each file's effort profile, and the estimated
     cost. Calls no model."""
@@ -208,7 +209,7 @@ def preview(**kw: Any) -> None:
 
     scope = _preview_scope(kw)
     sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_"),
-                             flags={"effort": kw.pop("effort")}))
+                             flags={"effort": kw.pop("effort")}, shard=kw.pop("shard")))
 
 
 def _preview_scope(kw: dict[str, Any]) -> Scope:

@@ -232,3 +232,29 @@ def test_each_files_list_of_the_others_is_a_view_not_a_copy() -> None:
         assert len(view) == len(copy) and list(view) == list(copy) and view[-1] == copy[-1]
         assert other_files_list(view) == other_files_list(copy)
     assert list(OtherPaths(paths, None)) == list(paths)
+
+
+def test_preview_deals_the_shards_as_the_review_does(tmp_path: Path) -> None:
+    from ocr_hook.changes.shard import shard_select
+
+    repo = make_repo(tmp_path / "repo")
+    paths = [f"src/m{i:02}.py" for i in range(12)]
+    for path in paths:
+        write(repo, path, f"X = {path!r}\n")
+    commit_all(repo, "first")
+    reviewed = []
+    for shard in ("1/3", "2/3", "3/3"):
+        proc = run_cli(repo, "preview", "--scan", "--shard", shard, "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        mine = [f["path"] for f in json.loads(proc.stdout)["files"] if f["action"] == "review"]
+        assert set(mine) == shard_select(paths, shard)
+        reviewed += mine
+    assert sorted(reviewed) == paths
+    # The caps apply per shard: with max_files 2, each shard shows its own two and skips the rest for the cap.
+    write(repo, ".ocr-hook.yaml", "max_files: 2\n")
+    proc = run_cli(repo, "preview", "--scan", "--shard", "1/3", "--format", "json")
+    files = json.loads(proc.stdout)["files"]
+    assert len([f for f in files if f["action"] == "review"]) == 2
+    assert {f["path"] for f in files if f["path"].startswith("src/")} == shard_select(paths, "1/3")
+    bad = run_cli(repo, "preview", "--shard", "4/3")
+    assert bad.returncode == 2 and "--shard" in bad.stderr

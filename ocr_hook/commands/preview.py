@@ -60,17 +60,20 @@ class Previewed(NamedTuple):
 
 
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
-        environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> int:
-    seen = preview(scope, paths, config_file, environ=environ, flags=flags)
+        environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,
+        shard: str | None = None) -> int:
+    seen = preview(scope, paths, config_file, environ=environ, flags=flags, shard=shard)
     out = render_json(*seen) if fmt == "json" else render_text(*seen)
     _write(out)
     return 0
 
 
 def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd: str | None = None,
-            environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Previewed:
+            environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,
+            shard: str | None = None) -> Previewed:
     """What would be reviewed and what it could cost, without printing anything. `flags` are the
-    settings a review would take from its command line (e.g. effort)."""
+    settings a review would take from its command line (e.g. effort); `shard` I/N: that share of the files, dealt
+    as the review deals it (the caps apply per shard)."""
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
@@ -80,7 +83,9 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
     snapshot = open_snapshot(root, change_set)
     try:
-        selected = select_files(change_set, snapshot, settings)
+        from ocr_hook.changes.shard import shard_change_set
+
+        selected = select_files(shard_change_set(change_set, shard), snapshot, settings)
         from ocr_hook.guidance.resolve import resolve_guidance
 
         guidance = resolve_guidance(change_set, settings, [s.change.path for s in selected])

@@ -331,10 +331,9 @@ def _select(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, shard
     from ocr_hook.changes.selection import select_files
 
     if shard:
-        from ocr_hook.changes.shard import shard_select
+        from ocr_hook.changes.shard import shard_change_set
 
-        mine = shard_select([c.path for c in change_set.files], shard)
-        change_set = change_set._replace(files=tuple(c for c in change_set.files if c.path in mine))
+        change_set = shard_change_set(change_set, shard)
     return select_files(change_set, snapshot, settings)
 
 

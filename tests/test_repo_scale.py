@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from agent_support import filter_keeps_all
-from fake_api import FakeMessagesAPI, Reply, tool_use
+from e2e_support import comment, comment_turn
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 LATIN1 = "caf\udce9.py"  # b"caf\xe9.py": a Latin-1 name, not UTF-8 (surrogateescape)
@@ -258,3 +259,53 @@ def test_preview_deals_the_shards_as_the_review_does(tmp_path: Path) -> None:
     assert {f["path"] for f in files if f["path"].startswith("src/")} == shard_select(paths, "1/3")
     bad = run_cli(repo, "preview", "--shard", "4/3")
     assert bad.returncode == 2 and "--shard" in bad.stderr
+
+
+# --- fingerprints that survive a rename and a formatter (55.6) -------------------------------------------------
+
+_REST = "".join(f"\n\ndef helper_{i}(x):\n    return x * {i}\n" for i in range(6))  # the rename keeps most lines
+WRAPPED = "def total(a, b):\n    value = compute(a,\n                    b)\n    return value\n" + _REST
+REWRAPPED = "def total(a, b):\n    # the sum of both\n    value = compute(a, b)\n    return value\n" + _REST
+
+
+def test_a_baselined_finding_stays_suppressed_after_a_rename_and_a_rewrap(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                          sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "app/calc.py", WRAPPED)
+    base = commit_all(repo, "legacy")
+    quoted = comment("compute() may return None here.", "value = compute(a,\n                    b)", severity="high")
+    fake_api.script("def total(a, b)", [comment_turn(quoted), task_done()])
+    adopt = run_cli(repo, "scan", "--baseline-output", ".ocr-hook/baseline.json", "--format", "json", env=sdk_env)
+    assert adopt.returncode == 0, adopt.stderr
+    commit_all(repo, "adopt ocr-hook")
+
+    # `git mv` plus an edit next to the finding, and a formatter that joins the quoted lines.
+    git(repo, "mv", "app/calc.py", "app/sums.py")
+    write(repo, "app/sums.py", REWRAPPED)
+    commit_all(repo, "rename and format")
+    again = comment("compute() may return None here.", "value = compute(a, b)", severity="high")
+    fake_api.script("the sum of both", [comment_turn(again), task_done()])
+    proc = run_cli(repo, "review", "--base", base, "--baseline", ".ocr-hook/baseline.json", "--format", "json",
+                   env=sdk_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert (finding["path"], finding["suppressed"]) == ("app/sums.py", "baseline")
+
+
+def test_a_baseline_of_the_earlier_fingerprint_form_still_matches(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                                  sdk_env: dict[str, str]) -> None:
+    from ocr_hook.findings.model import legacy_fingerprint
+
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "app/calc.py", WRAPPED)
+    base = commit_all(repo, "legacy")
+    code = "value = compute(a,\n                    b)"
+    written_before = legacy_fingerprint("app/calc.py", "bug", code)  # what ocr-hook wrote until now
+    write(repo, ".ocr-hook/baseline.json", json.dumps({"version": 1, "fingerprints": [written_before]}))
+    write(repo, "app/calc.py", WRAPPED + "\n\ndef other():\n    return 2\n")
+    commit_all(repo, "more")
+    fake_api.script("def other()", [comment_turn(comment("compute() may return None here.", code)), task_done()])
+    proc = run_cli(repo, "review", "--base", base, "--baseline", ".ocr-hook/baseline.json", "--filter-mode", "file",
+                   "--format", "json", env=sdk_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [f["suppressed"] for f in json.loads(proc.stdout)["findings"]] == ["baseline"]

@@ -309,3 +309,53 @@ def test_a_baseline_of_the_earlier_fingerprint_form_still_matches(tmp_path: Path
                    "--format", "json", env=sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [f["suppressed"] for f in json.loads(proc.stdout)["findings"]] == ["baseline"]
+
+
+# --- merge-sarif equals one unsharded run (55.7) -------------------------------------------------------------
+
+
+def test_merged_shards_equal_the_unsharded_run_past_the_cap(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                            sdk_env: dict[str, str]) -> None:
+    import random
+    import string
+
+    from ocr_hook.changes.shard import shard_select
+
+    # 21 files of 50 findings of one severity: 1,050 results, 50 past SARIF's cap of 1,000, every one a tie on
+    # severity. The file that sorts last is in shard 1, so keeping shard order would drop other results.
+    names = [f"src/f{i:02}.py" for i in range(20)]
+    names.append(next(n for n in (f"src/z{i}.py" for i in range(99)) if n in shard_select([*names, n], "1/2")))
+    token = "ghp_" + "".join(random.Random(5).choice(string.ascii_letters + string.digits) for _ in range(36))
+    repo = make_repo(tmp_path / "repo")
+    write(repo, ".ocr-hook.yaml", "cache_dir: .cache\n")  # ignored from the repository: a note in every run
+    for path in names:
+        write(repo, path, f"TOKEN = '{token}'\n" + "".join(f"value_{j} = {j}\n" for j in range(50)))
+        fake_api.script(f"+++ b/{path}", [comment_turn(*[comment(f"value_{j} looks off.", f"value_{j} = {j}",
+                                                                 suggestion=None) for j in range(50)]), task_done()])
+    commit_all(repo, "first")
+    shards = []
+    for shard in ("1/2", "2/2"):
+        out = tmp_path / f"shard-{shard[0]}.sarif"
+        proc = run_cli(repo, "scan", "--shard", shard, "-q", "--concurrency", "8", "--sarif-output", str(out),
+                       "--fail-on", "never", "src", env=sdk_env)
+        assert proc.returncode == 0, proc.stderr
+        shards.append(str(out))
+    merged = tmp_path / "merged.sarif"
+    assert run_cli(repo, "merge-sarif", *shards, "-o", str(merged)).returncode == 0
+    whole = tmp_path / "whole.sarif"
+    proc = run_cli(repo, "scan", "-q", "--no-cache", "--concurrency", "8", "--sarif-output", str(whole),
+                   "--fail-on", "never", "src", env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    one, two = (json.loads(p.read_text())["runs"][0] for p in (whole, merged))
+
+    def results(run: dict) -> list[tuple[str, int, str]]:
+        return [(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+                 r["locations"][0]["physicalLocation"]["region"]["startLine"],
+                 r["partialFingerprints"]["ocrHookFingerprint/v1"]) for r in run["results"]]
+
+    def notes(run: dict) -> list[str]:
+        return [n["message"]["text"] for n in run["invocations"][0]["toolExecutionNotifications"]]
+
+    assert len(one["results"]) == 1000 and results(two) == results(one)
+    assert notes(two) == notes(one)
+    assert sum("likely secret(s) were masked" in n for n in notes(one)) == 1

@@ -359,3 +359,17 @@ def test_merged_shards_equal_the_unsharded_run_past_the_cap(tmp_path: Path, fake
     assert len(one["results"]) == 1000 and results(two) == results(one)
     assert notes(two) == notes(one)
     assert sum("likely secret(s) were masked" in n for n in notes(one)) == 1
+
+
+def test_files_the_packs_deadline_left_without_a_pack_are_counted_and_named(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "money.py", "def price(cents, rate):\n    return cents * rate\n")
+    write(repo, "shop.py", "from money import price\n\n\ndef total(items):\n    return price(items, 2)\n")
+    commit_all(repo, "first")
+    loaded = _slow_grep(tmp_path, sdk_env)
+    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "3", env=loaded)
+    assert proc.returncode == 0, proc.stderr
+    said = "2 file(s) were reviewed with their context pack cut short or without one"
+    assert any(n.startswith(said) for n in json.loads(proc.stdout)["notes"])
+    assert said in run_cli(repo, "scan", "--no-cache", "--timeout", "3", env=loaded).stdout  # the text report too

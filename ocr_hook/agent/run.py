@@ -148,6 +148,9 @@ def _evidence(pack: ContextPack | None, plan: MemoryPlan | None) -> str | None:
     return pack.render() or None
 
 
+PREPARE_BATCH = 64  # files whose packs are prepared together (one call-site search for them all)
+
+
 def _bound_packs(job: ReviewJob) -> None:
     """The packs' own deadline never outlasts the run's (--timeout bounds the preparation too, issue 55.8)."""
     from ocr_hook.context.model import reader_for
@@ -156,9 +159,10 @@ def _bound_packs(job: ReviewJob) -> None:
     reader.deadline = min(reader.deadline, time.monotonic() + job.budget.remaining_seconds())
 
 
-def prepare_contexts(job: ReviewJob) -> None:
-    """What the change set's packs share (one call-site search per language), once, before any file's pack."""
-    todo = [f for f in job.files if f.path not in job.contexts]
+def prepare_contexts(job: ReviewJob, files: Sequence[FileChange] | None = None) -> None:
+    """What the packs of `files` (default: the job's) share (one call-site search per language), once, before
+    their own packs."""
+    todo = [f for f in (job.files if files is None else files) if f.path not in job.contexts]
     if not job.settings.context or not todo:
         return
     _bound_packs(job)
@@ -451,9 +455,19 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         # Claude Code sends thinking and effort only to the models it knows support them).
         api = None if claude_code else open_api(job.settings, job.environ, job.budget)
         capabilities = _capability_lookup(job, api) if api is not None else None
-        # Without the cache, or with packs the memo spared the lookups, the packs are prepared here (once, for
-        # all the job's files: their call-site search is shared); else the lookups built them already.
-        await asyncio.to_thread(prepare_contexts, job)
+        # The packs are prepared in review order, a batch at a time, each just before its first file is reviewed
+        # (issue 55.5): the first files reviewed get their packs first, and the packs' deadline falls on the last.
+        order = [change for change, _key in to_review]
+        place = {change.path: i for i, change in enumerate(order)}
+        prepared, prep_lock = [0], asyncio.Lock()
+
+        async def prepare_up_to(change: FileChange) -> None:
+            async with prep_lock:
+                at = place.get(change.path, 0)
+                if job.settings.context and at >= prepared[0]:
+                    batch = order[prepared[0]:at + PREPARE_BATCH]
+                    prepared[0] = at + PREPARE_BATCH
+                    await asyncio.to_thread(prepare_contexts, job, batch)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.
@@ -466,6 +480,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
                     continue
                 others = prompts.OtherPaths(all_paths, position.get(change.path))
                 try:
+                    await prepare_up_to(change)
                     results[change.path] = await _review_one(job, change, key, api, mask, others,
                                                              guidance.get(change.path), capabilities)
                 except Exception as exc:  # one file's bug must not sink the others' results
@@ -543,7 +558,12 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
     if stopped and left:
         notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
-    elif job.budget.remaining_seconds() <= 0:
+    reviewed = {f.path for f in files if f.state in ("reviewed", "failed")}
+    short = len(job.contexts_cut & reviewed)
+    if short:  # issue 55.5: said, not only counted in the summary
+        notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs' "
+                     "time ran out (it is a fifth of --timeout, at most 15 s) or a search for call sites failed")
+    if not (stopped and left) and job.budget.remaining_seconds() <= 0:
         # The clock stopped the run with no request refused (it ran out during the preparation, or while requests
         # were in flight): say so, with the limit as given.
         cut = sum(1 for f in files if f.incomplete and f.state in ("skipped", "failed"))

@@ -207,14 +207,16 @@ def _cut_lines(text: str) -> str:
 
 
 def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
-    """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from one bounded
-    `git grep`; kept for the run, so a later file asking for a subset of the same names greps nothing."""
+    """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from bounded
+    `git grep`s; kept for the run, so a later file asking for names searched before greps nothing, and one asking
+    for new names greps only those (the change set is prepared in batches, in review order)."""
     key = ("sites", extensions)
     known = reader.memo.get(key)
-    if known is not None and set(names) <= known[0]:  # type: ignore[index]
-        return known[1]  # type: ignore[index,no-any-return]
-    bare = sorted({n.lstrip(".") for n in names})
-    by_name: dict[str, list[GrepHit]] = {}
+    searched: frozenset[str] = known[0] if known is not None else frozenset()  # type: ignore[index]
+    by_name: dict[str, list[GrepHit]] = known[1] if known is not None else {}  # type: ignore[index]
+    if set(names) <= searched:
+        return by_name
+    bare = sorted({n.lstrip(".") for n in names if n not in searched})
     complete = _grep_calls(bare, extensions, reader, by_name)
     if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
         rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
@@ -222,8 +224,7 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
             if reader.expired():
                 break
             _grep_calls([name], extensions, reader, by_name)
-    if known is None or set(names) > known[0]:  # type: ignore[index]
-        reader.memo[key] = (frozenset(names), by_name)
+    reader.memo[key] = (searched | frozenset(names), by_name)
     return by_name
 
 

@@ -373,3 +373,25 @@ def test_files_the_packs_deadline_left_without_a_pack_are_counted_and_named(
     said = "2 file(s) were reviewed with their context pack cut short or without one"
     assert any(n.startswith(said) for n in json.loads(proc.stdout)["notes"])
     assert said in run_cli(repo, "scan", "--no-cache", "--timeout", "3", env=loaded).stdout  # the text report too
+
+
+# --- a scan covers the repository (issue 54.7) ----------------------------------------------------------------
+
+
+def test_a_scan_covers_the_repository_by_default(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                 sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for i in range(203):  # past the 200 files a review takes by default
+        write(repo, f"pkg/m{i:03}.py", f"X{i} = {i}\n")
+    commit_all(repo, "first")
+    seen = json.loads(run_cli(repo, "preview", "--scan", "--format", "json").stdout)
+    assert sum(f["action"] == "review" for f in seen["files"]) == 203
+    proc = run_cli(repo, "scan", "--format", "json", "--max-cost", "50", "--concurrency", "16", "-q", env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["status"] == "complete" and len(report["coverage"]["reviewed"]) == 203
+    # The cap is still there when asked for, on the command line too.
+    capped = json.loads(run_cli(repo, "scan", "--format", "json", "--max-files", "2", "-q", env=sdk_env).stdout)
+    assert len(capped["coverage"]["reviewed"]) == 2 and len(capped["coverage"]["skipped"]) == 201
+    shown = json.loads(run_cli(repo, "preview", "--scan", "--max-files", "2", "--format", "json").stdout)
+    assert sum(f["action"] == "review" for f in shown["files"]) == 2

@@ -18,11 +18,11 @@ from ocr_hook.changes.ci_base import AutoBase
 from ocr_hook.changes.collect import repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.guidance.resolve import GuidancePlan
-from ocr_hook.settings import Settings, load
+from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.effort import Profile
@@ -77,7 +77,8 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
-    settings = load(Path(root), config_file, flags=flags or {}, environ=environ)
+    settings = load(Path(root), config_file, flags=flags or {}, environ=environ,
+                    command_defaults=SCAN_DEFAULTS if scope.kind == SCAN else None)
     change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head,
                                  max_bytes=settings.max_file_bytes)
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes

@@ -17,7 +17,7 @@ from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.settings import Settings, load
+from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
@@ -139,7 +139,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         relative = repo_relative_paths(root, cwd, paths)
         if scope.kind == "staged" and head is not None:  # the staged diff runs while the settings load
             git.prefetch(root, [raw_command(head, None, relative)])
-        settings = load(root, config_file, flags, environ)
+        settings = load(root, config_file, flags, environ, SCAN_DEFAULTS if scope.kind == SCAN else None)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:

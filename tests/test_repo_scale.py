@@ -395,3 +395,14 @@ def test_a_scan_covers_the_repository_by_default(tmp_path: Path, fake_api: FakeM
     assert len(capped["coverage"]["reviewed"]) == 2 and len(capped["coverage"]["skipped"]) == 201
     shown = json.loads(run_cli(repo, "preview", "--scan", "--max-files", "2", "--format", "json").stdout)
     assert sum(f["action"] == "review" for f in shown["files"]) == 2
+
+
+def test_a_cost_cap_below_one_request_says_nothing_was_spent(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                             sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "app.py", "def handler():\n    return 1\n")
+    commit_all(repo, "first")
+    proc = run_cli(repo, "scan", "--max-cost", "0.02", env=sdk_env)
+    assert proc.returncode == 3 and fake_api.requests == []
+    assert "cost cap of $0.02 is below the estimated worst case of one request ($" in proc.stdout
+    assert "nothing was spent" in proc.stdout and "cost cap of $0.02 reached" not in proc.stdout + proc.stderr

@@ -304,7 +304,14 @@ class Budget:
 
             self._max_cost = Fraction(self._max_cost_usd)
         if self._max_cost is not None and self._spent + self._reserved_cost + cost > self._max_cost:
+            if not self._spent and not self._reserved_cost and not self._outstanding:
+                # Nothing spent yet: the cap is below one request's estimate, not used up (issue 54.8).
+                return (f"cost cap of {_money(self._max_cost)} is below the estimated worst case of one request "
+                        f"({_money(cost)}); nothing was spent")
             return f"cost cap of {_money(self._max_cost)} reached"
         if self._spent_tokens + self._reserved_tokens + tokens > self._max_tokens:
+            if not self._spent_tokens and not self._reserved_tokens and not self._outstanding:
+                return (f"token cap of {self._max_tokens} is below the estimated worst case of one request "
+                        f"({tokens} tokens); nothing was spent")
             return f"token cap of {self._max_tokens} reached"
         return None

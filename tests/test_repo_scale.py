@@ -406,3 +406,16 @@ def test_a_cost_cap_below_one_request_says_nothing_was_spent(tmp_path: Path, fak
     assert proc.returncode == 3 and fake_api.requests == []
     assert "cost cap of $0.02 is below the estimated worst case of one request ($" in proc.stdout
     assert "nothing was spent" in proc.stdout and "cost cap of $0.02 reached" not in proc.stdout + proc.stderr
+
+
+def test_the_result_cache_keeps_room_for_every_file_of_a_large_run(tmp_path: Path) -> None:
+    from ocr_hook.store.result_cache import MAX_ENTRIES, ResultCache, cache_key
+
+    keys = [cache_key({"file": str(i)}) for i in range(MAX_ENTRIES + 100)]
+    first = ResultCache(tmp_path / "cache", keep=3 * len(keys))  # a scan of 5,100 files writes 5,100 entries
+    for key in keys:
+        first.put(key, [])
+    # The next run over the same tree writes one entry (one file changed) and prunes once: nothing it needs goes.
+    again = ResultCache(tmp_path / "cache", keep=3 * len(keys))
+    again.put(cache_key({"file": "changed"}), [])
+    assert all(again.get(key) == [] for key in keys)

@@ -434,7 +434,8 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
         on_event = _scan_progress(on_event, len(files), budget)
     cache = None
     if settings.cache:
-        cache = ResultCache(run_cache_dir(settings.cache_dir, environ))
+        # Room for every file of a large scan, under two configurations and the pack memo (issue 55.2).
+        cache = ResultCache(run_cache_dir(settings.cache_dir, environ), keep=3 * len(files))
     job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
                     cache=cache, on_event=on_event, environ=environ, intent=intent)
     if guidance is not None:

@@ -125,10 +125,13 @@ class CachedReview:
 class ResultCache:
     """Findings by cache key in `directory`, created (mode 0700) on the first write."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], keep: int = MAX_ENTRIES) -> None:
+        """`keep`: entries kept when pruning; a run over more files than MAX_ENTRIES keeps room for all of them
+        (and another configuration's), or a re-scan of an unchanged large tree would miss what it pruned."""
         self.store = JsonFileStore(directory, format_version=FORMAT_VERSION,
                                    max_entry_bytes=_MAX_ENTRY_BYTES, what="the result cache")
         self._pruned = False
+        self._keep = max(MAX_ENTRIES, keep)
 
     @property
     def directory(self) -> Path:
@@ -204,4 +207,4 @@ class ResultCache:
                 "pack": None if pack is None else list(pack)}
         if self.store.write(key, body) and not self._pruned:
             self._pruned = True  # once per run: listing the directory costs more than one write
-            self.store.prune(MAX_ENTRIES)
+            self.store.prune(self._keep)

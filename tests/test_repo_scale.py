@@ -419,3 +419,22 @@ def test_the_result_cache_keeps_room_for_every_file_of_a_large_run(tmp_path: Pat
     again = ResultCache(tmp_path / "cache", keep=3 * len(keys))
     again.put(cache_key({"file": "changed"}), [])
     assert all(again.get(key) == [] for key in keys)
+
+
+def test_a_preparation_past_the_time_limit_sends_nothing_and_lists_the_files(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for i in range(3):
+        write(repo, f"m{i}.py", f"def f{i}():\n    return {i}\n")
+    commit_all(repo, "first")
+    real = shutil.which("git")
+    shim = tmp_path / "slow-diff"
+    shim.mkdir()  # a tree whose diff takes longer than --timeout (a huge one, or a loaded machine)
+    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = diff ] && {{ sleep 1.2; break; }}; done\n'
+                              f'exec "{real}" "$@"\n', encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    env = {**sdk_env, "PATH": f"{shim}:{sdk_env.get('PATH', '')}"}
+    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "2", env=env)
+    assert proc.returncode == 3 and fake_api.requests == []
+    skipped = json.loads(proc.stdout)["coverage"]["skipped"]
+    assert [s["reason"] for s in skipped] == ["not reviewed: time limit of 2 s reached"] * 3

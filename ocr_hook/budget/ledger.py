@@ -153,7 +153,9 @@ class Budget:
     @property
     def time_limit_reached(self) -> str:
         """What a run the clock stopped says, e.g. "time limit of 20 s reached"."""
-        return f"time limit of {_seconds(self._time_limit)} reached"
+        from ocr_hook.changes.deadline import time_limit_text
+
+        return time_limit_text(self._time_limit)
 
     def price(self, model: str) -> Price:
         price = self._pricing.get(model)

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from ocr_hook.changes import git
+from ocr_hook.changes import deadline, git
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.errors import FatalError, GitError
@@ -247,7 +247,14 @@ def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_u
         return []
     raw, _, patch = out.partition("\0\0")
     # Loaded only when there is a diff to parse: unidiff is no part of the idle path.
-    from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
+    from ocr_hook.changes.diff_parse import (
+        DiffParseError,
+        build_change,
+        group_patches,
+        parse_raw,
+        split_patches,
+        unread_change,
+    )
 
     try:
         entries = parse_raw(raw.rstrip("\0") + "\0")  # refuses U (conflict) entries: no other check
@@ -259,7 +266,11 @@ def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_u
         groups = group_patches(entries, split_patches(patch))
         if groups is None:
             groups = [_patches_of(repo, args, e.old_path, e.new_path) for e in entries]
-        return [build_change(e, g) for e, g in zip(entries, groups, strict=True)]
+        changes = []
+        for entry, group in zip(entries, groups, strict=True):
+            late = deadline.passed()  # --timeout counts the preparation too: the rest are listed, not parsed
+            changes.append(unread_change(entry, late) if late else build_change(entry, group))
+        return changes
     except DiffParseError as exc:
         raise GitError(f"cannot read the diff: {exc}") from None
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from ocr_hook import config_files
+from ocr_hook.changes import deadline
 from ocr_hook.changes.globs import GitIgnoreGlobs, check_patterns
 from ocr_hook.changes.model import ChangeSet, FileChange, FileStatus
 from ocr_hook.changes.snapshot_api import Snapshot
@@ -114,7 +115,9 @@ def select_files(change_set: ChangeSet, snapshot: Snapshot, settings: Settings) 
     reviews: list[Selected] = []
     skips: list[Selected] = []
     for change in change_set.files:
-        item = classify(change, snapshot, settings, rules)
+        late = change.unread or deadline.passed()  # no time left to read it (issue 55.8)
+        item = Selected(change, "skip", f"not reviewed: {late}", True) if late else \
+            classify(change, snapshot, settings, rules)
         (reviews if item.action == "review" else skips).append(item)
     reviews.sort(key=lambda s: (-priority(s.change, rules), s.change.path))
     over = [

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ocr_hook import __version__
-from ocr_hook.changes import git
+from ocr_hook.changes import deadline, git
 from ocr_hook.changes.collect import collect_changes, raw_command, repo_relative_paths
+from ocr_hook.changes.deadline import time_limit_text
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.commands.progress import Progress
@@ -148,14 +149,16 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
         clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
-        change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes)
-        if not change_set.files:
-            # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
-            empty = ReviewResult(findings=[], files=[], scope=change_set.description,
-                                 elapsed_s=time.monotonic() - started, notes=list(settings.notes))
-            return Reviewed(empty, change_set, {}, settings)
-        return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
-                             baseline_out, intent, agent)
+        # --timeout counts from here, the preparation included (issue 55.8): the diff and the selection stop there.
+        with deadline.bounded(started + settings.timeout, time_limit_text(settings.timeout)):
+            change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes)
+            if not change_set.files:
+                # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
+                empty = ReviewResult(findings=[], files=[], scope=change_set.description,
+                                     elapsed_s=time.monotonic() - started, notes=list(settings.notes))
+                return Reviewed(empty, change_set, {}, settings)
+            return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
+                                 baseline_out, intent, agent)
 
 
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:

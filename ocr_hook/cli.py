@@ -111,6 +111,8 @@ def cli(verbose: bool) -> None:
                    "and elsewhere, risky paths one level deeper).")
 @click.option("--max-cost", type=float, metavar="USD", help="Cost ceiling for the whole run.")
 @click.option("--max-tokens", type=int, metavar="N", help="Token ceiling for the whole run.")
+@click.option("--max-files", type=int, metavar="N",
+              help="Files reviewed at most (default 200 for a review; a scan has no cap unless one is set).")
 @click.option("--timeout", type=float, metavar="SECONDS", help="Wall-clock deadline for the whole run.")
 @click.option("--concurrency", type=int, metavar="N", help="Files reviewed at once.")
 @click.option("--no-cache", is_flag=True, default=None, help="Neither read nor write the result cache.")
@@ -201,6 +203,8 @@ scan.params[:0] = [p for p in review.params if p.name not in _NOT_FOR_SCAN]
 @click.option("--scan", "scan_", is_flag=True,
               help="Preview `ocr-hook scan`: whole files at HEAD (--rev REV, or the index with --staged).")
 @click.option("--rev", metavar="REV", help="With --scan: the revision to scan.")
+@click.option("--shard", metavar="I/N", help="Show only share I of N of the files, as `review --shard` deals them.")
+@click.option("--max-files", type=int, metavar="N", help="Files reviewed at most, as the review would take it.")
 def preview(**kw: Any) -> None:
     """Show what would be reviewed, what is skipped and why, each file's effort profile, and the estimated
     cost. Calls no model."""
@@ -208,7 +212,8 @@ def preview(**kw: Any) -> None:
 
     scope = _preview_scope(kw)
     sys.exit(preview_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_"),
-                             flags={"effort": kw.pop("effort")}))
+                             flags={"effort": kw.pop("effort"), "max_files": kw.pop("max_files")},
+                             shard=kw.pop("shard")))
 
 
 def _preview_scope(kw: dict[str, Any]) -> Scope:

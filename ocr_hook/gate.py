@@ -68,7 +68,9 @@ def incomplete_line(result: ReviewResult) -> str | None:
     missing = unreviewed_files(result)
     if result.complete:
         return None
-    named = [f"{f.path} ({f.reason or f.state})" for f in missing[:_SHOWN_FILES]]
+    from ocr_hook.changes.names import shown
+
+    named = [f"{shown(f.path)} ({f.reason or f.state})" for f in missing[:_SHOWN_FILES]]
     if len(missing) > _SHOWN_FILES:
         named.append(f"and {len(missing) - _SHOWN_FILES} more")
     noun = "file" if len(missing) == 1 else "files"

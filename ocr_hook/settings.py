@@ -352,17 +352,25 @@ def sources(repo_root: str | os.PathLike[str] | None, config_file: str | None = 
     return found
 
 
+# A scan covers the repository (issue 54.7): no cap on the number of files unless one is set (max_files in a
+# settings file, OCR_HOOK_MAX_FILES or --max-files); the cost and token caps still hold.
+SCAN_DEFAULTS: Mapping[str, Any] = {"max_files": 1_000_000}
+
+
 def load(
     repo_root: str | os.PathLike[str] | None,
     config_file: str | None = None,
     flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
     repo_file: RepoFile | None = None,
+    command_defaults: Mapping[str, Any] | None = None,
 ) -> Settings:
     """Merge every layer into one validated Settings. `repo_file`: the repository's settings file as the
-    trusted revision has it (a review of a range), instead of the work tree's."""
+    trusted revision has it (a review of a range), instead of the work tree's. `command_defaults` replace
+    shipped defaults for one command (SCAN_DEFAULTS), below every layer a user writes."""
     environ = os.environ if environ is None else environ
     merged = _from_mapping(config_files.read_yaml("defaults.yaml"), "shipped config/defaults.yaml")
+    merged.update(command_defaults or {})
     defaults_pricing = dict(merged["pricing"])
     notes: list[str] = []
 

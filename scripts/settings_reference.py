@@ -93,7 +93,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("concurrency", "Files reviewed at once."),
         ("max_rounds", "Model turns per file (the last offers only `code_comment` and `task_done`; "
                        "`effort: quick` stops at 8)."),
-        ("max_files", "Files reviewed per run, most valuable first; the rest are listed as not reviewed."),
+        ("max_files", "Files reviewed per run, most valuable first; the rest are listed as not reviewed. "
+                      "`ocr-hook scan` has no cap unless one is set here, in the environment or with `--max-files`."),
         ("plan_threshold", "Changed lines from which a file gets a read-only plan phase first (under "
                            "`effort: standard`)."),
         ("effort", "How deep each file's review goes; `auto` is `quick` at commit time (a git hook, see "

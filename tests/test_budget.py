@@ -156,13 +156,16 @@ def test_first_reason_is_kept() -> None:
     assert budget.reserve("sonnet", 10, 10) is None
     clock.now += 10_000
     assert budget.reserve("sonnet", 1, 1) is None
-    assert budget.exhausted_reason == "token cap of 10 reached"
+    # Nothing was spent: the cap is below one request's estimate, not used up (issue 54.8).
+    assert budget.exhausted_reason == "token cap of 10 is below the estimated worst case of one request (20 tokens); " \
+        "nothing was spent"
 
 
 def test_small_caps_are_shown_with_their_digits() -> None:
     budget = make(max_cost=0.005)
     assert budget.reserve("sonnet", 0, 1_000) is None  # $0.015
-    assert budget.exhausted_reason == "cost cap of $0.005 reached"
+    assert budget.exhausted_reason == "cost cap of $0.005 is below the estimated worst case of one request ($0.01); " \
+        "nothing was spent"
 
 
 def test_infinite_cost_cap_means_no_cost_cap() -> None:
@@ -293,4 +296,5 @@ def test_an_optional_request_that_does_not_fit_leaves_the_budget_unexhausted() -
     assert budget.exhausted_reason is None  # other work goes on
     assert budget.reserved_usd == 0.0
     assert budget.reserve("sonnet", 1_000_000, 10_000) is None
-    assert budget.exhausted_reason == "cost cap of $1.00 reached"
+    assert budget.exhausted_reason == "cost cap of $1.00 is below the estimated worst case of one request ($3.90); " \
+        "nothing was spent"

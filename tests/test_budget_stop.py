@@ -36,7 +36,7 @@ def test_an_earlier_reason_is_kept() -> None:
     budget = Budget(max_cost_usd=0.0, max_tokens=10**9, deadline=time.monotonic() + 600, pricing=PRICES)
     assert budget.reserve("m", 10, 10) is None
     budget.stop("cancelled")
-    assert budget.exhausted_reason == "cost cap of $0.00 reached"
+    assert budget.exhausted_reason.startswith("cost cap of $0.00 is below the estimated worst case of one request")
 
 
 def test_watchers_run_on_stop_or_at_once_when_already_stopped_and_can_be_removed() -> None:

@@ -2,10 +2,11 @@
 
 A shim named `git` first on PATH logs every call and runs the real git, so each number below is counted,
 not assumed. Nothing staged: `rev-parse` (top and HEAD, and review memory's repository and branch) and one
-`diff`. An unchanged re-run answered from the cache: the same two (the raw listing and the patch come from one
-`diff`), then, started together right after the diff (git.prefetch), the guidance listing at the trusted
-revision (`ls-tree`) and the index's listing (`ls-files`: the pack memo's key), and one `cat-file --batch` for
-every blob. No `git grep`: the context pack comes from the pack memo.
+`diff` (the raw listing: empty). An unchanged re-run answered from the cache: the same two, the blobs' sizes
+(`cat-file --batch-check`, no content) and the patch of the files within max_file_bytes (a second `diff`),
+then, started together right after the diff (git.prefetch), the guidance listing at the trusted revision
+(`ls-tree`) and the index's listing (`ls-files`: the pack memo's key), and one `cat-file --batch` for every
+blob. No `git grep`: the context pack comes from the pack memo.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, logging_git, make_repo, run_cli, subcommands, write
 
 
-def test_the_light_paths_start_two_and_five_git_processes(tmp_path: Path, fake_api: FakeMessagesAPI,
+def test_the_light_paths_start_two_and_seven_git_processes(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                           sdk_env: dict[str, str]) -> None:
     repo = make_repo(tmp_path / "repo")
     write(repo, "calc.py", "def add(a, b):\n    return a + b\n")
@@ -45,6 +46,8 @@ def test_the_light_paths_start_two_and_five_git_processes(tmp_path: Path, fake_a
     # The context pack is part of the result-cache key (DESIGN.md 12): a cached run finds it in the pack memo,
     # keyed by the index's whole listing. The listings and cat-file start within a moment of each other, so the
     # shim may log them in any order.
+    # Sizes first (issue 55.3): the raw listing, the blobs' sizes (`cat-file --batch-check`, no content), then
+    # the patch of the files within max_file_bytes: a staged 1 GB file is never read.
     calls = subcommands(log)
-    assert calls[:2] == ["rev-parse", "diff"]
-    assert sorted(calls[2:]) == ["cat-file", "ls-files", "ls-tree"]
+    assert calls[:4] == ["rev-parse", "diff", "cat-file", "diff"]
+    assert sorted(calls[4:]) == ["cat-file", "ls-files", "ls-tree"]

@@ -148,6 +148,6 @@ def test_odd_names_print_on_one_line_each(tmp_path: Path) -> None:
     rows = [line for line in proc.stdout.splitlines() if line.startswith("  review")]
     assert len(rows) == 4
     assert any("new\\nline.py" in r for r in rows) and any("tab\\tname.py" in r for r in rows)
-    assert any("ünï.py" in r for r in rows) and any("bad\\xff.py" in r for r in rows)
+    assert any("ünï.py" in r for r in rows) and any('"bad\\377.py"' in r for r in rows)  # as git quotes it (issue 55.1)
     doc = json.loads(run_cli(repo, "preview", "--format", "json").stdout)
-    assert sorted(f["path"] for f in doc["files"]) == sorted([*names, "bad\udcff.py"])
+    assert sorted(f["path"] for f in doc["files"]) == sorted([*names, '"bad\\377.py"'])

@@ -107,7 +107,8 @@ def test_untrusted_paths_are_sanitised() -> None:
     assert text.count("\n") == 1
     for raw in ("\x1b", "\x07", "\r", "\u202e", "\udce9"):
         assert raw not in text
-    assert "evil\\x1b[2J" in text and "\\u202e" in text and "caf\\xe9.py" in text and "\\x0a" in text
+    # A name that is not UTF-8 is quoted as git quotes it (issue 55.1): every control and high byte escaped.
+    assert '"evil\\033[2J' in text and "\\342\\200\\256" in text and "caf\\351.py" in text and "\\n" in text
 
 
 def test_sanitise_keeps_ordinary_text_and_escapes_backslashes() -> None:

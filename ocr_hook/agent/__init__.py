@@ -43,8 +43,8 @@ class ReviewJob:
     """One run's files and what reviewing them needs. A plain class, not a dataclass: every review, a fully
     cached one too, creates this type, and a dataclass compiles its methods from source when it is defined."""
 
-    __slots__ = ("budget", "cache", "change_set", "context_failures", "contexts", "environ", "files", "guidance",
-                 "intent", "memory", "memory_id", "on_event", "profiles", "settings", "snapshot")
+    __slots__ = ("budget", "cache", "change_set", "context_failures", "contexts", "contexts_cut", "environ", "files",
+                 "guidance", "intent", "memory", "memory_id", "on_event", "profiles", "settings", "snapshot")
 
     def __init__(self, change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                  budget: Budget, cache: ResultCache | None, *,
@@ -77,6 +77,8 @@ class ReviewJob:
         # may fill it beforehand. None as a value: the file has no pack.
         self.contexts: dict[str, ContextPack | None] = {} if contexts is None else contexts
         self.context_failures: set[str] = set()  # files whose pack could not be built (a bug of ours)
+        # Files whose pack the packs' deadline (or a failed search) cut: what it holds depends on the machine's load.
+        self.contexts_cut: set[str] = set()
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:

@@ -63,7 +63,7 @@ class FileTask:
     snapshot: Snapshot
     settings: Settings
     budget: Budget
-    other_paths: tuple[str, ...]
+    other_paths: Sequence[str]  # the change set's other files (prompts.OtherPaths: not a copy per file)
     guidance: FileGuidance | None = None  # the project's guidance for this file
     profile: Profile | None = None  # the file's effort profile (ocr_hook.effort); None: as standard
     capabilities: CapabilityLookup | None = None  # None: capabilities unknown (no thinking, no effort)

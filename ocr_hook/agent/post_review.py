@@ -20,6 +20,7 @@ from ocr_hook.findings import Comment, Finding, Fix, Severity, fingerprint
 from ocr_hook.findings.anchoring import Anchor, FileIndex, anchor_prepared, prepare
 from ocr_hook.findings.dedupe import dedupe
 from ocr_hook.findings.fixes import compute_fix
+from ocr_hook.findings.model import ALIASES, fingerprint_aliases
 from ocr_hook.outcome import DroppedComment
 from ocr_hook.secrets_mask import mask_secrets
 from ocr_hook.settings import Settings
@@ -267,7 +268,7 @@ def _quote_file_lines(items: Sequence[_Placed], text: str) -> None:
             item.code = mask_secrets(quoted)[0]  # reports and the result cache never hold a secret
 
 
-def _finding(item: _Placed) -> Finding:
+def _finding(item: _Placed, old_path: str | None = None) -> Finding:
     c, a = item.comment, item.anchor
     code = item.code
     stage = "relocated" if item.relocated else (a.stage if a else "none")
@@ -284,7 +285,7 @@ def _finding(item: _Placed) -> Finding:
         existing_code=code,
         anchor_note=DELETED_NOTE if a is not None and a.side == "old" else None,
         fix=item.fix,
-        extra={"anchor_stage": stage},
+        extra={"anchor_stage": stage, ALIASES: fingerprint_aliases(c.path, old_path, c.category, code, c.content)},
     )
 
 
@@ -326,7 +327,7 @@ async def finish_file(comments: Sequence[Comment], change: FileChange, new_text:
         await _relocate(items, change, text, anchorer, ask, settings, mask, result)
     _attach_fixes(items, text)
     _quote_file_lines(items, text)
-    findings = [_finding(item) for item in items]
+    findings = [_finding(item, change.old_path) for item in items]
     if ask is not None and filter_due(findings, settings, profile):
         # The filter must know what the team asked for, or it would drop exactly those comments.
         findings = await _review_filter(findings, items, change, text, ask, settings, mask, result, guidance,

@@ -33,7 +33,16 @@ def render(name: str, **values: object) -> str:
     """Fill `$name` fields; the values may contain any text (braces, dollars) safely."""
     from string import Template  # here: a run answered from the cache renders no prompt (and string costs ~1 ms)
 
-    return Template(template(name)).substitute({k: str(v) for k, v in values.items()})
+    from ocr_hook.changes.names import shown
+
+    # A file's name as git shows it: a name that is not UTF-8 cannot go out as JSON otherwise.
+    return Template(template(name)).substitute({k: shown(str(v)) if k == "path" else str(v) for k, v in values.items()})
+
+
+def shown_patch(patch: str, path: str) -> str:
+    from ocr_hook.changes.names import shown_patch as _shown_patch
+
+    return _shown_patch(patch, path)
 
 
 def fence(text: str, info: str = "") -> str:
@@ -91,19 +100,46 @@ def system_blocks(own: str, guidance: FileGuidance | None, language: str, *,
     return blocks
 
 
+class OtherPaths(Sequence[str]):
+    """Every path of the change set but one file's own, without copying the list for each file: at 30,000 files
+    one copy per file was quadratic, some 30 s of a run (issue 55.12). Built from the run's one tuple and the
+    file's index in it (None: not in it)."""
+
+    __slots__ = ("_paths", "_skip")
+
+    def __init__(self, paths: tuple[str, ...], skip: int | None) -> None:
+        self._paths = paths
+        self._skip = skip
+
+    def __len__(self) -> int:
+        return len(self._paths) - (self._skip is not None)
+
+    def _at(self, i: int) -> str:
+        return self._paths[i + 1 if self._skip is not None and i >= self._skip else i]
+
+    def __getitem__(self, item: int | slice) -> Any:
+        if isinstance(item, slice):
+            return [self._at(i) for i in range(*item.indices(len(self)))]
+        if not -len(self) <= item < len(self):
+            raise IndexError(item)
+        return self._at(item % len(self))
+
+
 def other_files_list(paths: Sequence[str]) -> str:
     if not paths:
         return "(none: this is the only changed file)"
-    shown = [f"- {p}" for p in paths[:MAX_LISTED_FILES]]
+    from ocr_hook.changes.names import shown
+
+    lines = [f"- {shown(p)}" for p in paths[:MAX_LISTED_FILES]]
     if len(paths) > MAX_LISTED_FILES:
-        shown.append(f"- … and {len(paths) - MAX_LISTED_FILES} more")
-    return "\n".join(shown)
+        lines.append(f"- … and {len(paths) - MAX_LISTED_FILES} more")
+    return "\n".join(lines)
 
 
 def plan_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
                  rounds: int, context: str | None = None, intent: str | None = None) -> str:
     text = render("plan.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
-                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"))
+                  other_files=other_files_list(other_paths), diff=fence(shown_patch(diff, path), "diff"))
     return _with_context(text, context, intent)
 
 
@@ -126,7 +162,7 @@ def main_message(path: str, status: str, changed_lines: int, diff: str, other_pa
     """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text)."""
     checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
     text = render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
-                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"),
+                  other_files=other_files_list(other_paths), diff=fence(shown_patch(diff, path), "diff"),
                   checklist=checklist_text)
     if file_text is not None:
         lines, extent = file_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ocr_hook.context import ContextPack, PackSummary
     from ocr_hook.effort import Profile
     from ocr_hook.findings.memory import MemoryPlan
-    from ocr_hook.store.result_cache import ResultCache
+    from ocr_hook.store.result_cache import CachedReview, ResultCache
 
 
 @cache
@@ -65,10 +65,13 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None, effo
 
 def result_key(change: FileChange, content: str | None, settings: Settings,
                guidance: FileGuidance | None = None, profile: Profile | None = None,
-               pack: PackSummary | None = None, intent: str | None = None) -> str:
-    """Everything that decides a file's findings; any change means a fresh review. The context pack (as
-    sent: its summary's text) and the intent are here, not in context_parts: a definition elsewhere that
-    changed makes this file's cached result stale, but review memory may still start from the last review."""
+               intent: str | None = None) -> str:
+    """Everything that decides a file's findings but its context pack; any change means a fresh review. The
+    intent is here, not in context_parts: review memory may still start from the last review.
+
+    The pack is not in the key (issue 55.2): the run's packs share a deadline, so what a pack holds can depend on
+    the machine's load. The entry remembers the pack it was reviewed with instead (pack_record), and
+    pack_still_fits decides with it."""
     from ocr_hook.store.result_cache import cache_key
 
     parts = {
@@ -77,11 +80,30 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         "content": content if content is not None else "\0(absent)",
         **context_parts(settings, guidance, profile.name if profile is not None else "standard"),
     }
-    if pack is not None:
-        parts["context_pack"] = pack.text
     if intent is not None:
         parts["intent"] = intent
     return cache_key(parts)
+
+
+def pack_record(pack: PackSummary | None) -> tuple[str | None, int, int] | None:
+    """What a cached review remembers of its pack: the digest of the text sent when the pack was whole, None in
+    its place when the deadline (or a failed search) cut it, and the counts coverage shows."""
+    if pack is None:
+        return None
+    return (sha256_hex(pack.text.encode("utf-8", "surrogateescape")) if pack.complete else None, pack.entries, pack.cut)
+
+
+def pack_still_fits(remembered: tuple[str | None, int, int] | None, today: PackSummary | None) -> bool:
+    """Whether a cached review still speaks for the file given today's pack. Only two whole packs that differ
+    say the context changed (a definition elsewhere was edited); a pack cut by the clock says nothing definite
+    either way, so an unchanged file is answered from the cache whatever the packs' timing did."""
+    if today is not None and not today.complete:
+        return True
+    if remembered is not None and remembered[0] is None:
+        return True
+    if remembered is None or today is None:
+        return remembered is None and today is None
+    return remembered[0] == sha256_hex(today.text.encode("utf-8", "surrogateescape"))
 
 
 def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
@@ -91,13 +113,26 @@ def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
         return None
     if change.path not in job.contexts:
         from ocr_hook.context import build_pack
+        from ocr_hook.context.pack import degraded
 
+        _bound_packs(job)
         try:
             job.contexts[change.path] = build_pack(change, job.snapshot, job.settings)
         except Exception:  # the pack is an aid: without it the review is as it was before packs
             job.contexts[change.path] = None
             job.context_failures.add(change.path)
+        if degraded(job.snapshot, job.settings):  # the deadline, or a failed search, cut this pack (or all)
+            job.contexts_cut.add(change.path)
     return job.contexts[change.path]
+
+
+def file_summary(job: ReviewJob, change: FileChange, pack: ContextPack | None) -> PackSummary | None:
+    """The pack as a cached review is checked against; a file the clock left without a pack has a cut one."""
+    if change.path in job.contexts_cut:
+        from ocr_hook.context import PackSummary
+
+        return pack.summary(False) if pack is not None else PackSummary("", 0, 0, False)
+    return pack.summary() if pack is not None else None
 
 
 def _evidence(pack: ContextPack | None, plan: MemoryPlan | None) -> str | None:
@@ -113,11 +148,24 @@ def _evidence(pack: ContextPack | None, plan: MemoryPlan | None) -> str | None:
     return pack.render() or None
 
 
-def prepare_contexts(job: ReviewJob) -> None:
-    """What the change set's packs share (one call-site search per language), once, before any file's pack."""
-    todo = [f for f in job.files if f.path not in job.contexts]
+PREPARE_BATCH = 64  # files whose packs are prepared together (one call-site search for them all)
+
+
+def _bound_packs(job: ReviewJob) -> None:
+    """The packs' own deadline never outlasts the run's (--timeout bounds the preparation too, issue 55.8)."""
+    from ocr_hook.context.model import reader_for
+
+    reader = reader_for(job.snapshot, job.settings)
+    reader.deadline = min(reader.deadline, time.monotonic() + job.budget.remaining_seconds())
+
+
+def prepare_contexts(job: ReviewJob, files: Sequence[FileChange] | None = None) -> None:
+    """What the packs of `files` (default: the job's) share (one call-site search per language), once, before
+    their own packs."""
+    todo = [f for f in (job.files if files is None else files) if f.path not in job.contexts]
     if not job.settings.context or not todo:
         return
+    _bound_packs(job)
     from ocr_hook.context import prepare_packs
 
     try:
@@ -181,7 +229,7 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
 
 
 async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: Api | None,
-                      mask: SecretMasker, other_paths: tuple[str, ...],
+                      mask: SecretMasker, other_paths: Sequence[str],
                       guidance: FileGuidance | None = None,
                       capabilities: CapabilityLookup | None = None) -> _FileResult:
     import asyncio
@@ -244,7 +292,8 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
         job.on_event(path, "done", f"{len(findings)} comment(s)")
         coverage = FileCoverage(path, "reviewed", comments=len(findings), effort=effort, **shown)
         if job.cache is not None and key is not None and post.complete:
-            job.cache.put(key, findings, resolved, memory=job.memory_id if plan is not None else None)
+            job.cache.put(key, findings, resolved, memory=job.memory_id if plan is not None else None,
+                          pack=pack_record(file_summary(job, change, pack)))
     return _FileResult(coverage, findings, notes, post.dropped, resolved, post.dropped_comments)
 
 
@@ -303,20 +352,28 @@ async def review_files_async(job: ReviewJob) -> ReviewResult:
 
 
 def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[FileChange, str | None]]]:
+    """Each file's entry by its key, then, only when some entry was reviewed with a whole pack, today's packs
+    (from the pack memo, else built) to check that the context it saw has not changed (pack_still_fits)."""
     results: dict[str, _FileResult] = {}
     if job.cache is None:
         return results, deque((change, None) for change in job.files)
-    to_review: deque[tuple[FileChange, str | None]] = deque()
-    packs = _pack_summaries(job, job.cache)
     intent = job_intent(job)
+    found: list[tuple[FileChange, str, CachedReview | None]] = []
+    late: list[FileChange] = []
     for change in job.files:
+        if job.budget.remaining_seconds() <= 0:  # --timeout bounds the preparation too (issue 55.8)
+            late.append(change)
+            continue
         content = job.snapshot.read_text(change.path)
-        profile = _profile(job, change.path)
-        pack = packs.get(change.path)
-        key = result_key(change, content, job.settings, job.guidance.get(change.path), profile, pack,
+        key = result_key(change, content, job.settings, job.guidance.get(change.path), _profile(job, change.path),
                          intent[0] if intent is not None else None)
-        entry = job.cache.get_review(key)
-        if entry is None:
+        found.append((change, key, job.cache.get_review(key)))
+    checked = job.settings.context and any(e is not None and e.pack is not None and e.pack[0] is not None
+                                           for _c, _k, e in found)
+    packs = _pack_summaries(job, job.cache) if checked else {}
+    to_review: deque[tuple[FileChange, str | None]] = deque()
+    for change, key, entry in found:
+        if entry is None or (checked and not pack_still_fits(entry.pack, packs.get(change.path))):
             to_review.append((change, key))
             continue
         hit, resolved = entry.findings, entry.resolved
@@ -324,42 +381,53 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
             # Statuses relative to another line of work's memory, or memory is off now: the
             # findings without what that memory said of them.
             hit, resolved = [f._replace(status="new") for f in hit], []
+        counts = {"context_entries": entry.pack[1], "context_cut": entry.pack[2]} if entry.pack is not None else \
+            _context_counts(None)
         results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
-                                                        effort=profile.name, **_context_counts(pack)),
+                                                        effort=_profile(job, change.path).name, **counts),
                                            hit, resolved=resolved)
         job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
+    to_review.extend((change, None) for change in late)  # the worker says why they were not reviewed
     return results, to_review
 
 
 def _pack_summaries(job: ReviewJob, cache: ResultCache) -> dict[str, PackSummary | None]:
-    """Each file's context pack as its result-cache key holds it. When this very change set of this very
+    """Each file's context pack as a cached review is checked against. When this very change set of this very
     snapshot was packed before (the pack memo, keyed by everything the packs are made from), the packs are
     not built again: an unchanged re-run runs no `git grep` and parses nothing. Packs an entry point put in
     the job beforehand are its own and are used as they are."""
     if not job.settings.context:
         return {}
-    key = None
-    if not job.contexts:
-        from ocr_hook.context import packs_key
-
-        try:
-            key = packs_key(job.files, job.snapshot, job.settings)
-        except Exception:  # (the snapshot's listing failed): no memo; building the packs degrades on its own
-            key = None
-        remembered = cache.get_packs(key) if key is not None else None
-        if remembered is not None and remembered.keys() == {f.path for f in job.files}:
-            return remembered
+    key = _memo_key(job) if not job.contexts else None
+    remembered = cache.get_packs(key) if key is not None else None
+    if remembered is not None and remembered.keys() == {f.path for f in job.files}:
+        return remembered
     prepare_contexts(job)
-    packs = {}
-    for change in job.files:
-        pack = file_context(job, change)
-        packs[change.path] = pack.summary() if pack is not None else None
+    packs = {change.path: file_summary(job, change, file_context(job, change)) for change in job.files}
     if key is not None and not job.context_failures:
-        from ocr_hook.context.pack import degraded
-
-        if not degraded(job.snapshot, job.settings):  # a pack that failed in part is built again next time
-            cache.put_packs(key, packs)
+        # Packs the clock cut are kept as cut: a cached review never depends on them (pack_still_fits).
+        cache.put_packs(key, packs)
     return packs
+
+
+def _memo_key(job: ReviewJob) -> str | None:
+    from ocr_hook.context import packs_key
+
+    try:
+        return packs_key(job.files, job.snapshot, job.settings)
+    except Exception:  # (the snapshot's listing failed): no memo; building the packs degrades on its own
+        return None
+
+
+def _remember_packs(job: ReviewJob) -> None:
+    """After a review that built every file's pack, the pack memo for the next run's lookups."""
+    if job.cache is None or not job.settings.context or job.context_failures:
+        return
+    if any(change.path not in job.contexts for change in job.files):
+        return
+    key = _memo_key(job)
+    if key is not None and job.cache.get_packs(key) is None:
+        job.cache.put_packs(key, {c.path: file_summary(job, c, job.contexts[c.path]) for c in job.files})
 
 
 async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
@@ -381,26 +449,38 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
         if intent is not None:
             mask.count += intent[1]  # the intent's secrets, once for the run
         guidance = _masked_guidance(job.guidance, mask)
-        all_paths = [f.path for f in job.change_set.files]
+        all_paths = tuple(f.path for f in job.change_set.files)
+        position = {path: i for i, path in enumerate(all_paths)}  # once for the run (issue 55.12)
         # No Messages API client with Claude Code: no request may bypass it (no capability lookup either:
         # Claude Code sends thinking and effort only to the models it knows support them).
         api = None if claude_code else open_api(job.settings, job.environ, job.budget)
         capabilities = _capability_lookup(job, api) if api is not None else None
-        # Without the cache, or with packs the memo spared the lookups, the packs are prepared here (once, for
-        # all the job's files: their call-site search is shared); else the lookups built them already.
-        await asyncio.to_thread(prepare_contexts, job)
+        # The packs are prepared in review order, a batch at a time, each just before its first file is reviewed
+        # (issue 55.5): the first files reviewed get their packs first, and the packs' deadline falls on the last.
+        order = [change for change, _key in to_review]
+        place = {change.path: i for i, change in enumerate(order)}
+        prepared, prep_lock = [0], asyncio.Lock()
+
+        async def prepare_up_to(change: FileChange) -> None:
+            async with prep_lock:
+                at = place.get(change.path, 0)
+                if job.settings.context and at >= prepared[0]:
+                    batch = order[prepared[0]:at + PREPARE_BATCH]
+                    prepared[0] = at + PREPARE_BATCH
+                    await asyncio.to_thread(prepare_contexts, job, batch)
 
         async def worker() -> None:
             # A shared queue, not one task per file: files start strictly in the given priority order.
             while to_review:
                 change, key = to_review.popleft()
                 if job.budget.exhausted_reason is not None or job.budget.remaining_seconds() <= 0:
-                    reason = f"not reviewed: {job.budget.exhausted_reason or 'the time limit was reached'}"
+                    reason = f"not reviewed: {job.budget.exhausted_reason or job.budget.time_limit_reached}"
                     job.on_event(change.path, "skipped", reason)
                     results[change.path] = _FileResult(FileCoverage(change.path, "skipped", reason, incomplete=True))
                     continue
-                others = tuple(p for p in all_paths if p != change.path)
+                others = prompts.OtherPaths(all_paths, position.get(change.path))
                 try:
+                    await prepare_up_to(change)
                     results[change.path] = await _review_one(job, change, key, api, mask, others,
                                                              guidance.get(change.path), capabilities)
                 except Exception as exc:  # one file's bug must not sink the others' results
@@ -421,6 +501,7 @@ async def _review_uncached(job: ReviewJob, results: dict[str, _FileResult],
             from ocr_hook.agent.claude_code import billing_note
 
             server_notes += [note for note in (billing_note(job.environ),) if note]
+        _remember_packs(job)
 
     return _assemble(job, results, masked_count, time.monotonic() - started, server_notes)
 
@@ -481,6 +562,18 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
     if stopped and left:
         notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
+    reviewed = {f.path for f in files if f.state in ("reviewed", "failed")}
+    short = len(job.contexts_cut & reviewed)
+    if short:  # issue 55.5: said, not only counted in the summary
+        notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs' "
+                     "time ran out (it is a fifth of --timeout, at most 15 s) or a search for call sites failed")
+    if not (stopped and left) and job.budget.remaining_seconds() <= 0:
+        # The clock stopped the run with no request refused (it ran out during the preparation, or while requests
+        # were in flight): say so, with the limit as given.
+        cut = sum(1 for f in files if f.incomplete and f.state in ("skipped", "failed"))
+        if cut:
+            notes.append(f"the run was stopped by the clock ({job.budget.time_limit_reached}): {cut} file(s) not "
+                         "reviewed or cut short")
     cut = job.budget.forfeited_requests
     if cut:
         notes.append(f"{cut} request(s) were cut off after they were sent, so their usage never came back; "

@@ -467,7 +467,9 @@ def _confine_path(raw: object, ctx: ToolContext) -> str:
     """The repository-relative form of a path from the model; _Refused if it could leave the snapshot."""
     if not isinstance(raw, str):
         raise _Refused(f'a path must be a text like "src/app/main.py", received {json.dumps(raw)}')
-    text = raw.strip()
+    from ocr_hook.changes.names import from_shown
+
+    text = from_shown(raw.strip())  # a name that is not UTF-8, quoted as the prompts show it
     root = ctx.change_set.repo_root.rstrip("/")
     if text.startswith(f"{root}/") and root:
         relative = text[len(root) + 1 :]

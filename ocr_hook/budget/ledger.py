@@ -80,6 +80,7 @@ class Budget:
         deadline: float,
         pricing: Mapping[str, Price],
         clock: Callable[[], float] = time.monotonic,
+        time_limit: float | None = None,
     ) -> None:
         if max_cost_usd < 0 or max_tokens < 0:
             raise ValueError("budget limits must not be negative")
@@ -89,7 +90,8 @@ class Budget:
         self._max_cost_usd = max_cost_usd
         self._max_tokens = max_tokens
         self._deadline = deadline
-        self._time_limit = max(0.0, deadline - clock())
+        # The limit as given (--timeout), when the run started before the budget was built (issue 55.8).
+        self._time_limit = time_limit if time_limit is not None else max(0.0, deadline - clock())
         self._pricing = dict(pricing)
         self._clock = clock
         self._lock = threading.Lock()
@@ -147,6 +149,13 @@ class Budget:
 
     def remaining_seconds(self) -> float:
         return max(0.0, self._deadline - self._clock())
+
+    @property
+    def time_limit_reached(self) -> str:
+        """What a run the clock stopped says, e.g. "time limit of 20 s reached"."""
+        from ocr_hook.changes.deadline import time_limit_text
+
+        return time_limit_text(self._time_limit)
 
     def price(self, model: str) -> Price:
         price = self._pricing.get(model)
@@ -291,13 +300,20 @@ class Budget:
 
     def _refusal(self, tokens: int, cost: Fraction) -> str | None:
         if self._clock() >= self._deadline:
-            return f"time limit of {_seconds(self._time_limit)} reached"
+            return self.time_limit_reached
         if self._max_cost is None and not math.isinf(self._max_cost_usd):
             from fractions import Fraction
 
             self._max_cost = Fraction(self._max_cost_usd)
         if self._max_cost is not None and self._spent + self._reserved_cost + cost > self._max_cost:
+            if not self._spent and not self._reserved_cost and not self._outstanding:
+                # Nothing spent yet: the cap is below one request's estimate, not used up (issue 54.8).
+                return (f"cost cap of {_money(self._max_cost)} is below the estimated worst case of one request "
+                        f"({_money(cost)}); nothing was spent")
             return f"cost cap of {_money(self._max_cost)} reached"
         if self._spent_tokens + self._reserved_tokens + tokens > self._max_tokens:
+            if not self._spent_tokens and not self._reserved_tokens and not self._outstanding:
+                return (f"token cap of {self._max_tokens} is below the estimated worst case of one request "
+                        f"({tokens} tokens); nothing was spent")
             return f"token cap of {self._max_tokens} reached"
         return None

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from ocr_hook.changes import git
+from ocr_hook.changes import deadline, git
 from ocr_hook.changes.model import ChangeSet, FileChange
 from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.errors import FatalError, GitError
@@ -33,19 +33,23 @@ LOOKUP_HEAD = _Lookup()
 
 
 def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
-                    environ: Mapping[str, str], *, head: str | _Lookup | None = LOOKUP_HEAD) -> ChangeSet:
+                    environ: Mapping[str, str], *, head: str | _Lookup | None = LOOKUP_HEAD,
+                    max_bytes: int | None = None, sides: Sides | None = None) -> ChangeSet:
     """Every changed file of the scope, restricted to `paths` (repo-relative, taken literally).
 
     `head`: HEAD's commit (None before the first commit) when the caller already asked git, e.g. with
-    git.repo_top, which saves the staged scope a git call."""
+    git.repo_top, which saves the staged scope a git call. `max_bytes`: a file bigger than this on either
+    side is listed with its size (FileChange.oversize) and never read nor diffed. `sides`: resolve_sides's
+    answer when the caller asked already (a range's settings are read at its base side before collecting)."""
     if scope.kind == SCAN:
-        return _scan(repo_root, scope, paths, head)
-    sides = resolve_sides(repo_root, scope, environ, head=head)
+        return _scan(repo_root, scope, paths, head, max_bytes)
+    sides = sides or resolve_sides(repo_root, scope, environ, head=head)
     staged = scope.kind == "staged"
     if staged and paths:
         # A conflict anywhere stops the run, also outside the PATHS the diff below is limited to.
         git.check_no_unmerged(repo_root)
-    files = diff_files(repo_root, sides.base, sides.target, paths, check_unmerged=staged and not paths)
+    files = diff_files(repo_root, sides.base, sides.target, paths, check_unmerged=staged and not paths,
+                       max_bytes=max_bytes)
     description = sides.description
     if paths:
         description += " in " + ", ".join(paths)
@@ -53,7 +57,8 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
                      files=tuple(files), base_ref=sides.base_ref, auto_base=sides.auto_base)
 
 
-def _scan(repo: str, scope: Scope, paths: tuple[str, ...], head: str | _Lookup | None) -> ChangeSet:
+def _scan(repo: str, scope: Scope, paths: tuple[str, ...], head: str | _Lookup | None,
+          max_bytes: int | None = None) -> ChangeSet:
     """Every file at the revision (or in the index) as added, whole: the diff from the empty tree gives
     each its one hunk, so selection, the agent and the reports see an ordinary change set."""
     if scope.rev is None:
@@ -63,7 +68,7 @@ def _scan(repo: str, scope: Scope, paths: tuple[str, ...], head: str | _Lookup |
         target = trusted = git.resolve_commit(repo, scope.rev)
         description = f"scan of {scope.rev} ({target[:12]}, whole files)"
     base = git.empty_tree(repo)
-    files = diff_files(repo, base, target, paths, check_unmerged=target is None and not paths)
+    files = diff_files(repo, base, target, paths, check_unmerged=target is None and not paths, max_bytes=max_bytes)
     if target is None and paths:
         git.check_no_unmerged(repo)
     if paths:
@@ -156,32 +161,101 @@ def diff_args(base: str, target: str | None) -> list[str]:
     return ["diff", *git.DIFF_OPTIONS, *(["--cached", base] if target is None else [base, target])]
 
 
-def diff_command(base: str, target: str | None, paths: Sequence[str] = ()) -> list[str]:
-    """The one git command diff_files reads the raw listing and the patch of every file from."""
-    return [*diff_args(base, target), "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *literal_pathspecs(paths)]
+def raw_command(base: str, target: str | None, paths: Sequence[str] = ()) -> list[str]:
+    """The listing without content diff_files asks first when it has a size cap."""
+    return [*diff_args(base, target), "--raw", "-z", "--no-abbrev", *literal_pathspecs(paths)]
 
 
 def literal_pathspecs(paths: Sequence[str]) -> list[str]:
     return ["--", *(f":(literal){p}" for p in paths)] if paths else ["--"]
 
 
+# Past this many files too big to read, the patch is asked for the others by name (in batches) rather than for
+# everything but them: either way the command line stays short.
+_MAX_EXCLUDED = 200
+_PATHSPEC_BATCH = 500
+
+
 def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = (), *,
-               check_unmerged: bool = False) -> list[FileChange]:
+               check_unmerged: bool = False, max_bytes: int | None = None) -> list[FileChange]:
     """One git process for the raw listing and the patch of all files; per-file patches only if the two
     disagree.
 
     With `--raw -z --patch`, git writes the NUL-terminated raw records, one more NUL, then the patch text
     (a path is never empty, so the first "\0\0" is that boundary). check_unmerged: refuse an index with
-    conflicts (GitError), for a listing of the whole index."""
+    conflicts (GitError), for a listing of the whole index.
+
+    max_bytes: sizes first (issue 55.3). The raw listing and the blobs' sizes come without any content; a
+    file over the cap on either side becomes a FileChange with its size and no patch, and only the others
+    are diffed, so a checked-in 1 GB file is never read."""
+    if max_bytes is not None:
+        return _diff_within(repo, base, target, paths, check_unmerged, max_bytes)
+    return _diff_all(repo, base, target, literal_pathspecs(paths), check_unmerged)
+
+
+def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str], check_unmerged: bool,
+                 max_bytes: int) -> list[FileChange]:
+    raw = git.git_text(repo, raw_command(base, target, paths))
+    if not raw:
+        return []
+    from ocr_hook.changes.diff_parse import DiffParseError, oversize_change, parse_raw
+
+    try:
+        entries = parse_raw(raw)
+    except DiffParseError as exc:
+        if check_unmerged:
+            git.check_no_unmerged(repo)
+        raise GitError(f"cannot read the diff: {exc}") from None
+    sizes = git.blob_sizes(repo, [sha for e in entries for sha in (e.old_sha, e.new_sha) if sha is not None])
+    big = {}
+    for entry in entries:
+        size = max((sizes.get(sha or "", 0) for sha in (entry.old_sha, entry.new_sha)), default=0)
+        if size > max_bytes:
+            big[entry.new_path] = (entry, size)
+    if not big:
+        return _diff_all(repo, base, target, literal_pathspecs(paths), False)
+    names = [n for e in entries if e.new_path not in big for n in dict.fromkeys((e.old_path, e.new_path))]
+    found: dict[str, FileChange] = {}
+    if names and len(big) <= _MAX_EXCLUDED:
+        excluded = [f":(exclude,literal){p}" for e, _ in big.values() for p in dict.fromkeys((e.old_path, e.new_path))]
+        spec = literal_pathspecs(paths) if paths else ["--", "."]
+        found = {f.path: f for f in _diff_all(repo, base, target, [*spec, *excluded], False)}
+    else:
+        for i in range(0, len(names), _PATHSPEC_BATCH):
+            batch = literal_pathspecs(names[i:i + _PATHSPEC_BATCH])
+            found.update((f.path, f) for f in _diff_all(repo, base, target, batch, False))
+    out = []
+    for entry in entries:
+        if entry.new_path in big:
+            item, size = big[entry.new_path]
+            sha = item.new_sha or item.old_sha
+            head = git.blob_head(repo, sha) if sha is not None else b""
+            out.append(oversize_change(item, size, is_binary=b"\0" in head))
+        else:
+            path = entry.old_path if entry.status == "D" else entry.new_path
+            if path in found:
+                out.append(found[path])
+    return out
+
+
+def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_unmerged: bool
+              ) -> list[FileChange]:
     args = diff_args(base, target)
-    out = git.git_text(repo, diff_command(base, target, paths))
+    out = git.git_text(repo, [*diff_args(base, target), "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *spec])
     if not out:
         # A conflicted path is always in the index's raw listing (status U), so an empty one proves
         # there is none: the idle run of a hook (nothing staged) needs no other git call.
         return []
     raw, _, patch = out.partition("\0\0")
     # Loaded only when there is a diff to parse: unidiff is no part of the idle path.
-    from ocr_hook.changes.diff_parse import DiffParseError, build_change, group_patches, parse_raw, split_patches
+    from ocr_hook.changes.diff_parse import (
+        DiffParseError,
+        build_change,
+        group_patches,
+        parse_raw,
+        split_patches,
+        unread_change,
+    )
 
     try:
         entries = parse_raw(raw.rstrip("\0") + "\0")  # refuses U (conflict) entries: no other check
@@ -193,7 +267,11 @@ def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = 
         groups = group_patches(entries, split_patches(patch))
         if groups is None:
             groups = [_patches_of(repo, args, e.old_path, e.new_path) for e in entries]
-        return [build_change(e, g) for e, g in zip(entries, groups, strict=True)]
+        changes = []
+        for entry, group in zip(entries, groups, strict=True):
+            late = deadline.passed()  # --timeout counts the preparation too: the rest are listed, not parsed
+            changes.append(unread_change(entry, late) if late else build_change(entry, group))
+        return changes
     except DiffParseError as exc:
         raise GitError(f"cannot read the diff: {exc}") from None
 

@@ -155,6 +155,28 @@ def build_change(entry: RawEntry, patches: Sequence[str]) -> FileChange:
     )
 
 
+def unread_change(entry: RawEntry, reason: str) -> FileChange:
+    """A file whose diff the run had no time left to read (changes.deadline)."""
+    status = _STATUS[entry.status]
+    deleted = status is FileStatus.DELETED
+    return FileChange(path=entry.old_path if deleted else entry.new_path,
+                      old_path=entry.old_path if entry.old_path != entry.new_path else None, status=status, hunks=(),
+                      added=0, removed=0, patch="", old_mode=entry.old_mode, new_mode=entry.new_mode,
+                      new_sha=None if deleted else entry.new_sha, unread=reason)
+
+
+def oversize_change(entry: RawEntry, size: int, *, is_binary: bool) -> FileChange:
+    """A file too big to read (its larger side has `size` bytes): listed, never diffed (issue 55.3)."""
+    status = _STATUS[entry.status]
+    deleted = status is FileStatus.DELETED
+    mode = entry.old_mode if deleted else entry.new_mode
+    return FileChange(path=entry.old_path if deleted else entry.new_path,
+                      old_path=entry.old_path if entry.old_path != entry.new_path else None, status=status, hunks=(),
+                      added=0, removed=0, patch="", is_binary=is_binary, is_symlink=mode == SYMLINK_MODE,
+                      is_submodule=mode == SUBMODULE_MODE, old_mode=entry.old_mode, new_mode=entry.new_mode,
+                      new_sha=None if deleted else entry.new_sha, oversize=size)
+
+
 def parse_changes(raw_text: str, patch_text: str) -> list[FileChange]:
     """Every FileChange of one diff; DiffParseError when the patch does not match the listing."""
     entries = parse_raw(raw_text)

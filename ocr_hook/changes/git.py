@@ -384,6 +384,37 @@ def check_no_unmerged(repo: str) -> None:
         raise GitError(f"merge conflict in progress: unmerged paths {shown}; resolve and stage them first")
 
 
+def blob_sizes(repo: str, shas: Sequence[str]) -> dict[str, int]:
+    """Each object's size in bytes, from one `git cat-file --batch-check`: git reads headers, never content,
+    so a checked-in 1 GB file costs a line here (issue 55.3)."""
+    unique = list(dict.fromkeys(shas))
+    if not unique:
+        return {}
+    out = run_git(repo, ["cat-file", "--batch-check=%(objectname) %(objectsize)"],
+                  input="".join(f"{sha}\n" for sha in unique).encode("ascii")).stdout.decode("ascii", "replace")
+    sizes: dict[str, int] = {}
+    for line in out.splitlines():
+        name, _, size = line.partition(" ")
+        if size.isdigit():
+            sizes[name] = int(size)
+    return sizes
+
+
+def blob_head(repo: str, sha: str, size: int = 8000) -> bytes:
+    """The first `size` bytes of a blob (git's own binary test reads as many), streamed: the rest is never
+    read into this process."""
+    proc = subprocess.Popen(git_command(["cat-file", "blob", sha]), cwd=repo, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_env())
+    assert proc.stdout is not None
+    try:
+        return proc.stdout.read(size)
+    finally:
+        proc.stdout.close()
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+
+
 def is_zero_sha(value: str) -> bool:
     """pre-commit and git hooks name a missing side (new branch, deletion) with all zeros."""
     return bool(value) and set(value) <= ZERO_SHA_CHARS

@@ -58,6 +58,11 @@ class FileChange(NamedTuple):
     # The reviewed side's object id (in staged mode the index's blob): the snapshot reads the file by it
     # without listing the index again. None for a deletion.
     new_sha: str | None = None
+    # A file bigger than max_file_bytes on either side: its size in bytes; it was neither read nor diffed.
+    oversize: int = 0
+    # Not read: the run's time ran out before its diff was (changes.deadline); the reason, e.g. "time limit of 2 s
+    # reached".
+    unread: str = ""
 
     @property
     def changed_lines(self) -> int:

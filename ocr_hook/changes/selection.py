@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from ocr_hook import config_files
+from ocr_hook.changes import deadline
 from ocr_hook.changes.globs import GitIgnoreGlobs, check_patterns
 from ocr_hook.changes.model import ChangeSet, FileChange, FileStatus
 from ocr_hook.changes.snapshot_api import Snapshot
@@ -114,7 +115,9 @@ def select_files(change_set: ChangeSet, snapshot: Snapshot, settings: Settings) 
     reviews: list[Selected] = []
     skips: list[Selected] = []
     for change in change_set.files:
-        item = classify(change, snapshot, settings, rules)
+        late = change.unread or deadline.passed()  # no time left to read it (issue 55.8)
+        item = Selected(change, "skip", f"not reviewed: {late}", True) if late else \
+            classify(change, snapshot, settings, rules)
         (reviews if item.action == "review" else skips).append(item)
     reviews.sort(key=lambda s: (-priority(s.change, rules), s.change.path))
     over = [
@@ -131,12 +134,17 @@ def classify(change: FileChange, snapshot: Snapshot, settings: Settings, rules: 
     reason = _policy_reason(change, rules)
     if reason is not None:
         return Selected(change, "skip", reason, False)
+    if change.oversize:  # listed by size alone (collect_changes): reading it is what the cap is for
+        reason = f"too large: {change.oversize} bytes (max_file_bytes {settings.max_file_bytes})"
+        return Selected(change, "skip", reason, True)
     if change.path == settings.dismissals_file:
         # People review it (its new entries are named in the run notes); the model has nothing to add.
         return Selected(change, "skip", "ocr-hook's dismissals file: new entries are named in the notes", False)
     content = snapshot.read_bytes(change.path)
     if content is None:
         return Selected(change, "skip", "not a regular file in the reviewed snapshot", False)
+    if _is_lfs_pointer(content):
+        return Selected(change, "skip", "Git LFS pointer: the file's content is stored outside the repository", False)
     forced = rules.skip.check_file(change.path).include is False  # re-included by the user's "!pattern"
     if not forced:
         marker = _generated_marker(content, rules)
@@ -179,13 +187,22 @@ def _policy_reason(change: FileChange, rules: Rules) -> str | None:
         return f"{label} ({glob!r}); re-include with an exclude line '!{glob}'"
     if rules.include is not None and not rules.include.check_file(change.path).include:
         return "not matched by your include patterns"
-    if not change.hunks:
+    if not change.hunks and not change.oversize:
         return "empty file" if change.status is FileStatus.ADDED else "no content change (rename or mode only)"
     return None
 
 
 def _paths_of(change: FileChange) -> Sequence[str]:
     return (change.path,) if change.old_path is None else (change.path, change.old_path)
+
+
+# A Git LFS pointer (git-lfs's spec, v1): a few "key value" lines starting with this one, under 1024 bytes.
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def _is_lfs_pointer(content: bytes) -> bool:
+    """What `filter=lfs` checks in: the pointer, never the file; reviewing it as code would be noise."""
+    return len(content) < 1024 and content.startswith(_LFS_POINTER) and b"\noid sha256:" in content
 
 
 def _generated_marker(content: bytes, rules: Rules) -> str | None:

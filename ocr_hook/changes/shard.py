@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ocr_hook.changes.model import ChangeSet
 from ocr_hook.digest import sha256_hex
 from ocr_hook.errors import ConfigError
 
@@ -36,3 +37,12 @@ def shard_select(paths: Sequence[str], shard: str) -> set[str]:
     index, count = parse_shard(shard)
     ordered = sorted(set(paths), key=_key)
     return {path for position, path in enumerate(ordered) if position % count == index - 1}
+
+
+def shard_change_set(change_set: ChangeSet, shard: str | None) -> ChangeSet:
+    """The change set with only shard I of N's files (all of them without a shard): dealt before selection, so
+    max_files caps each shard of a CI matrix; review and preview deal the same way."""
+    if not shard:
+        return change_set
+    mine = shard_select([c.path for c in change_set.files], shard)
+    return change_set._replace(files=tuple(c for c in change_set.files if c.path in mine))

@@ -17,12 +17,12 @@ from ocr_hook.changes.ci_base import AutoBase
 from ocr_hook.changes.collect import repo_relative_paths
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.model import ChangeSet
-from ocr_hook.changes.scope import Scope
+from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.guidance.resolve import GuidancePlan
-from ocr_hook.guidance.settings_file import load_for
-from ocr_hook.settings import Settings
+from ocr_hook.guidance.settings_file import load_for_sides
+from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.effort import Profile
@@ -60,27 +60,42 @@ class Previewed(NamedTuple):
 
 
 def run(scope: Scope, paths: tuple[str, ...], config_file: str | None, fmt: str, *,
-        environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> int:
-    seen = preview(scope, paths, config_file, environ=environ, flags=flags)
+        environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,
+        shard: str | None = None) -> int:
+    seen = preview(scope, paths, config_file, environ=environ, flags=flags, shard=shard)
     out = render_json(*seen) if fmt == "json" else render_text(*seen)
     _write(out)
     return 0
 
 
 def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd: str | None = None,
-            environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None) -> Previewed:
+            environ: Mapping[str, str] | None = None, flags: Mapping[str, Any] | None = None,
+            shard: str | None = None) -> Previewed:
     """What would be reviewed and what it could cost, without printing anything. `flags` are the
-    settings a review would take from its command line (e.g. effort)."""
+    settings a review would take from its command line (e.g. effort); `shard` I/N: that share of the files, dealt
+    as the review deals it (the caps apply per shard)."""
     environ = os.environ if environ is None else environ
     cwd = os.getcwd() if cwd is None else cwd
     root, head = repo_top(cwd)
-    change_set = collect_changes(root, scope, repo_relative_paths(root, cwd, paths), environ, head=head)
-    # As review reads them: the repository's settings at the trusted revision for a range (DESIGN.md 5).
-    settings = load_for(change_set, config_file, flags or {}, environ)
+    relative = repo_relative_paths(root, cwd, paths)
+    sides = None
+    if scope.kind not in ("staged", SCAN):
+        from ocr_hook.changes.collect import resolve_sides
+
+        sides = resolve_sides(root, scope, environ, head=head)
+    if sides is not None:  # as review reads them: a range's settings at its trusted side (DESIGN.md 5)
+        settings = load_for_sides(root, sides, config_file, flags or {}, environ)
+    else:
+        settings = load(root, config_file, flags=flags or {}, environ=environ,
+                        command_defaults=SCAN_DEFAULTS if scope.kind == SCAN else None)
+    change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes,
+                                 sides=sides)
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
     snapshot = open_snapshot(root, change_set)
     try:
-        selected = select_files(change_set, snapshot, settings)
+        from ocr_hook.changes.shard import shard_change_set
+
+        selected = select_files(shard_change_set(change_set, shard), snapshot, settings)
         from ocr_hook.guidance.resolve import resolve_guidance
 
         guidance = resolve_guidance(change_set, settings, [s.change.path for s in selected])
@@ -128,17 +143,18 @@ def preview_dict(change_set: ChangeSet, selected: Sequence[Selected], estimate: 
                  guidance: GuidancePlan | None = None,
                  profiles: Mapping[str, Profile] | None = None) -> dict[str, Any]:
     """The `preview --format json` document."""
+    from ocr_hook.changes.names import shown as git_shown
     from ocr_hook.guidance.resolve import describe
 
     profiles = profiles or {}
 
     files = [
         {
-            "path": s.change.path,
+            "path": git_shown(s.change.path),
             "status": s.change.status.value,
             "action": s.action,
             "reason": s.reason,
-            "old_path": s.change.old_path,
+            "old_path": git_shown(s.change.old_path) if s.change.old_path else None,
             "added": s.change.added,
             "removed": s.change.removed,
             "incomplete": s.incomplete,
@@ -236,8 +252,11 @@ def _estimate_line(estimate: Estimate, settings: Settings, reviews: int) -> str:
 def shown(path: str) -> str:
     """A path safe to print on one terminal line: undecodable bytes and control characters escaped, no live
     workflow command."""
+    from ocr_hook.changes.names import shown as git_shown
     from ocr_hook.ci_log import neutralize_commands
 
+    if git_shown(path) != path:  # not UTF-8: as git quotes it (issue 55.1), printable ASCII already
+        return neutralize_commands(git_shown(path))
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return neutralize_commands(
         "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text))

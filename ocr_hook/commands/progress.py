@@ -97,7 +97,10 @@ class Progress:
             raise ValueError(f"unknown progress kind {kind!r}; expected one of {', '.join(KINDS)}")
         if self._quiet:
             return
-        shown_path, shown_detail = sanitise(path), sanitise(detail)
+        from ocr_hook.changes.names import shown
+
+        quoted = shown(path)  # a name that is not UTF-8 as git shows it: printable ASCII already
+        shown_path, shown_detail = (sanitise(path) if quoted == path else quoted), sanitise(detail)
         with self._lock:
             if self._closed:
                 return

@@ -9,15 +9,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ocr_hook import __version__
-from ocr_hook.changes import git
-from ocr_hook.changes.collect import collect_changes, diff_command, repo_relative_paths
+from ocr_hook.changes import deadline, git
+from ocr_hook.changes.collect import collect_changes, raw_command, repo_relative_paths
+from ocr_hook.changes.deadline import time_limit_text
 from ocr_hook.changes.git import repo_top
 from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.settings import Settings, load
+from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
@@ -139,15 +140,23 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
     with git.prefetching():
         relative = repo_relative_paths(root, cwd, paths)
         if scope.kind == "staged" and head is not None and change_set is None:  # (runs while the settings load)
-            git.prefetch(root, [diff_command(head, None, relative)])
+            git.prefetch(root, [raw_command(head, None, relative)])
+        sides = None
         if change_set is None and scope.kind not in ("staged", SCAN):
-            change_set = collect_changes(root, scope, relative, environ, head=head)
-        if change_set is None:
-            settings = load(root, config_file, flags, environ)
-        else:  # a range: the repository's settings as its trusted side has them (DESIGN.md 5)
+            from ocr_hook.changes.collect import resolve_sides
+
+            sides = resolve_sides(root, scope, environ, head=head)
+        if change_set is not None:  # a range collected by the caller (delegate finish): its trusted side's file
             from ocr_hook.guidance.settings_file import load_for
 
             settings = load_for(change_set, config_file, flags, environ)
+        elif sides is not None:  # a range: the repository's settings as its trusted side has them (DESIGN.md 5)
+            from ocr_hook.guidance.settings_file import load_for_sides
+
+            settings = load_for_sides(root, sides, config_file, flags, environ)
+        else:
+            settings = load(root, config_file, flags, environ, command_defaults=SCAN_DEFAULTS if scope.kind == SCAN
+                            else None)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:
@@ -156,15 +165,18 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                             "--gitlab-output": settings.gitlab_output, "--output": baseline_out,
                             "--patch-output": settings.patch_output})
         clear_outputs((settings.json_output, settings.sarif_output, settings.gitlab_output))  # (config-named)
-        if change_set is None:
-            change_set = collect_changes(root, scope, relative, environ, head=head)
-        if not change_set.files:
-            # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
-            empty = ReviewResult(findings=[], files=[], scope=change_set.description,
-                                 elapsed_s=time.monotonic() - started, notes=list(settings.notes))
-            return Reviewed(empty, change_set, {}, settings)
-        return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
-                             baseline_out, intent, agent)
+        # --timeout counts from here, the preparation included (issue 55.8): the diff and the selection stop there.
+        with deadline.bounded(started + settings.timeout, time_limit_text(settings.timeout)):
+            if change_set is None:
+                change_set = collect_changes(root, scope, relative, environ, head=head,
+                                             max_bytes=settings.max_file_bytes, sides=sides)
+            if not change_set.files:
+                # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
+                empty = ReviewResult(findings=[], files=[], scope=change_set.description,
+                                     elapsed_s=time.monotonic() - started, notes=list(settings.notes))
+                return Reviewed(empty, change_set, {}, settings)
+            return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
+                                 baseline_out, intent, agent)
 
 
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
@@ -367,10 +379,9 @@ def _select(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, shard
     from ocr_hook.changes.selection import select_files
 
     if shard:
-        from ocr_hook.changes.shard import shard_select
+        from ocr_hook.changes.shard import shard_change_set
 
-        mine = shard_select([c.path for c in change_set.files], shard)
-        change_set = change_set._replace(files=tuple(c for c in change_set.files if c.path in mine))
+        change_set = shard_change_set(change_set, shard)
     return select_files(change_set, snapshot, settings)
 
 
@@ -483,14 +494,15 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
     from ocr_hook.store.result_cache import ResultCache, run_cache_dir
 
     budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
-                    deadline=started + settings.timeout, pricing=settings.pricing)
+                    deadline=started + settings.timeout, pricing=settings.pricing, time_limit=settings.timeout)
     if on_budget is not None:
         on_budget(budget)
     if change_set.scan:
         on_event = _scan_progress(on_event, len(files), budget)
     cache = None
     if settings.cache:
-        cache = ResultCache(run_cache_dir(settings.cache_dir, environ))
+        # Room for every file of a large scan, under two configurations and the pack memo (issue 55.2).
+        cache = ResultCache(run_cache_dir(settings.cache_dir, environ), keep=3 * len(files))
     job = ReviewJob(change_set=change_set, snapshot=snapshot, files=files, settings=settings, budget=budget,
                     cache=cache, on_event=on_event, environ=environ, intent=intent)
     if guidance is not None:

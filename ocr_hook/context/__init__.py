@@ -61,16 +61,18 @@ class ContextPack(NamedTuple):
     def names(self) -> frozenset[str]:
         return frozenset(e.name for e in self.entries)
 
-    def summary(self) -> PackSummary:
-        return PackSummary(self.render(), len(self.entries), self.cut)
+    def summary(self, complete: bool = True) -> PackSummary:
+        return PackSummary(self.render(), len(self.entries), self.cut, complete)
 
 
 class PackSummary(NamedTuple):
     """What a run's result-cache lookup and coverage need of a pack: what the pack memo keeps."""
 
-    text: str  # ContextPack.render(): part of the file's result-cache key
+    text: str  # ContextPack.render(): what a cached review is checked against (ocr_hook.agent.run)
     entries: int
     cut: int
+    # False when the packs' deadline (or a failed search) cut this pack short: then it tells nothing definite.
+    complete: bool = True
 
 
 def _fence(text: str) -> str:

@@ -207,14 +207,16 @@ def _cut_lines(text: str) -> str:
 
 
 def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
-    """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from one bounded
-    `git grep`; kept for the run, so a later file asking for a subset of the same names greps nothing."""
+    """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from bounded
+    `git grep`s; kept for the run, so a later file asking for names searched before greps nothing, and one asking
+    for new names greps only those (the change set is prepared in batches, in review order)."""
     key = ("sites", extensions)
     known = reader.memo.get(key)
-    if known is not None and set(names) <= known[0]:  # type: ignore[index]
-        return known[1]  # type: ignore[index,no-any-return]
-    bare = sorted({n.lstrip(".") for n in names})
-    by_name: dict[str, list[GrepHit]] = {}
+    searched: frozenset[str] = known[0] if known is not None else frozenset()  # type: ignore[index]
+    by_name: dict[str, list[GrepHit]] = known[1] if known is not None else {}  # type: ignore[index]
+    if set(names) <= searched:
+        return by_name
+    bare = sorted({n.lstrip(".") for n in names if n not in searched})
     complete = _grep_calls(bare, extensions, reader, by_name)
     if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
         rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
@@ -222,15 +224,35 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
             if reader.expired():
                 break
             _grep_calls([name], extensions, reader, by_name)
-    if known is None or set(names) > known[0]:  # type: ignore[index]
-        reader.memo[key] = (frozenset(names), by_name)
+    reader.memo[key] = (searched | frozenset(names), by_name)
     return by_name
+
+
+# git grep refuses a Perl pattern past about 32,000 characters (PCRE2: "regular expression is too large"): a
+# large change set's names are searched in batches of patterns at most this long (issue 55.4).
+MAX_PATTERN_CHARS = 8_000
 
 
 def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
                 by_name: dict[str, list[GrepHit]]) -> bool:
-    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls); False when
-    git grep's caps cut the result."""
+    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls), one `git grep`
+    per batch of names; False when git grep's caps cut a result."""
+    complete = True
+    batch: list[str] = []
+    size = 0
+    for name in bare:
+        if batch and size + len(name) + 1 > MAX_PATTERN_CHARS:
+            complete = _grep_batch(batch, extensions, reader, by_name) and complete
+            batch, size = [], 0
+        batch.append(name)
+        size += len(re.escape(name)) + 1
+    if batch:
+        complete = _grep_batch(batch, extensions, reader, by_name) and complete
+    return complete
+
+
+def _grep_batch(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
+                by_name: dict[str, list[GrepHit]]) -> bool:
     alternatives = "|".join(re.escape(n) for n in bare)
     pattern = rf"\b({alternatives})\s*\("
     specs = tuple(f"*{ext}" for ext in extensions)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import yaml
 
 from ocr_hook.errors import ConfigError
-from ocr_hook.findings.model import Category, Finding, Severity
+from ocr_hook.findings.model import Category, Finding, Severity, all_fingerprints
 
 if TYPE_CHECKING:
     from ocr_hook.changes.globs import GitIgnoreGlobs
@@ -374,12 +374,14 @@ def apply(findings: Iterable[Finding], entries: Sequence[Dismissal], today: dt.d
     out: list[Finding] = []
     notes: list[str] = []
     for f in findings:
-        entry = live.get(f.fingerprint)
+        names = all_fingerprints(f)  # its own, then an earlier form's and its path's before a rename
+        entry = next((live[n] for n in names if n in live), None)
+        gone = next((lapsed[n] for n in names if n in lapsed), None)
         if f.suppressed is None and entry is not None:
             f = f._replace(suppressed="dismissed", suppression_reason=entry.reason,
                            extra={**f.extra, "dismissed_by": entry.by} if entry.by else f.extra)
-        elif f.suppressed is None and f.fingerprint in lapsed:
-            old = lapsed[f.fingerprint]
+        elif f.suppressed is None and gone is not None:
+            old = gone
             notes.append(f"the dismissal of {old.short_id} ({f.path}) in {name} expired on {old.expires}: the "
                          f"finding counts again (reason given then: {_one_line(old.reason)[:120]})")
         out.append(f)

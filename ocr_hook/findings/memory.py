@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ocr_hook.digest import sha256_hex
-from ocr_hook.findings.model import Finding
+from ocr_hook.findings.model import Finding, all_fingerprints
 
 Opcode = tuple[str, int, int, int, int]
 
@@ -184,7 +184,7 @@ def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 
 def _matches(f: Finding, earlier: Finding, earlier_now: tuple[int, int] | None) -> bool:
-    if f.fingerprint == earlier.fingerprint:
+    if earlier.fingerprint in all_fingerprints(f):
         return True
     return (earlier_now is not None and f.anchored and f.category == earlier.category
             and _overlap((f.start_line, f.end_line), earlier_now))

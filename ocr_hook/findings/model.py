@@ -152,10 +152,41 @@ def normalise_code(code: str) -> str:
 def fingerprint(path: str, category: Category | str, existing_code: str, message: str = "") -> str:
     """Stable identity of a finding: path, category and the code it is about, never line numbers.
 
-    The message only breaks ties when no code was quoted, because model wording varies run to run.
-    """
+    The code counts without any whitespace (issue 55.6): a formatter that re-wraps or re-spaces the quoted lines
+    leaves it, as anchoring ignores whitespace too. The message only breaks ties when no code was quoted,
+    because model wording varies run to run. Fingerprints of the earlier form (legacy_fingerprint), in baselines,
+    dismissals and memory written before, still match: a finding carries them as aliases (all_fingerprints)."""
     from ocr_hook.digest import sha256_hex  # here: the idle run (nothing staged) makes no fingerprint
+
+    code = "".join(existing_code.split())
+    basis = "2\0" + (code if code else "".join(message.split()))
+    return sha256_hex("\0".join([path, str(category), basis]).encode("utf-8", "surrogateescape"))[:32]
+
+
+def legacy_fingerprint(path: str, category: Category | str, existing_code: str, message: str = "") -> str:
+    """The fingerprint ocr-hook wrote before (whitespace collapsed per line, the line breaks kept)."""
+    from ocr_hook.digest import sha256_hex
 
     code = normalise_code(existing_code)
     basis = code if code else normalise_code(message)
     return sha256_hex("\0".join([path, str(category), basis]).encode("utf-8", "surrogateescape"))[:32]
+
+
+ALIASES = "fingerprint_aliases"  # Finding.extra's key: other fingerprints that name the same finding
+
+
+def fingerprint_aliases(path: str, old_path: str | None, category: Category | str, existing_code: str,
+                        message: str = "") -> str:
+    """The other names of a finding, space-separated, for Finding.extra[ALIASES]: the earlier form's fingerprint,
+    and both forms under the file's path before a rename (the diff knows it), so a baseline, a dismissal or review
+    memory written for `old.py` still matches after `git mv old.py new.py`."""
+    names = [legacy_fingerprint(path, category, existing_code, message)]
+    if old_path and old_path != path:
+        names += [fingerprint(old_path, category, existing_code, message),
+                  legacy_fingerprint(old_path, category, existing_code, message)]
+    return " ".join(dict.fromkeys(names))
+
+
+def all_fingerprints(f: Finding) -> tuple[str, ...]:
+    """Every fingerprint that names `f`: its own first, then its aliases."""
+    return (f.fingerprint, *f.extra.get(ALIASES, "").split())

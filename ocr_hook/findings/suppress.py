@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 
 from ocr_hook.errors import ConfigError
 from ocr_hook.findings import Finding
+from ocr_hook.findings.model import all_fingerprints
 
 BASELINE_VERSION = 1
 INLINE_MARKER = "ocr-hook: ignore"
@@ -71,7 +72,7 @@ def apply_suppressions(
     out = []
     for f in findings:
         if f.suppressed is None:
-            if f.fingerprint in baseline:
+            if any(name in baseline for name in all_fingerprints(f)):  # an earlier form or path too
                 f = f._replace(suppressed="baseline")
             elif has_inline_marker(f, file_texts.get(f.path)):
                 f = f._replace(suppressed="inline")

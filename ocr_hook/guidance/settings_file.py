@@ -16,6 +16,7 @@ from ocr_hook.guidance.resolve import trusted_revision
 from ocr_hook.settings import REPO_CONFIG_NAME, RepoFile, Settings, load
 
 if TYPE_CHECKING:
+    from ocr_hook.changes.collect import Sides
     from ocr_hook.changes.model import ChangeSet
 
 _SYMLINK_MODE = "120000"
@@ -30,18 +31,22 @@ def repo_file(change_set: ChangeSet) -> RepoFile | None:
     """The settings file at the trusted revision, or None when the work tree's applies."""
     if not reads_trusted(change_set):
         return None
-    revision = trusted_revision(change_set)
+    return repo_file_at(change_set.repo_root, trusted_revision(change_set))
+
+
+def repo_file_at(repo_root: str, revision: str | None) -> RepoFile:
+    """The settings file as `revision` (a range's trusted side; None: the range starts at the empty tree) has it."""
     if revision is None:  # the range starts at the empty tree: no side of it is trusted
         return RepoFile(None, "(none: the range starts before the first commit)")
     label = f"{revision[:12]} (the side before the change)"
-    listed = git.git_text(change_set.repo_root, ["ls-tree", "-z", "--full-tree", revision, "--", REPO_CONFIG_NAME])
+    listed = git.git_text(repo_root, ["ls-tree", "-z", "--full-tree", revision, "--", REPO_CONFIG_NAME])
     entry = next((line for line in listed.split("\0") if line), None)
     if entry is None:
         return RepoFile(None, label)
     mode, kind, sha = entry.split("\t", 1)[0].split(" ")
     if kind != "blob" or mode == _SYMLINK_MODE:  # a link or a directory is no settings file (never followed)
         return RepoFile(None, label)
-    data = git.run_git(change_set.repo_root, ["cat-file", "blob", sha]).stdout
+    data = git.run_git(repo_root, ["cat-file", "blob", sha]).stdout
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -49,6 +54,16 @@ def repo_file(change_set: ChangeSet) -> RepoFile | None:
 
         raise ConfigError(f"{REPO_CONFIG_NAME} at {label}: not UTF-8 text") from None
     return RepoFile(text, label)
+
+
+def load_for_sides(repo_root: str, sides: Sides, config_file: str | None, flags: Mapping[str, Any],
+                   environ: Mapping[str, str]) -> Settings:
+    """A range's settings before its changes are collected (the collection needs max_file_bytes: a file over
+    it is never read), from the sides alone: the trusted revision of a range is its base side."""
+    if sides.target is None:  # the index: the work tree's file
+        return load(repo_root, config_file, flags, environ)
+    revision = None if git.is_empty_tree(sides.base) else sides.base
+    return load(repo_root, config_file, flags, environ, repo_file=repo_file_at(repo_root, revision))
 
 
 def load_for(change_set: ChangeSet, config_file: str | None, flags: Mapping[str, Any],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import gate
+from ocr_hook.changes.names import shown
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, sorted_findings
 
@@ -18,7 +19,7 @@ SCHEMA_VERSION = 1
 def resolved_dict(f: Finding) -> dict[str, Any]:
     """An earlier finding this review found fixed, with its lines as they were at the earlier review."""
     return {
-        "path": f.path,
+        "path": shown(f.path),
         "fingerprint": f.fingerprint,
         "severity": f.severity.value,
         "category": f.category.value,
@@ -33,14 +34,14 @@ def _findings(findings: list[Finding]) -> list[dict[str, Any]]:
         return []
     from ocr_hook.findings.serial import finding_to_report  # the report's form of one finding
 
-    return [finding_to_report(f) for f in sorted_findings(findings)]
+    return [{**d, "path": shown(d["path"])} for d in map(finding_to_report, sorted_findings(findings))]
 
 
 def dropped_dict(result: ReviewResult) -> dict[str, Any]:
     """How many comments each stage dropped; under `comments`, those a model step dropped, with its reason."""
     out: dict[str, Any] = dict(sorted(result.dropped.items()))
     if result.dropped_comments:
-        out["comments"] = [{"path": d.path, "start_line": d.start_line, "end_line": d.end_line,
+        out["comments"] = [{"path": shown(d.path), "start_line": d.start_line, "end_line": d.end_line,
                             "severity": d.severity, "category": d.category, "message": d.message,
                             "reason": d.reason, "by": d.by} for d in result.dropped_comments]
     return out
@@ -60,16 +61,16 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
         "findings": _findings(result.findings),
         "resolved": [resolved_dict(f) for f in sorted_findings(result.resolved)],
         "coverage": {
-            "reviewed": [f.path for f in groups["reviewed"]],
-            "cached": [f.path for f in groups["reviewed"] if f.state == "cached"],
-            "skipped": [{"path": f.path, "reason": f.reason, "incomplete": f.incomplete}
+            "reviewed": [shown(f.path) for f in groups["reviewed"]],
+            "cached": [shown(f.path) for f in groups["reviewed"] if f.state == "cached"],
+            "skipped": [{"path": shown(f.path), "reason": f.reason, "incomplete": f.incomplete}
                         for f in groups["skipped"]],
-            "failed": [{"path": f.path, "reason": f.reason} for f in groups["failed"]],
+            "failed": [{"path": shown(f.path), "reason": f.reason} for f in groups["failed"]],
             # The effort profile each reviewed (or failed) file got: quick | standard | deep.
-            "effort": {f.path: f.effort for f in result.files if f.effort is not None},
+            "effort": {shown(f.path): f.effort for f in result.files if f.effort is not None},
             # The context pack each file's first request carried (DESIGN.md 12): entries, and entries cut
             # for context_tokens; files without a pack are not listed.
-            "context": {f.path: {"entries": f.context_entries, "cut": f.context_cut}
+            "context": {shown(f.path): {"entries": f.context_entries, "cut": f.context_cut}
                         for f in result.files if f.context_entries is not None},
         },
         "usage": {

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ocr_hook.errors import ConfigError
 from ocr_hook.reports.base import TOOL_NAME
-from ocr_hook.reports.sarif import MAX_RESULTS, cut_notification
+from ocr_hook.reports.sarif import MAX_RESULTS, OUR_FINGERPRINT, cut_notification
 
 _RANK = {"critical": 4, "high": 3, "medium": 2, "low": 1}
 _LEVEL_RANK = {"error": 3, "warning": 2, "note": 1, "none": 0}
@@ -38,10 +39,83 @@ def _load_run(path: Path) -> dict[str, Any]:
     return run
 
 
-def _importance(result: dict[str, Any]) -> tuple[int, int]:
+def _rank(result: dict[str, Any]) -> int:
     severity = result.get("properties", {}).get("severity")
-    rank = _RANK.get(severity, _LEVEL_RANK.get(result.get("level", "warning"), 2))
-    return (1 if result.get("suppressions") else 0, -rank)
+    return _RANK.get(severity, _LEVEL_RANK.get(result.get("level", "warning"), 2))
+
+
+def _place(result: dict[str, Any]) -> tuple[str, int, int, str]:
+    """(path, start line as the finding had it, end line, our fingerprint), read back from a result."""
+    from urllib.parse import unquote
+
+    location = (result.get("locations") or [{}])[0].get("physicalLocation", {})
+    path = unquote(location.get("artifactLocation", {}).get("uri", ""), errors="surrogateescape")
+    region = location.get("region", {})
+    anchored = result.get("properties", {}).get("anchored", True) is not False
+    start = int(region.get("startLine", 1)) if anchored else 0
+    return path, start, int(region.get("endLine", region.get("startLine", 1))), \
+        str(result.get("partialFingerprints", {}).get(OUR_FINGERPRINT, ""))
+
+
+def _importance(result: dict[str, Any]) -> tuple[Any, ...]:
+    """The unsharded run's order for the cap (reports.base.severity_order): unsuppressed first, worst first,
+    then reading order with the fingerprint and the message to break every tie (issue 55.7)."""
+    path, start, _end, fingerprint = _place(result)
+    rule = str(result.get("ruleId", ""))
+    return (1 if result.get("suppressions") else 0, -_rank(result), path, start, -_rank(result), rule, fingerprint,
+            str(result.get("message", {}).get("text", "")))
+
+
+def _shown_order(result: dict[str, Any]) -> tuple[Any, ...]:
+    """The order the unsharded run lists what it kept in (reports.sarif.sarif_log)."""
+    path, start, end, fingerprint = _place(result)
+    first = max(start, 1)
+    return (1 if result.get("suppressions") else 0, path, (first, max(end, first)), -_rank(result), fingerprint)
+
+
+_MASKED = re.compile(r"^(\d+) likely secret\(s\) were masked before text was sent to the model$")
+_GROUPS = ("file-skipped", "file-failed", "note", "resolved", "results-truncated")
+
+
+def _merged_notifications(notifications: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The notes as one run would write them: each note once (every shard read the same settings), the masked
+    secrets summed into one note, and the files' notes in path order as the unsharded run gives them."""
+    masked = 0
+    seen: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    for note in notifications:
+        descriptor = note.get("descriptor", {}).get("id", "").removeprefix(f"{TOOL_NAME}/")
+        text = note.get("message", {}).get("text", "")
+        if descriptor == "results-truncated":
+            continue  # said again below, for the merged run's own cut
+        found = _MASKED.match(text) if descriptor == "note" else None
+        if found:
+            masked += int(found.group(1))
+            continue
+        identity = json.dumps(note, sort_keys=True)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        kept.append(note)
+    if masked:
+        text = f"{masked} likely secret(s) were masked before text was sent to the model"
+        kept.append({"level": "note", "message": {"text": text}, "descriptor": {"id": f"{TOOL_NAME}/note"}})
+
+    def order(item: tuple[int, dict[str, Any]]) -> tuple[Any, ...]:
+        index, note = item
+        descriptor = note.get("descriptor", {}).get("id", "").removeprefix(f"{TOOL_NAME}/")
+        group = _GROUPS.index(descriptor) if descriptor in _GROUPS else len(_GROUPS)
+        by_path = descriptor in ("file-skipped", "file-failed", "resolved")
+        return (group, note.get("message", {}).get("text", "") if by_path else "", index)
+
+    return [note for _i, note in sorted(enumerate(kept), key=order)]
+
+
+def _cut_count(note: dict[str, Any]) -> int:
+    if note.get("descriptor", {}).get("id") != f"{TOOL_NAME}/results-truncated":
+        return 0
+    found = re.match(r"(\d+) more findings", note.get("message", {}).get("text", ""))
+    return int(found.group(1)) if found else 0
 
 
 def _merged_exit_code(codes: list[int]) -> int:
@@ -88,12 +162,14 @@ def merge_sarif(paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
         if not run.get("invocations"):
             successful = False
 
-    # Cut again: every shard kept up to the limit, the merged run may not.
-    if len(results) > MAX_RESULTS:
-        dropped = len(results) - MAX_RESULTS
-        ranked = sorted(range(len(results)), key=lambda i: (_importance(results[i]), i))
-        keep = sorted(ranked[:MAX_RESULTS])
-        results = [results[i] for i in keep]
+    # Cut again: every shard kept up to the limit, the merged run may not. The same order as one run's, so the
+    # same results are kept; a shard's own cut counts what it dropped.
+    dropped = sum(_cut_count(n) for n in notifications)
+    ranked = sorted(results, key=_importance)
+    dropped += max(0, len(ranked) - MAX_RESULTS)
+    results = sorted(ranked[:MAX_RESULTS], key=_shown_order)
+    notifications = _merged_notifications(notifications)
+    if dropped:
         notifications.append(cut_notification(dropped, MAX_RESULTS))
 
     first = runs[0]

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ocr_hook import gate
+from ocr_hook.changes.names import shown as shown_name
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
 
@@ -83,7 +84,7 @@ def _diff_line(line: str, color: bool) -> str:
 
 
 def _finding_block(finding: Finding, ctx: ReportContext, late_findings: str = "advisory") -> list[str]:
-    path = safe_for_log(finding.path)
+    path = safe_for_log(shown_name(finding.path))
     if finding.anchored and finding.start_line >= 1:
         where = f"{path}:{finding.start_line}"
         if finding.end_line > finding.start_line:
@@ -114,8 +115,8 @@ def short_id_of(finding: Finding) -> str:
 def _where(finding: Finding) -> str:
     if finding.anchored and finding.start_line >= 1:
         end = f"-{finding.end_line}" if finding.end_line > finding.start_line else ""
-        return f"{finding.path}:{finding.start_line}{end}"
-    return f"{finding.path} (whole file)"
+        return f"{shown_name(finding.path)}:{finding.start_line}{end}"
+    return f"{shown_name(finding.path)} (whole file)"
 
 
 def one_line(finding: Finding, late_findings: str = "advisory") -> str:
@@ -135,7 +136,8 @@ def one_line(finding: Finding, late_findings: str = "advisory") -> str:
 
 def _resolved_line(finding: Finding, gap: str = " ") -> str:
     """A finding review memory resolved, as the earlier review placed it: `path:line [SEVERITY] category: message`."""
-    where = finding.path + (f":{finding.start_line}" if finding.anchored and finding.start_line >= 1 else "")
+    line = f":{finding.start_line}" if finding.anchored and finding.start_line >= 1 else ""
+    where = shown_name(finding.path) + line
     return safe_for_log(f"{where}{gap}[{finding.severity.value.upper()}] {finding.category.value}: "
                         f"{' '.join(finding.message.split())}")
 
@@ -212,7 +214,7 @@ def _effort_lines(result: ReviewResult) -> list[str]:
     by_profile: dict[str, list[str]] = {}
     for f in result.files:
         if f.effort is not None:
-            by_profile.setdefault(f.effort, []).append(f.path)
+            by_profile.setdefault(f.effort, []).append(shown_name(f.path))
     if len(by_profile) < 2:
         return []
     lines = ["", "Effort:"]
@@ -238,7 +240,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             if current is not None:
                 lines.append("")
             current = finding.path
-            lines.append(_paint(f"── {safe_for_log(finding.path)}", _STYLE["path"], color))
+            lines.append(_paint(f"── {safe_for_log(shown_name(finding.path))}", _STYLE["path"], color))
         lines += _finding_block(finding, ctx, result.late_findings)
     dismissed = [f for f in sorted_findings(result.findings) if f.suppressed == "dismissed"]
     if dismissed:
@@ -254,7 +256,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             lines += ["", f"{title}:"]
             for f in entries:
                 mark = " [review incomplete]" if f.incomplete or f.state == "failed" else ""
-                lines.append(f"  {safe_for_log(f.path)} — {safe_for_log(f.reason or f.state)}{mark}")
+                lines.append(f"  {safe_for_log(shown_name(f.path))} — {safe_for_log(f.reason or f.state)}{mark}")
     if result.resolved:
         lines += ["", f"Resolved since the last review: {len(result.resolved)}"]
         lines += [f"  {_resolved_line(f, gap='  ')}" for f in sorted_findings(result.resolved)]
@@ -262,7 +264,8 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     if result.dropped:
         dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
         lines += ["", f"Comments dropped: {dropped}"]
-        lines += [f"  {safe_for_log(d.path)}:{d.start_line} [{d.severity.upper()}] {safe_for_log(d.message)} — "
+        lines += [f"  {safe_for_log(shown_name(d.path))}:{d.start_line} [{d.severity.upper()}] "
+                  f"{safe_for_log(d.message)} — "
                   f"dropped by the {d.by.replace('_', ' ')}: {safe_for_log(d.reason)}" for d in result.dropped_comments]
     if result.notes:
         lines += ["", "Notes:"] + [f"  - {safe_for_log(n)}" for n in result.notes]

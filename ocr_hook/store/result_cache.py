@@ -110,22 +110,28 @@ class CachedReview:
     A plain slotted class: a dataclass's methods would be compiled from source when this module loads, on
     every cached run, and a NamedTuple cannot give each entry its own `resolved` list by default."""
 
-    __slots__ = ("findings", "memory", "resolved")
+    __slots__ = ("findings", "memory", "pack", "resolved")
 
     def __init__(self, findings: list[Finding], resolved: list[Finding] | None = None,
-                 memory: str | None = None) -> None:
+                 memory: str | None = None, pack: tuple[str | None, int, int] | None = None) -> None:
         self.findings = findings
         self.resolved = [] if resolved is None else resolved
         self.memory = memory  # which review memory the statuses are relative to (None: none used)
+        # The context pack the review was made with: (its text's digest, or None when the packs' deadline cut it;
+        # its entries; entries cut for context_tokens). None: the file had no pack.
+        self.pack = pack
 
 
 class ResultCache:
     """Findings by cache key in `directory`, created (mode 0700) on the first write."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], keep: int = MAX_ENTRIES) -> None:
+        """`keep`: entries kept when pruning; a run over more files than MAX_ENTRIES keeps room for all of them
+        (and another configuration's), or a re-scan of an unchanged large tree would miss what it pruned."""
         self.store = JsonFileStore(directory, format_version=FORMAT_VERSION,
                                    max_entry_bytes=_MAX_ENTRY_BYTES, what="the result cache")
         self._pruned = False
+        self._keep = max(MAX_ENTRIES, keep)
 
     @property
     def directory(self) -> Path:
@@ -155,8 +161,14 @@ class ResultCache:
             memory = data.get("memory")
             if memory is not None and not isinstance(memory, str):
                 return None
+            pack = data.get("pack")
+            if pack is not None:
+                if not (isinstance(pack, list) and len(pack) == 3 and (pack[0] is None or isinstance(pack[0], str))
+                        and all(type(n) is int and n >= 0 for n in pack[1:])):
+                    return None
+                pack = (pack[0], pack[1], pack[2])
             return CachedReview(findings_from_json(data.get("findings")),
-                                findings_from_json(data.get("resolved", [])), memory)
+                                findings_from_json(data.get("resolved", [])), memory, pack)
         except (ValueError, KeyError, TypeError, RecursionError):
             return None
 
@@ -175,8 +187,8 @@ class ResultCache:
         for path, item in packs.items():
             if item is None:
                 out[path] = None
-            elif (isinstance(item, list) and len(item) == 3 and isinstance(item[0], str)
-                  and all(type(n) is int and n >= 0 for n in item[1:])):
+            elif (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)
+                  and all(type(n) is int and n >= 0 for n in item[1:3]) and isinstance(item[3], bool)):
                 out[path] = PackSummary(*item)
             else:
                 return None
@@ -187,11 +199,12 @@ class ResultCache:
         self.store.write(key, {"packs": {path: None if item is None else list(item) for path, item in packs.items()}})
 
     def put(self, key: str, findings: Sequence[Finding], resolved: Sequence[Finding] = (), *,
-            memory: str | None = None) -> None:
+            memory: str | None = None, pack: tuple[str | None, int, int] | None = None) -> None:
         """Store `findings` under `key` atomically. A failed write is recorded in last_error, not raised."""
         self._check(key)
         body = {"findings": [finding_to_json(f) for f in findings],
-                "resolved": [finding_to_json(f) for f in resolved], "memory": memory}
+                "resolved": [finding_to_json(f) for f in resolved], "memory": memory,
+                "pack": None if pack is None else list(pack)}
         if self.store.write(key, body) and not self._pruned:
             self._pruned = True  # once per run: listing the directory costs more than one write
-            self.store.prune(MAX_ENTRIES)
+            self.store.prune(self._keep)

@@ -1,0 +1,191 @@
+"""Benchmark: a repository of any size (issue 55): cached re-scans, a 1 GB file, CPU per file, --timeout.
+
+Run: python bench/bench_scale.py --sdists DIR [--big 30000] [--blob-mb 1024] [--rounds 3]
+DIR holds the published sdists (`pip download --no-deps --no-binary :all: django==5.1 requests==2.32.3 -d DIR`).
+Every figure is measured in this run, against a baseline measured in the same run, through the real CLI (a child
+process; its CPU and peak memory include the git processes it waited for) and the fake Messages API at zero
+latency, in process:
+
+1. A cached re-scan of Django 5.1's `django/` + `tests/` (about 3,400 files, unchanged): requests sent (target 0)
+   and its wall time over the same re-scan with --no-context (target <= 1.2), median of --rounds interleaved pairs.
+2. Peak memory of `preview --scan` and of a cached `scan` of a generated tree at the commit that adds a
+   --blob-mb file, minus the same at the commit before it (target <= 50 MB).
+3. CPU (user + system) per reviewed file of `scan --no-cache` (standard effort) on the Django tree (target
+   <= 15 ms), and on generated trees of 3,000 and --big files: their ratio (linear: about 1).
+4. `scan --no-cache --timeout T` on the Django tree: wall time past T (target <= 1 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "tests"))
+
+from fake_api import FakeMessagesAPI  # noqa: E402
+from gitrepo import commit_all, git, make_repo  # noqa: E402  (also isolates git config)
+
+BIG_CAPS = ["--max-cost", "100000", "--max-tokens", "100000000000", "--timeout", "100000", "--concurrency", "8"]
+
+
+class Measured(NamedTuple):
+    wall: float
+    cpu: float
+    peak_mb: float
+    stdout: str
+    stderr: str
+    code: int
+
+
+def cli(repo: Path, env: dict[str, str], *args: str) -> Measured:
+    """`python -m ocr_hook ARGS` as a child: wall time, CPU and peak RSS (its own and its waited-for children's)."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "ocr_hook", *args], cwd=repo, env=env, stdout=out, stderr=err)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped here: Popen must not wait again)
+    out.seek(0)
+    err.seek(0)
+    return Measured(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+                    out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), proc.returncode)
+
+
+def django_tree(sdists: Path, root: Path) -> Path:
+    """Django 5.1's django/ and tests/ from its sdist, committed."""
+    archive = next(sdists.glob("[Dd]jango-5.1.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(root / "src", filter="data")
+    top = next((root / "src").iterdir())
+    repo = make_repo(root / "django")
+    for part in ("django", "tests"):
+        os.rename(top / part, repo / part)
+    requests = next(sdists.glob("requests-2.32.3.tar.gz"), None)
+    if requests is not None:  # the second published tree: requests' own sources beside Django's
+        with tarfile.open(requests) as tar:
+            tar.extractall(root / "src", filter="data")
+        os.rename(root / "src" / "requests-2.32.3" / "src" / "requests", repo / "requests")
+    commit_all(repo, "django 5.1 + requests 2.32.3")
+    return repo
+
+
+def generated_tree(root: Path, files: int) -> Path:
+    """`files` small Python modules in packages of 100, each calling a function of the one before it."""
+    repo = make_repo(root / f"gen{files}")
+    for i in range(files):
+        pkg = repo / f"pkg{i // 100:04}"
+        pkg.mkdir(exist_ok=True)
+        before = f"from pkg{(i - 1) // 100:04}.m{i - 1:05} import compute_{i - 1}\n\n\n" if i else ""
+        call = f"compute_{i - 1}(x) + " if i else ""
+        (pkg / f"m{i:05}.py").write_text(f"{before}def compute_{i}(x):\n    return {call}{i}\n")
+    commit_all(repo, "generated")
+    return repo
+
+
+def add_blob(repo: Path, path: str, megabytes: int) -> None:
+    """A committed file of `megabytes` MB of SQL text, streamed into the object store (no work-tree copy)."""
+    line = b"INSERT INTO t VALUES (1, 'a row of a dump that nobody reviews by hand');\n"
+    chunk = line * (1024 * 1024 // len(line) + 1)
+    proc = subprocess.Popen(["git", "hash-object", "-w", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    left = megabytes * 1024 * 1024
+    while left:
+        part = chunk[:min(left, len(chunk))]
+        proc.stdin.write(part)
+        left -= len(part)
+    proc.stdin.close()
+    sha = proc.stdout.read().decode().strip()
+    proc.wait()
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
+    git(repo, "commit", "-q", "--no-verify", "-m", f"add {path}")
+
+
+def load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sdists", type=Path, required=True)
+    parser.add_argument("--big", type=int, default=30_000)
+    parser.add_argument("--blob-mb", type=int, default=1024)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=2.0)
+    args = parser.parse_args()
+    print(f"load at start: {load()}", flush=True)
+    scratch = Path(tempfile.mkdtemp(prefix="ocr-hook-bench-scale-"))
+    with FakeMessagesAPI() as fake:
+        env = {**os.environ, "ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": "bench-key-not-secret",
+               "NO_PROXY": "127.0.0.1,localhost", "XDG_CACHE_HOME": str(scratch / "cache")}
+        django = django_tree(args.sdists, scratch)
+        files = len(git(django, "ls-files").splitlines())
+
+        # 3. CPU per reviewed file at about 3,000 files (standard effort, no cache: every file reviewed).
+        cold = cli(django, env, "scan", "-q", "--no-cache", "--effort", "standard", "--format", "json", *BIG_CAPS)
+        report = json.loads(cold.stdout)
+        reviewed = len(report["coverage"]["reviewed"]) or 1
+        print(f"[cpu] Django tree, {files} files, {reviewed} reviewed: {cold.cpu:.1f} s CPU, "
+              f"{1000 * cold.cpu / reviewed:.1f} ms per reviewed file (target <= 15), wall {cold.wall:.1f} s, "
+              f"{report['status']}", flush=True)
+
+        # 1. Cached re-scans: fill the cache with and without the context pack, then interleave the pairs.
+        for flags in ((), ("--no-context",)):
+            filled = cli(django, env, "scan", "-q", *flags, *BIG_CAPS)
+            print(f"[cache] filled{' ' + flags[0] if flags else ''}: exit {filled.code}, {filled.wall:.1f} s",
+                  flush=True)
+        ratios, sent = [], []
+        for _ in range(args.rounds):
+            before = len(fake.requests)
+            warm = cli(django, env, "scan", "-q", *BIG_CAPS)
+            sent.append(len(fake.requests) - before)
+            bare = cli(django, env, "scan", "-q", "--no-context", *BIG_CAPS)
+            ratios.append(warm.wall / bare.wall)
+            print(f"[cache] re-scan {warm.wall:.2f} s, --no-context {bare.wall:.2f} s, requests {sent[-1]}", flush=True)
+        print(f"[cache] requests per re-scan {sent} (target 0); time over --no-context: median "
+              f"{statistics.median(ratios):.2f}x (target <= 1.2)", flush=True)
+
+        # 4. --timeout bounds the whole run.
+        bounded = cli(django, env, "scan", "-q", "--no-cache", "--timeout", str(args.timeout), "--max-cost", "100000",
+                      "--max-tokens", "100000000000")
+        print(f"[timeout] --timeout {args.timeout:g}: wall {bounded.wall:.2f} s, past the limit by "
+              f"{bounded.wall - args.timeout:.2f} s (target <= 1), exit {bounded.code}", flush=True)
+
+        # 2. Peak memory with a huge file, against the commit before it.
+        small = generated_tree(scratch, 300)
+        before = git(small, "rev-parse", "HEAD").strip()
+        add_blob(small, "dump.sql", args.blob_mb)
+        cli(small, env, "scan", "-q", "--rev", before, *BIG_CAPS)  # the cache: both measured scans are answered
+        for what in (("preview", "--scan"), ("scan", "-q")):
+            at_before = cli(small, env, *what, "--rev", before, *BIG_CAPS[:4] if what[0] == "scan" else ())
+            at_head = cli(small, env, *what, *BIG_CAPS[:4] if what[0] == "scan" else ())
+            print(f"[memory] {' '.join(what)}: {at_head.peak_mb:.0f} MB with a {args.blob_mb} MB file, "
+                  f"{at_before.peak_mb:.0f} MB without: +{at_head.peak_mb - at_before.peak_mb:.0f} MB (target <= 50); "
+                  f"wall {at_head.wall:.2f} s vs {at_before.wall:.2f} s", flush=True)
+
+        # 3b. Linear to --big files (generated, no cache).
+        per_file = {}
+        for count in (3_000, args.big):
+            tree = generated_tree(scratch, count)
+            run = cli(tree, env, "scan", "-q", "--no-cache", "--effort", "standard", "--format", "json", *BIG_CAPS)
+            per_file[count] = run.cpu / max(1, len(json.loads(run.stdout)["coverage"]["reviewed"]))
+            print(f"[cpu] generated {count} files: {run.cpu:.1f} s CPU, {1000 * per_file[count]:.1f} ms per file, "
+                  f"wall {run.wall:.1f} s, exit {run.code}", flush=True)
+        print(f"[cpu] per file at {args.big} over at 3,000: {per_file[args.big] / per_file[3_000]:.2f}x "
+              "(linear: about 1)", flush=True)
+    print(f"load at end: {load()}", flush=True)
+    print(f"scratch left in {scratch}")
+
+
+if __name__ == "__main__":
+    main()

@@ -296,6 +296,20 @@ def dismiss(ids: tuple[str, ...], reason: str, paths: tuple[str, ...], expires: 
     sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file))
 
 
+@cli.command("apply")
+@click.argument("ids", nargs=-1, metavar="[ID...]")
+@click.option("--config", "config_file", metavar="FILE", type=_FILE,
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def apply_fixes(ids: tuple[str, ...], config_file: str | None) -> None:
+    """Apply the last review's suggested fixes (all, or the findings ID...) to the work tree and the index.
+
+    From what that review produced (review memory): no model is asked. A file changed since that review is
+    refused (exit 2) and nothing is applied. Commit again: the review starts from the last one."""
+    from ocr_hook.commands import apply as apply_cmd
+
+    sys.exit(apply_cmd.run(ids, config_file))
+
+
 @cli.command()
 @click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
               help="Text for people, JSON for scripts.")

@@ -32,7 +32,7 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
     today = today or dt.date.today()
     cwd = os.getcwd()
     # Everything the user typed is checked before anything is read.
-    wanted = [_check_id(i) for i in ids]
+    wanted = [check_id(i) for i in ids]
     if not reason.strip():
         raise ConfigError("--reason is empty: say why the finding is wrong (it is recorded and teaches later reviews)")
     until = _check_expiry(expires, today)
@@ -77,7 +77,7 @@ def run(ids: Sequence[str], reason: str, paths: Sequence[str], expires: str | No
     return 0
 
 
-def _check_id(raw: str) -> str:
+def check_id(raw: str) -> str:
     value = raw.strip().lower()
     if not _HEX.fullmatch(value) or not MIN_PREFIX <= len(value) <= 32:
         raise ConfigError(f"finding id {raw!r}: give the fingerprint or its first {MIN_PREFIX} or more hex characters "

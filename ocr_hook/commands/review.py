@@ -567,8 +567,13 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             from ocr_hook.hookenv import skip_hint
 
             skip = skip_hint(running_manager(change_set.repo_root, kind, environ), kind, environ)
+        ci = None
+        if environ is not None and not pre_commit:  # a CI job's hint speaks of the branch, not its checkout
+            from ocr_hook.cienv import running
+
+            ci = running(environ)
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
-                           pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
+                           pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
                            patch_command=patch_command,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory and kind != SCAN)  # (a scan records no memory)

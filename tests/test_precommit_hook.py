@@ -233,12 +233,17 @@ def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(t
     """Issue 54 items 1-2: the blocked commit's next step, run as printed in a shell, applies the fix to the
     index with no request; the commit after it passes through review memory at quick effort, never a second
     full review."""
-    repo = _target_repo(tmp_path)
-    first = {"content": LOW, "existing_code": "return a - b", "suggestion_code": "return a + b",
-             "severity": "high", "category": "bug"}
-    fake_api.script("+    return a - b", [Reply([tool_use("code_comment", {"comments": [first]})]),
-                                          Reply([tool_use("task_done", {"state": "DONE"})])])
-    fake_api.script("+    return a + b", [Reply([tool_use("task_done", {"state": "DONE"})])])
+    repo = make_repo(tmp_path / "target")
+    write(repo, "app.py", "def add(a, b):\n    return a + b\n")
+    commit_all(repo, "initial")
+    write(repo, "app.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b  # draft\n")
+    git(repo, "add", "app.py")
+    first = {"content": "sub() adds instead of subtracting.", "existing_code": "return a + b  # draft",
+             "suggestion_code": "return a - b", "severity": "high", "category": "bug"}
+    fake_api.script("+    return a + b  # draft", [Reply([tool_use("code_comment", {"comments": [first]})]),
+                                                   Reply([tool_use("task_done", {"state": "DONE"})])])
+    fake_api.script("+    return a - b", [Reply([tool_use("task_done", {"state": "DONE"})])])
+    fake_api.models.register("claude-sonnet-5-5")  # a model that takes an effort: quick shows as effort low
     env = _installed(repo, hook_config, pre_commit_home, sdk_env)
     before = head(repo)
     blocked = _commit(repo, env)
@@ -252,13 +257,14 @@ def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(t
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "applied 1 fix to the work tree and the index" in applied.stdout
     assert len(fake_api.requests) == requests  # no model request
-    assert git(repo, "show", ":app.py") == "def add(a, b):\n    return a + b\n"  # the index, for the commit
+    fixed = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    assert git(repo, "show", ":app.py") == fixed == (repo / "app.py").read_text()  # the index, for the commit
 
     proc = _commit(repo, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert head(repo) != before
     lines = _hook_output(proc)
-    assert any(line.startswith("resolved since the last review: app.py:2 [HIGH] bug") for line in lines), lines
+    assert any(line.startswith("resolved since the last review: app.py:6 [HIGH] bug") for line in lines), lines
     second = [r.body for r in fake_api.requests[requests:] if r.path.endswith("/messages") and not is_filter(r.body)]
     assert second, "the commit after the fix was not reviewed"
     # One conversation, the re-review (its first message is the interdiff's focus), at the quick profile.

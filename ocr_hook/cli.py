@@ -104,8 +104,9 @@ def cli(verbose: bool) -> None:
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               help="Which findings to keep by where they are (reviewdog's meanings; default diff_context).")
 @click.option("--model", help="Model for the review loop.")
-@click.option("--provider", type=click.Choice(["anthropic", "bedrock", "vertex", "claude-code"]),
-              help="Who answers the review: the Messages API (anthropic, bedrock, vertex) or Claude Code.")
+@click.option("--provider", type=click.Choice(["auto", "anthropic", "bedrock", "vertex", "claude-code"]),
+              help="Who answers the review: the Messages API (anthropic, bedrock, vertex) or Claude Code; auto "
+                   "(default): the API key when there is one, else Claude Code's login.")
 @click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
               help="How deep each file's review goes (default auto: quick in a git hook, standard in CI "
                    "and elsewhere, risky paths one level deeper).")
@@ -524,7 +525,14 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("ocr-hook: interrupted", err=True)
         sys.exit(130)
     except FatalError as exc:
-        _error_line(f"error: {exc}")
+        from ocr_hook.errors import NoReviewer
+
+        first, *more = str(exc).split("\n") if isinstance(exc, NoReviewer) else [str(exc)]
+        _error_line(f"error: {first}")
+        if more:
+            from ocr_hook.commands.progress import sanitise
+
+            click.echo("".join(sanitise(line) + "\n" for line in more), err=True, nl=False)
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: never a traceback as the only word, never exit 1
         if _verbose:

@@ -20,7 +20,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "on_error": ("fail", "warn"),
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
-    "provider": ("anthropic", "bedrock", "vertex", "claude-code"),
+    "provider": ("auto", "anthropic", "bedrock", "vertex", "claude-code"),
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
     "warm": ("auto", "on", "off"),  # DESIGN.md section 14 (ocr_hook.warm)
@@ -109,6 +109,8 @@ class Settings(NamedTuple):
     context: bool = True  # the context pack in each file's first request (DESIGN.md 12, ocr_hook.context)
     context_tokens: int = 2000  # at most this many tokens of context pack per file
     claude_code_path: str | None = None  # provider claude-code: this `claude`, not the SDK's bundled one
+    # Not a setting: what `provider: auto` chose and why (ocr_hook.provider_auto); empty when a provider was named.
+    provider_choice: str = ""
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -120,7 +122,7 @@ class Settings(NamedTuple):
         return self.pricing.get(model)
 
 
-_NOT_SETTINGS = ("notes",)
+_NOT_SETTINGS = ("notes", "provider_choice")
 # The files at once when provider claude-code and nobody chose concurrency: one Claude Code CLI takes about
 # 200 MB and most of a core while it starts (DESIGN.md 15; docs/claude-code.md has the measurements).
 CLAUDE_CODE_CONCURRENCY = 4
@@ -375,13 +377,18 @@ def load(
         if value is not None:
             merged[key] = _coerce(key, value, f"option --{key.replace('_', '-')}")
     chosen = set(layer) | set(env_layer) | {k for k, v in (flags or {}).items() if v is not None}
+    choice = ""
+    if merged.get("provider") == "auto":
+        from ocr_hook.provider_auto import choose
+
+        merged["provider"], choice = choose(environ, merged.get("claude_code_path"))
     if merged.get("provider") == "claude-code" and "concurrency" not in chosen:
         merged["concurrency"] = min(merged["concurrency"], CLAUDE_CODE_CONCURRENCY)
     if (flags or {}).get("cache_dir"):  # typed in a shell: relative to where it was typed, made absolute now
         merged["cache_dir"] = os.path.abspath(os.path.expanduser(merged["cache_dir"]))
     elif merged.get("cache_dir"):
         merged["cache_dir"] = os.path.expanduser(merged["cache_dir"])
-    return Settings(**merged, notes=tuple(notes))
+    return Settings(**merged, notes=tuple(notes), provider_choice=choice)
 
 
 def _beside(value: str, directory: "Path") -> str:

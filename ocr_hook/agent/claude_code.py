@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,6 @@ from ocr_hook.errors import ConfigError
 
 SERVER = "ocr-hook"
 EXTRA_HINT = "provider claude-code needs the Claude Agent SDK: pip install 'ocr-hook[claude-code]'"
-SIGN_IN_HINT = ("provider claude-code found no Claude Code credentials: run `claude login` (or `claude setup-token` "
-                "and set CLAUDE_CODE_OAUTH_TOKEN), or set ANTHROPIC_API_KEY")
 # Claude Code retries failed requests itself; a commit must not wait through its default ten.
 CLI_MAX_RETRIES = "2"
 # The oldest Claude Code whose behaviour the review relies on, from its CHANGELOG.md (github.com/anthropics/
@@ -44,27 +41,25 @@ _STDOUT_LIMIT = 16 * 1024 * 1024  # one stream-json line may carry a whole tool 
 
 def credential_kind(environ: Mapping[str, str]) -> str | None:
     """Which credential Claude Code will use, as doctor names it; None: none found."""
+    from ocr_hook.provider_auto import claude_code_login
+
     for name in ("CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         if environ.get(name):
             return name
-    home = Path(environ.get("HOME") or Path.home())
-    config = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    if (config / ".credentials.json").is_file():
-        return f"Claude Code login ({config / '.credentials.json'})"
-    # macOS keeps the login in the keychain, which only Claude Code reads (`claude auth status`, doctor: ~0.2 s).
-    # Its .claude.json is written by any run, logged in or not; only a login leaves an oauthAccount in it.
-    if sys.platform == "darwin" and _has_oauth_account(Path(environ["CLAUDE_CONFIG_DIR"]) / ".claude.json"
-                                                       if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude.json"):
-        return "Claude Code login (macOS keychain)"
-    return None
+    return claude_code_login(environ)
 
 
-def _has_oauth_account(path: Path) -> bool:
-    try:
-        config = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and bool(config.get("oauthAccount"))
+def sign_in_hint(cli: str) -> str:
+    """What to run to give this Claude Code a credential, naming the very CLI that will review: the bundled one
+    is not on PATH, so a bare `claude` would be another one, or none."""
+    import shlex
+    import shutil
+
+    on_path = shutil.which("claude")
+    same = on_path is not None and os.path.realpath(on_path) == os.path.realpath(cli)
+    command = "claude" if same else shlex.quote(cli)
+    return (f"provider claude-code found no Claude Code credentials: run `{command} auth login` (a Claude plan), or "
+            f"`{command} setup-token` and set CLAUDE_CODE_OAUTH_TOKEN (CI), or set ANTHROPIC_API_KEY")
 
 
 def cli_path(settings_path: str | None) -> str:
@@ -119,9 +114,10 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
 
 def check_credentials(settings_path: str | None, environ: Mapping[str, str]) -> None:
     """Before any file is reviewed: the CLI is there and new enough, and some credential is."""
-    cli_version(cli_path(settings_path), environ)
+    cli = cli_path(settings_path)
+    cli_version(cli, environ)
     if credential_kind(environ) is None:
-        raise ConfigError(SIGN_IN_HINT)
+        raise ConfigError(sign_in_hint(cli))
 
 
 def _transport_class() -> type:

@@ -191,7 +191,7 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
                                           intent=_Intent(intent, scope.kind), agent=agent)
-        result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
+        result.notes = [*settings.notes, *_provider_note(settings), *result.notes]  # what loading the settings did
         if baseline_out:
             from ocr_hook.findings.suppress import baseline_text
             from ocr_hook.store.atomic import write_atomic
@@ -200,6 +200,15 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         return Reviewed(result, change_set, texts, settings)
     finally:
         snapshot.close()
+
+
+def _provider_note(settings: Settings) -> list[str]:
+    """What `provider: auto` chose when it was not the API key every run without it assumes (DESIGN.md 19)."""
+    if settings.provider != "claude-code" or not settings.provider_choice:
+        return []
+    from ocr_hook.outcome import RoutineNote
+
+    return [RoutineNote(f"provider auto: reviewed through {settings.provider_choice}")]
 
 
 class _Intent(NamedTuple):
@@ -581,5 +590,5 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,
         sarif_category=settings.sarif_category, color=color, file_texts=texts,
-        step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit,
+        step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit, filter_mode=settings.filter_mode,
     )

@@ -188,7 +188,8 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
 # fails test_every_room_has_a_floor until it is given its place here.
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the ground: no ocr_hook import
-    ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze", "digest"),
+    ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze", "digest",
+     "provider_auto"),  # provider_auto: what `provider: auto` finds (the settings resolve it)
     ("settings",),
     ("cienv", "hookenv"),  # what the CI system says (`--base auto`, memory's line of work); which git hook runs us
     ("changes",),

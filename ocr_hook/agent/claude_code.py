@@ -58,8 +58,8 @@ def sign_in_hint(cli: str) -> str:
     on_path = shutil.which("claude")
     same = on_path is not None and os.path.realpath(on_path) == os.path.realpath(cli)
     command = "claude" if same else shlex.quote(cli)
-    return (f"provider claude-code found no Claude Code credentials: run `{command} auth login` (a Claude plan), or "
-            f"`{command} setup-token` and set CLAUDE_CODE_OAUTH_TOKEN (CI), or set ANTHROPIC_API_KEY")
+    return (f"provider claude-code found no Claude Code credentials: run `{command} auth login` (a Claude plan; "
+            "its `setup-token` gives CLAUDE_CODE_OAUTH_TOKEN for CI), or set ANTHROPIC_API_KEY")
 
 
 def cli_path(settings_path: str | None) -> str:

@@ -66,6 +66,11 @@ def _check_message(response: Any) -> None:
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     """Fail early, naming the variable to set, instead of the SDK's TypeError on the first request."""
+    if settings.provider == "auto":  # settings loaded with another environment than this one: choose here
+        from ocr_hook.provider_auto import choose
+
+        provider, why = choose(environ, settings.claude_code_path)
+        settings = settings._replace(provider=provider, provider_choice=why)
     if settings.provider == "claude-code":  # Claude Code's own credentials, no API key needed
         from ocr_hook.agent.claude_code import check_credentials as check_claude_code
 

@@ -104,8 +104,9 @@ def cli(verbose: bool) -> None:
 @click.option("--filter-mode", type=click.Choice(["added", "diff_context", "file", "nofilter"]),
               help="Which findings to keep by where they are (reviewdog's meanings; default diff_context).")
 @click.option("--model", help="Model for the review loop.")
-@click.option("--provider", type=click.Choice(["anthropic", "bedrock", "vertex", "claude-code"]),
-              help="Who answers the review: the Messages API (anthropic, bedrock, vertex) or Claude Code.")
+@click.option("--provider", type=click.Choice(["auto", "anthropic", "bedrock", "vertex", "claude-code"]),
+              help="Who answers the review: the Messages API (anthropic, bedrock, vertex) or Claude Code; auto "
+                   "(default): the API key when there is one, else Claude Code's login.")
 @click.option("--effort", type=click.Choice(["auto", "quick", "standard", "deep"]),
               help="How deep each file's review goes (default auto: quick in a git hook, standard in CI "
                    "and elsewhere, risky paths one level deeper).")
@@ -307,6 +308,20 @@ def dismiss(ids: tuple[str, ...], reason: str | None, paths: tuple[str, ...], ex
 
     sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file, from_forge=from_forge,
                              timeout=timeout))
+
+
+@cli.command("apply")
+@click.argument("ids", nargs=-1, metavar="[ID...]")
+@click.option("--config", "config_file", metavar="FILE", type=_FILE,
+              help="Settings file instead of .ocr-hook.yaml at the repository root.")
+def apply_fixes(ids: tuple[str, ...], config_file: str | None) -> None:
+    """Apply the last review's suggested fixes (all, or the findings ID...) to the work tree and the index.
+
+    From what that review produced (review memory): no model is asked. A file changed since that review is
+    refused (exit 2) and nothing is applied. Commit again: the review starts from the last one."""
+    from ocr_hook.commands import apply as apply_cmd
+
+    sys.exit(apply_cmd.run(ids, config_file))
 
 
 @cli.command()
@@ -546,7 +561,14 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("ocr-hook: interrupted", err=True)
         sys.exit(130)
     except FatalError as exc:
-        _error_line(f"error: {exc}")
+        from ocr_hook.errors import NoReviewer
+
+        first, *more = str(exc).split("\n") if isinstance(exc, NoReviewer) else [str(exc)]
+        _error_line(f"error: {first}")
+        if more:
+            from ocr_hook.commands.progress import sanitise
+
+            click.echo("".join(sanitise(line) + "\n" for line in more), err=True, nl=False)
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug of ours: never a traceback as the only word, never exit 1
         if _verbose:

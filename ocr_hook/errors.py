@@ -19,3 +19,8 @@ class GitError(FatalError):
 
 class ConfigError(FatalError):
     """A setting is unknown, has the wrong type, or a config file cannot be read."""
+
+
+class NoReviewer(ConfigError):
+    """Nothing to review with: no API key and no Claude Code login. Its message is a short block of ocr-hook's
+    own lines (the ways in), which the command line prints as lines, not escaped onto one."""

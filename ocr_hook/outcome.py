@@ -23,6 +23,14 @@ def _fields_eq(self: Any, other: object) -> bool:
     return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
 
+class RoutineNote(str):
+    """A note that says nothing went wrong and nothing needs doing (a re-review that carried, re-checked and
+    resolved nothing; which provider `auto` chose): full reports show it, commit-time output leaves it out, so a
+    passing hook stays one line. A str everywhere else (JSON, SARIF)."""
+
+    __slots__ = ()
+
+
 class FileCoverage(NamedTuple):
     """What happened to one file of the change: reviewed, cached, skipped or failed, and why."""
 

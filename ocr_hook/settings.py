@@ -20,7 +20,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "on_error": ("fail", "warn"),
     "format": ("text", "json", "sarif", "github", "gitlab"),
     "filter_mode": ("added", "diff_context", "file", "nofilter"),
-    "provider": ("anthropic", "bedrock", "vertex", "claude-code"),
+    "provider": ("auto", "anthropic", "bedrock", "vertex", "claude-code"),
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
     "warm": ("auto", "on", "off"),  # DESIGN.md section 14 (ocr_hook.warm)
@@ -125,6 +125,8 @@ class Settings(NamedTuple):
     summary_categories: tuple[str, ...] = ()
     # Bitbucket Cloud pull requests: findings as comments whose threads resolve, not Code Insights annotations.
     bitbucket_comments: bool = False
+    # Not a setting: what `provider: auto` chose and why (ocr_hook.provider_auto); empty when a provider was named.
+    provider_choice: str = ""
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -136,7 +138,7 @@ class Settings(NamedTuple):
         return self.pricing.get(model)
 
 
-_NOT_SETTINGS = ("notes",)
+_NOT_SETTINGS = ("notes", "provider_choice")
 # The files at once when provider claude-code and nobody chose concurrency: one Claude Code CLI takes about
 # 200 MB and most of a core while it starts (DESIGN.md 15; docs/claude-code.md has the measurements).
 CLAUDE_CODE_CONCURRENCY = 4
@@ -415,14 +417,19 @@ def load(
         if value is not None:
             merged[key] = _coerce(key, value, f"option --{key.replace('_', '-')}")
     chosen = set(layer) | set(env_layer) | {k for k, v in (flags or {}).items() if v is not None}
-    if merged.get("provider") == "claude-code" and "concurrency" not in chosen:
-        merged["concurrency"] = min(merged["concurrency"], CLAUDE_CODE_CONCURRENCY)
     for key in _PLACED:
         if (flags or {}).get(key):  # typed in a shell: relative to where it was typed, made absolute now
             merged[key] = os.path.abspath(os.path.expanduser(merged[key]))
         elif merged.get(key):
             merged[key] = os.path.expanduser(merged[key])
-    return Settings(**merged, notes=tuple(notes))
+    choice = ""
+    if merged.get("provider") == "auto":
+        from ocr_hook.provider_auto import choose
+
+        merged["provider"], choice = choose(environ, merged.get("claude_code_path"))
+    if merged.get("provider") == "claude-code" and "concurrency" not in chosen:
+        merged["concurrency"] = min(merged["concurrency"], CLAUDE_CODE_CONCURRENCY)
+    return Settings(**merged, notes=tuple(notes), provider_choice=choice)
 
 
 def _drop_user_only(layer: dict[str, Any], notes: list[str]) -> None:

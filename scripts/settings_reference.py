@@ -61,9 +61,11 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
                                "#pull-request-comments-that-resolve-bitbucket_comments))."),
     ]),
     ("Model", [
-        ("provider", "`bedrock` and `vertex` use the SDK's Amazon Bedrock or Google Vertex client and their "
-                     "usual credentials; `claude-code` reviews through Claude Code on the user's Claude plan "
-                     "(see [Claude Code](claude-code.md))."),
+        ("provider", "`auto` reviews with the API key when there is one, else through Claude Code when it has a "
+                     "token or a login and the `claude-code` extra is installed, else exits 2 naming the three ways "
+                     "in; the report's notes and `ocr-hook doctor` say which it chose. `bedrock` and `vertex` use "
+                     "the SDK's Amazon Bedrock or Google Vertex client and their usual credentials; `claude-code` "
+                     "reviews through Claude Code on the user's Claude plan (see [Claude Code](claude-code.md))."),
         ("claude_code_path", "With `provider: claude-code`, this `claude` executable; null: the one bundled in the "
                              "`claude-code` extra. A relative path is resolved once, against the directory of "
                              "your settings file, or where the command runs for the variable."),

@@ -39,10 +39,18 @@ GIT_ENV = {
 NO_WARM_WORKER = {"OCR_HOOK_WARM": "off"}
 
 
+# What says a CI system runs the job (ocr_hook.cienv.running): a suite run by CI must still see a developer's
+# hints and effort; a test that means CI sets these itself.
+_CI_MARKERS = ("CI", "GITHUB_ACTIONS", "GITLAB_CI", "BITBUCKET_BUILD_NUMBER", "TF_BUILD", "JENKINS_URL", "BUILDKITE")
+# A Claude Code credential of the machine's would make `provider: auto` review through Claude Code where a test
+# means "no key" (HOME is each test's own, so no login file is inherited).
+_CLAUDE_CODE = ("CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR")
+
+
 def isolate_environment() -> None:
-    """Apply GIT_ENV to os.environ and drop hook and ocr-hook variables (runs once, at import)."""
+    """Apply GIT_ENV to os.environ and drop hook, CI, Claude Code and ocr-hook variables (runs once, at import)."""
     for name in list(os.environ):
-        if name in _HOOK_VARS or name.startswith(("PRE_COMMIT_", "OCR_HOOK_")):
+        if name in (*_HOOK_VARS, *_CI_MARKERS, *_CLAUDE_CODE) or name.startswith(("PRE_COMMIT_", "OCR_HOOK_")):
             del os.environ[name]
     os.environ.update(GIT_ENV)
     os.environ.update(NO_WARM_WORKER)

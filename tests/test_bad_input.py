@@ -90,7 +90,7 @@ def test_shallow_clone_without_the_merge_base(tmp_path: Path) -> None:
         f"file://{origin}", str(clone))
     before = repo_state(clone, exact_index=True)
     proc = run_cli(clone, "preview", "--base", "origin/main")
-    assert_one_line_error(proc, "shallow", "fetch-depth: 0", "git fetch --deepen")
+    assert_one_line_error(proc, "shallow", "git fetch --unshallow", "git fetch --deepen")
     assert repo_state(clone, exact_index=True) == before
 
 

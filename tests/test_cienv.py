@@ -168,15 +168,25 @@ def test_missing_base_branch_says_what_to_fetch(clone: Path) -> None:
 
 def test_shallow_single_branch_clone_gets_the_fetch_history_hint(forked: Forked, tmp_path: Path) -> None:
     shallow = ci_clone(forked, tmp_path / "shallow", depth=1, single_branch=True)
-    line = one_line_error(shallow, GITHUB_BASE_REF="main")
-    assert "fetch-depth: 0" in line and "git fetch --deepen" in line
+    line = one_line_error(shallow, GITHUB_ACTIONS="true", GITHUB_BASE_REF="main")
+    assert "`fetch-depth: 0` in the actions/checkout step" in line
 
 
 def test_shallow_clone_without_the_merge_base_gets_the_fetch_history_hint(forked: Forked, tmp_path: Path) -> None:
     shallow = ci_clone(forked, tmp_path / "shallow", depth=1)
     assert git(shallow, "rev-parse", "--verify", "origin/main").strip() == forked.main_tip
-    line = one_line_error(shallow, BITBUCKET_PR_DESTINATION_BRANCH="main")
-    assert "shallow clone" in line and "fetch-depth: 0" in line
+    line = one_line_error(shallow, BITBUCKET_BUILD_NUMBER="7", BITBUCKET_PR_DESTINATION_BRANCH="main")
+    assert "shallow clone" in line and "`clone: depth: full` in bitbucket-pipelines.yml" in line
+    assert "fetch-depth" not in line
+
+
+def test_a_shallow_gitlab_clone_is_told_gitlab_s_own_setting(forked: Forked, tmp_path: Path) -> None:
+    """Issue 54 item 10: GitLab's GIT_DEPTH: 0, not the fetch-depth of GitHub's actions/checkout."""
+    shallow = ci_clone(forked, tmp_path / "shallow", depth=1)
+    line = one_line_error(shallow, GITLAB_CI="true", CI="true", CI_PIPELINE_SOURCE="merge_request_event",
+                          CI_MERGE_REQUEST_TARGET_BRANCH_NAME="main")
+    assert "shallow clone" in line and "`GIT_DEPTH: 0` in the job's `variables:`" in line
+    assert "fetch-depth" not in line and "actions/checkout" not in line
 
 
 def test_a_branch_named_auto_is_still_reachable_by_its_full_name(forked: Forked) -> None:

@@ -209,7 +209,7 @@ def test_doctor_without_a_login_fails_and_sends_nothing(runs: dict[str, Any]) ->
     assert code == 2
     credentials = checks["credentials"]
     assert credentials["status"] == "FAIL" and "not logged in" in credentials["message"], credentials
-    assert "claude login" in credentials["message"]
+    assert f"`{checks['claude-code']['message'].split(':')[0]} auth login`" in credentials["fix"], credentials
     assert checks["probe"]["status"] == "WARN" and runs["no_login_requests"] == 0
 
 

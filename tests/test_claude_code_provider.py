@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import shlex
 import signal
+import subprocess
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ from gitrepo import run_cli
 from test_fake_api_claude_code import CANARY, _plant_user_settings
 
 from ocr_hook.agent import registry
+from ocr_hook.agent.claude_code import QUIET_ENV
 
 CLEAN_PATH, CLEAN_MARKER = "clean.py", "CLEAN-MARKER-5d1"
 LOOP_PATH, LOOP_MARKER = "loop.py", "NEVER-STOPS-9c2"
@@ -283,12 +287,20 @@ def test_max_cost_cuts_a_model_that_never_stops(runs: dict[str, Any]) -> None:
     assert usage["cost_usd"] == pytest.approx(sum(costs), abs=1e-6), (usage, costs)
 
 
-def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any]) -> None:
+def test_no_credentials_is_exit_2_with_one_line(runs: dict[str, Any], tmp_path: Path) -> None:
     proc = runs["no_login"]
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     line = proc.stderr.strip()
     assert_one_line(line)
-    assert "claude login" in line and "claude setup-token" in line and "ANTHROPIC_API_KEY" in line
+    assert "`setup-token` gives CLAUDE_CODE_OAUTH_TOKEN" in line and "ANTHROPIC_API_KEY" in line
+    # Issue 54 item 6: the sign-in command names the CLI that reviews (the extra's bundled one, not on PATH), and
+    # it runs as given.
+    login = next(c for c in re.findall(r"`([^`]+)`", line) if c.endswith(" auth login"))
+    argv = shlex.split(login)
+    assert Path(argv[0]).is_absolute() and Path(argv[0]).name == "claude", login
+    shown = subprocess.run([*argv, "--help"], capture_output=True, text=True, timeout=60,
+                           env={"HOME": str(tmp_path), "PATH": os.environ["PATH"], **QUIET_ENV})
+    assert shown.returncode == 0 and "Sign in to your Anthropic account" in shown.stdout, shown.stdout + shown.stderr
 
 
 def test_doctor_names_the_cli_its_version_and_the_credential(tmp_path: Path) -> None:

@@ -149,13 +149,15 @@ def test_a_host_that_comments_on_the_eval_lines_is_blocked_in_json_and_sarif(
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == EVAL_LINE
     assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is True
 
-    # The text report's next step writes the patch from this session: `review` would ask a model instead.
+    # The text report's next step applies this session's fixes from review memory: `review` would ask a model.
     text = host.finish(session).stdout
     (step,) = [line for line in text.splitlines() if "apply the suggested fixes" in line]
-    command, apply = step.split(": ", 1)[1].split(" && ")
-    assert command == f"ocr-hook delegate finish {session} --patch-output ocr-hook-fixes.patch"
-    assert host.run(*command.split()[2:]).returncode == 1
-    assert subprocess.run([*apply.split(), "--check"], cwd=repo).returncode == 0
+    command = step.split(": ", 1)[1]
+    assert command == "ocr-hook apply"
+    applied = run_cli(repo, *command.split()[1:], env=no_request)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "    value = ast.literal_eval(expression)\n" in git(repo, "show", ":calc.py")
+    assert (repo / "calc.py").read_text() == git(repo, "show", ":calc.py")
 
 
 def test_clean_open_and_stale_sessions(repo: Path, no_request: dict[str, str], tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_block_dismiss_by_short_id_then_the_review_passes_with_the_reason_everyw
     assert f"bug  {short}" in first.proc.stdout
     tail = first.proc.stdout[first.proc.stdout.index("What to do next:"):]
     assert f'ocr-hook dismiss {short} --from {first.out_dir / "report.json"} --reason "..."' in tail
-    assert "--patch-output" in tail  # the finding has a fix
+    assert tail.splitlines()[1].endswith(": ocr-hook apply")  # the finding has a fix, in review memory
     assert "SKIP=" not in tail  # not under pre-commit
 
     git(repo, "config", "user.email", "dev@example.com")  # repository-local: the tests have no global config
@@ -310,11 +310,14 @@ def test_the_github_job_summary_of_a_blocked_run_says_what_to_do_next(tmp_path, 
     repo = calc_repo(tmp_path / "repo")
     script_high(fake_api)
     summary = tmp_path / "summary.md"
-    proc = run_cli(repo, "review", "--format", "github", env={**sdk_env, "GITHUB_STEP_SUMMARY": str(summary)})
+    proc = run_cli(repo, "review", "--format", "github", env={**sdk_env, "GITHUB_STEP_SUMMARY": str(summary),
+                                                               "GITHUB_ACTIONS": "true", "CI": "true"})
     assert proc.returncode == 1
     text_ = summary.read_text()
     block = text_[text_.index("### What to do next"):]
-    assert "ocr-hook dismiss " in block and "--patch-output" in block and "SKIP=" not in block
+    # In the job, the steps are the branch's and the report's (issue 54 item 10), never the job's own checkout.
+    assert "ocr-hook dismiss " in block and "--from REPORT.json" in block and "push again" in block
+    assert "--patch-output" not in block and "ocr-hook apply" not in block and "SKIP=" not in block
 
 
 def test_a_sensitive_dismissals_file_suppresses_but_never_teaches(tmp_path, fake_api, sdk_env):

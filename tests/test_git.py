@@ -133,7 +133,7 @@ def test_merge_base_missing_in_a_shallow_clone_says_how_to_fix_it(tmp_path: Path
     with pytest.raises(GitError) as info:
         g.merge_base(str(clone), main, head)
     message = str(info.value)
-    assert "shallow" in message and "fetch-depth: 0" in message and "git fetch --deepen" in message
+    assert "shallow" in message and "git fetch --unshallow" in message and "git fetch --deepen" in message
     assert g.shallow_commits(str(clone)) >= {main, head}
 
 

@@ -24,7 +24,7 @@ def test_nothing_blocking_means_no_hint() -> None:
 
 def test_a_staged_commit_under_pre_commit() -> None:
     text = steps([finding(1, fix=True)], pre_commit=True)
-    assert "ocr-hook review --patch-output ocr-hook-fixes.patch && git apply --index ocr-hook-fixes.patch" in text
+    assert text.splitlines()[1].endswith(": ocr-hook apply")  # from review memory: no second review
     assert 'ocr-hook dismiss 01010101 --reason "..."' in text
     assert "SKIP=ocr-hook git commit ..." in text
 
@@ -39,6 +39,20 @@ def test_ci_has_no_skip_and_no_fix_line_without_a_fix() -> None:
     text = steps([finding(1)], scope_kind="base", json_output="out/r.json")
     assert "SKIP=" not in text and "apply" not in text
     assert 'ocr-hook dismiss 01010101 --from out/r.json --reason "..."' in text
+
+
+def test_without_memory_the_patch_is_written_and_applied_even_though_the_review_exits_1() -> None:
+    text = steps([finding(1, fix=True)], memory=False)
+    assert "ocr-hook review --patch-output ocr-hook-fixes.patch; git apply --index ocr-hook-fixes.patch" in text
+    assert "ocr-hook apply" not in text and "&&" not in text
+
+
+def test_in_ci_the_hint_speaks_of_the_branch_and_the_job_s_report() -> None:
+    text = steps([finding(1, fix=True)], scope_kind="base", ci="GitLab CI", json_output="gl-report.json")
+    assert "--patch-output" not in text and "ocr-hook apply" not in text and "SKIP=" not in text
+    assert "fix the findings on your branch and push again" in text
+    assert "this job's JSON report (gl-report.json) saved as REPORT.json" in text
+    assert 'ocr-hook dismiss 01010101 --from REPORT.json --reason "..."' in text
 
 
 def test_with_memory_off_dismiss_needs_a_report_and_many_ids_are_cut() -> None:

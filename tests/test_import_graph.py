@@ -189,7 +189,8 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
 FLOORS: tuple[tuple[str, ...], ...] = (
     # the ground: no ocr_hook import
     ("errors", "config_files", "secrets_mask", "streams", "ci_log", "bounded_read", "gc_freeze", "digest",
-     "install_command"),  # the pip command that adds an extra to the running installation
+     "install_command", "provider_auto"),  # install_command: the pip command that adds an extra to the running
+    # installation; provider_auto: what `provider: auto` finds (the settings resolve it)
     ("settings",),
     ("cienv", "hookenv"),  # what the CI system says (`--base auto`, memory's line of work); which git hook runs us
     ("changes",),

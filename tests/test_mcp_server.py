@@ -253,7 +253,8 @@ def test_preview_without_a_key_and_every_failure_is_a_tool_error(
     assert [(f["path"], f["action"]) for f in preview["files"]] == [(CALC_PATH, "review")]
     assert preview["estimate"]["input_tokens"] > 0 and preview["complete"] is True
     messages = {name: error_text(result) for name, result in out.items() if name != "after"}
-    assert "no API key: set ANTHROPIC_API_KEY" in messages["no key"]
+    assert "no API key and no Claude Code login. Three ways in: - an API key: set ANTHROPIC_API_KEY" in messages[
+        "no key"] and "ocr-hook delegate start" in messages["no key"]
     assert "'scope' must be one of staged, base, range, commit, scan" in messages["bad scope"]
     assert "unknown argument 'branch'" in messages["unknown argument"] and "it takes: scope" in messages[
         "unknown argument"]

@@ -219,13 +219,58 @@ def test_a_blocked_commit_says_what_to_do_and_each_way_out_works(tmp_path, hook_
     short = report["findings"][0]["fingerprint"][:8]
     assert f"[HIGH] bug  {short}" in out
     hint = out[out.index("What to do next:"):]
-    assert "git apply --index" in hint
+    assert "apply the suggested fixes (the work tree and the index; no new review): ocr-hook apply" in hint
     assert f'ocr-hook dismiss {short} --reason "..."' in hint
     assert "SKIP=ocr-hook git commit ..." in hint
     # The skip the hint names works with the real pre-commit: the hook is skipped, the commit made.
     skipped = _commit(repo, env, SKIP="ocr-hook")
     assert skipped.returncode == 0 and "Skipped" in skipped.stdout + skipped.stderr
     assert head(repo) != before
+
+
+def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(tmp_path, hook_config,
+                                                                              pre_commit_home, fake_api, sdk_env):
+    """Issue 54 items 1-2: the blocked commit's next step, run as printed in a shell, applies the fix to the
+    index with no request; the commit after it passes through review memory at quick effort, never a second
+    full review."""
+    repo = make_repo(tmp_path / "target")
+    write(repo, "app.py", "def add(a, b):\n    return a + b\n")
+    commit_all(repo, "initial")
+    write(repo, "app.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b  # draft\n")
+    git(repo, "add", "app.py")
+    first = {"content": "sub() adds instead of subtracting.", "existing_code": "return a + b  # draft",
+             "suggestion_code": "return a - b", "severity": "high", "category": "bug"}
+    fake_api.script("+    return a + b  # draft", [Reply([tool_use("code_comment", {"comments": [first]})]),
+                                                   Reply([tool_use("task_done", {"state": "DONE"})])])
+    fake_api.script("+    return a - b", [Reply([tool_use("task_done", {"state": "DONE"})])])
+    fake_api.models.register("claude-sonnet-5-5")  # a model that takes an effort: quick shows as effort low
+    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    before = head(repo)
+    blocked = _commit(repo, env)
+    assert blocked.returncode == 1 and head(repo) == before
+    out = "\n".join(_hook_output(blocked))
+    step = re.search(r"^  - apply the suggested fixes.*?: (.+)$", out, re.M).group(1)
+    requests = len(fake_api.requests)
+    # As printed, in a shell where `ocr-hook` is this installation's console script.
+    shell_env = {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])}
+    applied = subprocess.run(step, shell=True, cwd=repo, env=shell_env, capture_output=True, text=True, timeout=120)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "applied 1 fix to the work tree and the index" in applied.stdout
+    assert len(fake_api.requests) == requests  # no model request
+    fixed = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    assert git(repo, "show", ":app.py") == fixed == (repo / "app.py").read_text()  # the index, for the commit
+
+    proc = _commit(repo, env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert head(repo) != before
+    lines = _hook_output(proc)
+    assert any(line.startswith("resolved since the last review: app.py:6 [HIGH] bug") for line in lines), lines
+    second = [r.body for r in fake_api.requests[requests:] if r.path.endswith("/messages") and not is_filter(r.body)]
+    assert second, "the commit after the fix was not reviewed"
+    # One conversation, the re-review (its first message is the interdiff's focus), at the quick profile.
+    assert all("FOCUS OF THIS REVIEW" in first_user_text(b) for b in second), [first_user_text(b)[:200] for b in second]
+    assert all("thinking" not in b and b["output_config"] == {"effort": "low"} for b in second)
+    assert "(1 quick)" in lines[-1]
 
 
 def test_dismiss_by_the_short_id_then_the_commit_passes(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):

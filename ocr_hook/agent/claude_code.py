@@ -23,8 +23,6 @@ from ocr_hook.errors import ConfigError
 from ocr_hook.secrets_mask import mask_secrets
 
 SERVER = "ocr-hook"
-SIGN_IN_HINT = ("provider claude-code found no Claude Code credentials: run `claude login` (or `claude setup-token` "
-                "and set CLAUDE_CODE_OAUTH_TOKEN), or set ANTHROPIC_API_KEY")
 # Claude Code retries failed requests itself; a commit must not wait through its default ten.
 CLI_MAX_RETRIES = "2"
 # The oldest Claude Code whose behaviour the review relies on, from its CHANGELOG.md (github.com/anthropics/
@@ -71,19 +69,12 @@ def upgrade_hint() -> str:
 def credential_kind(environ: Mapping[str, str]) -> str | None:
     """Which credential Claude Code will use, as doctor names it; None: none found. Claude Code 2.1.337 sends an
     API key or auth token when one is set, whatever OAuth token is set beside it (the fake API saw only x-api-key)."""
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+    from ocr_hook.provider_auto import claude_code_login
+
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         if environ.get(name):
             return name
-    home = Path(environ.get("HOME") or Path.home())
-    config = Path(environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    if (config / ".credentials.json").is_file():
-        return f"Claude Code login ({config / '.credentials.json'})"
-    # macOS keeps the login in the keychain, which only Claude Code reads (`claude auth status`, doctor: ~0.2 s).
-    # Its .claude.json is written by any run, logged in or not; only a login leaves an oauthAccount in it.
-    if sys.platform == "darwin" and _has_oauth_account(Path(environ["CLAUDE_CONFIG_DIR"]) / ".claude.json"
-                                                       if environ.get("CLAUDE_CONFIG_DIR") else home / ".claude.json"):
-        return "Claude Code login (macOS keychain)"
-    return None
+    return claude_code_login(environ)
 
 
 def billing_note(environ: Mapping[str, str]) -> str | None:
@@ -120,12 +111,17 @@ def private_scratch() -> Iterator[Path]:
         yield scratch
 
 
-def _has_oauth_account(path: Path) -> bool:
-    try:
-        config = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and bool(config.get("oauthAccount"))
+def sign_in_hint(cli: str) -> str:
+    """What to run to give this Claude Code a credential, naming the very CLI that will review: the bundled one
+    is not on PATH, so a bare `claude` would be another one, or none."""
+    import shlex
+    import shutil
+
+    on_path = shutil.which("claude")
+    same = on_path is not None and os.path.realpath(on_path) == os.path.realpath(cli)
+    command = "claude" if same else shlex.quote(cli)
+    return (f"provider claude-code found no Claude Code credentials: run `{command} auth login` (a Claude plan; "
+            "its `setup-token` gives CLAUDE_CODE_OAUTH_TOKEN for CI), or set ANTHROPIC_API_KEY")
 
 
 def cli_path(settings_path: str | None) -> str:
@@ -182,9 +178,10 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
 
 def check_credentials(settings_path: str | None, environ: Mapping[str, str]) -> None:
     """Before any file is reviewed: the CLI is there and new enough, and some credential is."""
-    cli_version(cli_path(settings_path), environ)
+    cli = cli_path(settings_path)
+    cli_version(cli, environ)
     if credential_kind(environ) is None:
-        raise ConfigError(SIGN_IN_HINT)
+        raise ConfigError(sign_in_hint(cli))
 
 
 class CliEnded(Exception):

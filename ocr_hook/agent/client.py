@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ocr_hook.agent import compat
 from ocr_hook.budget.tokens import estimate_tokens
-from ocr_hook.errors import ConfigError
+from ocr_hook.errors import ConfigError, NoReviewer
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
@@ -66,6 +66,11 @@ def _check_message(response: Any) -> None:
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     """Fail early, naming the variable to set, instead of the SDK's TypeError on the first request."""
+    if settings.provider == "auto":  # settings loaded with another environment than this one: choose here
+        from ocr_hook.provider_auto import choose
+
+        provider, why = choose(environ, settings.claude_code_path)
+        settings = settings._replace(provider=provider, provider_choice=why)
     if settings.provider == "claude-code":  # Claude Code's own credentials, no API key needed
         from ocr_hook.agent.claude_code import check_credentials as check_claude_code
 
@@ -87,9 +92,22 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
             raise ConfigError("provider vertex needs Google credentials: install google-auth "
                               "(`pip install 'anthropic[vertex]'`) and run `gcloud auth application-default login`")
         return
+    if settings.provider == "auto":  # provider auto found neither a key nor Claude Code with a login
+        raise NoReviewer("\n".join(ways_in(settings.provider_choice)))
     if environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN") or environ.get("ANTHROPIC_PROFILE"):
         return
     raise ConfigError("no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment")
+
+
+def ways_in(why: str) -> list[str]:
+    """The three ways to a review, for a run that found none of them (DESIGN.md 19): a short block of lines."""
+    return [f"nothing to review with: {why or 'no API key and no Claude Code login'}. Three ways in:",
+            "  - an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
+            "  - a Claude plan (Pro, Max) through Claude Code: install ocr-hook's claude-code extra and sign in "
+            "(`claude auth login`, or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` in CI); see "
+            "docs/claude-code.md",
+            "  - delegate mode, your coding agent (Claude Code, Codex, Cursor, ...) as the reviewer, no key: "
+            "ocr-hook delegate start; see docs/delegate.md"]
 
 
 def _make_sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:

@@ -14,7 +14,7 @@ from ocr_hook.agent import prompts
 from ocr_hook.changes.model import FileChange
 from ocr_hook.digest import sha256_hex
 from ocr_hook.findings import Finding
-from ocr_hook.outcome import DroppedComment, FileCoverage, ReviewResult
+from ocr_hook.outcome import DroppedComment, FileCoverage, ReviewResult, RoutineNote
 from ocr_hook.settings import Settings
 
 if TYPE_CHECKING:
@@ -281,9 +281,9 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
         # comment and keeps the file out of the result cache, but never keeps a fixed finding blocking.
         classified = classify(plan, post.findings, complete=outcome.main_finished)
         findings, resolved = classified.findings, classified.resolved
-        notes.insert(0, f"review memory: {path} re-reviewed against the last review ("
-                        f"{len(plan.carried)} earlier finding(s) on unchanged lines carried, "
-                        f"{len(plan.recheck)} re-checked, {len(resolved)} resolved)")
+        note = (f"review memory: {path} re-reviewed against the last review ({len(plan.carried)} earlier "
+                f"finding(s) on unchanged lines carried, {len(plan.recheck)} re-checked, {len(resolved)} resolved)")
+        notes.insert(0, note if plan.carried or plan.recheck or resolved else RoutineNote(note))
     if outcome.state == "failed":
         job.on_event(path, "failed", outcome.reason)
         coverage = FileCoverage(path, "failed", outcome.reason, comments=len(findings), incomplete=True,
@@ -347,6 +347,11 @@ def review_files(job: ReviewJob) -> ReviewResult:
 
 async def review_files_async(job: ReviewJob) -> ReviewResult:
     started = time.monotonic()
+    if job.settings.provider == "auto":  # settings loaded with another environment than the job's: choose here
+        from ocr_hook.provider_auto import choose
+
+        provider, why = choose(job.environ, job.settings.claude_code_path)
+        job.settings = job.settings._replace(provider=provider, provider_choice=why)
     results, to_review = _lookup_cache(job)
     return await _review_uncached(job, results, to_review, started)
 

@@ -34,7 +34,7 @@ def resolve_auto_base(repo: str, environ: Mapping[str, str]) -> AutoBase:
         if _names_commit(repo, ref):
             return AutoBase(guess.ci, ref, guess.source)
     tried = " nor ".join(repr(r) for r in guess.refs) if len(guess.refs) > 1 else repr(guess.refs[0])
-    advice = git.SHALLOW_ADVICE if git.is_shallow(repo) else f"fetch it first (git fetch origin {_fetchable(guess)})"
+    advice = git.shallow_advice() if git.is_shallow(repo) else f"fetch it first (git fetch origin {_fetchable(guess)})"
     raise GitError(f"--base auto: {guess.ci} names {guess.source}, but {'neither ' if len(guess.refs) > 1 else ''}"
                    f"{tried} is in this clone; {advice}")
 

@@ -149,7 +149,7 @@ def _unpushed(repo: str, tip: str) -> Sides:
         return Sides(parent, tip, f"push: {count} ({parent[:12]}..{tip[:12]}; no range from pre-commit)")
     if oldest in git.shallow_commits(repo):
         raise GitError(f"cannot tell which commits are being pushed: {oldest[:12]} is the cut of a shallow "
-                       f"clone; {git.SHALLOW_ADVICE}")
+                       f"clone; {git.shallow_advice()}")
     return Sides(git.empty_tree(repo), tip,
                  f"push: {count}, from the root commit (against the empty tree) to {tip[:12]}")
 

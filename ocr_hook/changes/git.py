@@ -338,7 +338,11 @@ def shallow_commits(repo: str) -> frozenset[str]:
         return frozenset()
 
 
-SHALLOW_ADVICE = "fetch the full history: `fetch-depth: 0` in actions/checkout, or `git fetch --deepen=N`"
+def shallow_advice() -> str:
+    """How to fetch the whole history, in the words of the CI system this runs in (ocr_hook.cienv)."""
+    from ocr_hook.cienv import shallow_advice as advice
+
+    return advice(os.environ)
 
 
 def merge_base(repo: str, a: str, b: str) -> str:
@@ -348,7 +352,7 @@ def merge_base(repo: str, a: str, b: str) -> str:
         return found
     if is_shallow(repo):
         raise GitError(f"no merge base between {a[:12]} and {b[:12]}: this is a shallow clone and the "
-                       f"common history is missing; {SHALLOW_ADVICE}")
+                       f"common history is missing; {shallow_advice()}")
     raise GitError(f"no merge base between {a[:12]} and {b[:12]}: the histories are unrelated")
 
 

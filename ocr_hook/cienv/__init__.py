@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ocr_hook.cienv import azure, bitbucket, buildkite, github, gitlab, jenkins
-from ocr_hook.cienv.guess import Guess
+from ocr_hook.cienv.guess import Guess, value
 from ocr_hook.errors import FatalError
 
-__all__ = ["DETECTORS", "Guess", "detect", "head_branch", "looked_for", "request_text"]
+__all__ = ["DETECTORS", "Guess", "detect", "head_branch", "looked_for", "request_text", "running", "shallow_advice"]
 
 
 # First match wins. GitHub comes first because Gitea and Forgejo runners set GITHUB_* as well.
@@ -70,3 +70,26 @@ def request_text(environ: Mapping[str, str]) -> str | None:
         if found:
             return found
     return None
+
+
+# Which CI system runs this job (for hints in its own words), by the variable each sets in every job.
+SYSTEMS = (github, gitlab, bitbucket, azure, jenkins, buildkite)
+
+
+def running(environ: Mapping[str, str]) -> str | None:
+    """The CI system this job runs in, "CI" for another that sets CI=true (as most do), None outside CI."""
+    for system in SYSTEMS:
+        if value(environ, system.RUNS_HERE) not in ("", "false"):
+            return system.SYSTEM
+    return "CI" if value(environ, "CI").lower() not in ("", "0", "false") else None
+
+
+def shallow_advice(environ: Mapping[str, str]) -> str:
+    """How to fetch the whole history where this runs: the CI system's own setting, else git's own command."""
+    name = running(environ)
+    for system in SYSTEMS:
+        if system.SYSTEM == name:
+            return f"fetch the full history: {system.SHALLOW_FIX}"
+    if name is not None:
+        return "fetch the full history: turn off shallow cloning in the job's checkout, or `git fetch --unshallow`"
+    return "fetch the full history: `git fetch --unshallow` (or `git fetch --deepen=N`)"

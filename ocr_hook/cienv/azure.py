@@ -14,6 +14,11 @@ from collections.abc import Mapping
 from ocr_hook.cienv.guess import Guess, branch_refs, value
 
 VARIABLES = ("SYSTEM_PULLREQUEST_TARGETBRANCH",)
+# Set (non-empty) in every job this CI system runs; SHALLOW_FIX: how a job here fetches the whole history,
+# in this CI's own words (a shallow clone's fix).
+RUNS_HERE = "TF_BUILD"
+SYSTEM = "Azure Pipelines"
+SHALLOW_FIX = "`fetchDepth: 0` on the `- checkout: self` step"
 _PREFIX = "refs/heads/"
 
 

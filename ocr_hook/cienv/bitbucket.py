@@ -12,6 +12,11 @@ from collections.abc import Mapping
 from ocr_hook.cienv.guess import Guess, branch_refs, value
 
 VARIABLES = ("BITBUCKET_PR_DESTINATION_BRANCH",)
+# Set (non-empty) in every job this CI system runs; SHALLOW_FIX: how a job here fetches the whole history,
+# in this CI's own words (a shallow clone's fix).
+RUNS_HERE = "BITBUCKET_BUILD_NUMBER"
+SYSTEM = "Bitbucket Pipelines"
+SHALLOW_FIX = "`clone: depth: full` in bitbucket-pipelines.yml"
 
 
 def detect(environ: Mapping[str, str]) -> Guess | None:

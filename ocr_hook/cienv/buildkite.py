@@ -14,6 +14,11 @@ from collections.abc import Mapping
 from ocr_hook.cienv.guess import Guess, branch_refs, value
 
 VARIABLES = ("BUILDKITE_PULL_REQUEST_BASE_BRANCH",)
+# Set (non-empty) in every job this CI system runs; SHALLOW_FIX: how a job here fetches the whole history,
+# in this CI's own words (a shallow clone's fix).
+RUNS_HERE = "BUILDKITE"
+SYSTEM = "Buildkite"
+SHALLOW_FIX = "no `--depth` in BUILDKITE_GIT_CLONE_FLAGS and BUILDKITE_GIT_FETCH_FLAGS"
 
 
 def detect(environ: Mapping[str, str]) -> Guess | None:

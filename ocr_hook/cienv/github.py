@@ -20,6 +20,11 @@ from ocr_hook.cienv.guess import Guess, branch_refs, value
 from ocr_hook.errors import FatalError
 
 VARIABLES = ("GITHUB_BASE_REF", "GITHUB_EVENT_PATH (push `before`)")
+# Set (non-empty) in every job this CI system runs; SHALLOW_FIX: how a job here fetches the whole history,
+# in this CI's own words (a shallow clone's fix).
+RUNS_HERE = "GITHUB_ACTIONS"
+SYSTEM = "GitHub Actions"
+SHALLOW_FIX = "`fetch-depth: 0` in the actions/checkout step's `with:`"
 
 
 def detect(environ: Mapping[str, str]) -> Guess | None:

@@ -14,6 +14,11 @@ from collections.abc import Mapping
 from ocr_hook.cienv.guess import Guess, branch_refs, value
 
 VARIABLES = ("CI_MERGE_REQUEST_DIFF_BASE_SHA", "CI_MERGE_REQUEST_TARGET_BRANCH_NAME")
+# Set (non-empty) in every job this CI system runs; SHALLOW_FIX: how a job here fetches the whole history,
+# in this CI's own words (a shallow clone's fix).
+RUNS_HERE = "GITLAB_CI"
+SYSTEM = "GitLab CI"
+SHALLOW_FIX = "`GIT_DEPTH: 0` in the job's `variables:`"
 NAME = "GitLab CI (merge request)"
 
 

@@ -12,6 +12,11 @@ from collections.abc import Mapping
 from ocr_hook.cienv.guess import Guess, branch_refs, value
 
 VARIABLES = ("CHANGE_TARGET",)
+# Set (non-empty) in every job this CI system runs; SHALLOW_FIX: how a job here fetches the whole history,
+# in this CI's own words (a shallow clone's fix).
+RUNS_HERE = "JENKINS_URL"
+SYSTEM = "Jenkins"
+SHALLOW_FIX = "`cloneOption(shallow: false)` in the Git checkout's extensions"
 
 
 def detect(environ: Mapping[str, str]) -> Guess | None:

@@ -52,7 +52,7 @@ def run(ids: Sequence[str], reason: str | None, paths: Sequence[str], expires: s
     today = today or dt.date.today()
     cwd = os.getcwd()
     # Everything the user typed is checked before anything is read.
-    wanted = [_check_id(i) for i in ids]
+    wanted = [check_id(i) for i in ids]
     if from_forge is None and not ids:
         raise ConfigError("name the findings to dismiss (their ids), or keep a pull request's with --from-forge")
     if from_forge is not None and reason is not None:
@@ -153,7 +153,7 @@ def _day(at: str, today: dt.date) -> dt.date:
         return today
 
 
-def _check_id(raw: str) -> str:
+def check_id(raw: str) -> str:
     value = raw.strip().lower()
     if not _HEX.fullmatch(value) or not MIN_PREFIX <= len(value) <= 32:
         raise ConfigError(f"finding id {raw!r}: give the fingerprint or its first {MIN_PREFIX} or more hex characters "

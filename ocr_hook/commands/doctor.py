@@ -160,11 +160,17 @@ def check_credentials(ctx: _Context) -> list[Check]:
     from ocr_hook.agent import check_credentials as check
 
     settings, environ = ctx.settings, ctx.environ
+    chosen = _provider_line(settings)
+    if settings.provider == "auto":  # neither a key nor Claude Code with a login: the ways in are the fix
+        return [Check("credentials", FAIL, f"provider auto: {settings.provider_choice}: nothing to review with",
+                      "one of three ways in: set ANTHROPIC_API_KEY; a Claude plan through Claude Code "
+                      "(ocr-hook's claude-code extra, then `claude auth login`); or delegate mode, your "
+                      "coding agent as the reviewer (ocr-hook delegate start)")]
     if settings.provider == "claude-code":
         from ocr_hook.commands.doctor_claude_code import claude_code_checks
 
         checks, ctx.credentials = claude_code_checks(settings.claude_code_path, environ)
-        return checks
+        return [*chosen, *checks]
     try:
         check(settings, environ)
     except FatalError as exc:
@@ -175,7 +181,14 @@ def check_credentials(ctx: _Context) -> list[Check]:
     if settings.provider != "anthropic":
         return [Check("credentials", OK, f"provider {settings.provider}: region and credentials found")]
     used = next(n for n in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE") if environ.get(n))
-    return [Check("credentials", OK, f"{used} is set (value not shown)")]
+    return [*chosen, Check("credentials", OK, f"{used} is set (value not shown)")]
+
+
+def _provider_line(settings: Settings) -> list[Check]:
+    """What `provider: auto` chose, and from what (nothing when the settings name a provider)."""
+    if not settings.provider_choice:
+        return []
+    return [Check("provider", OK, f"auto chose {settings.provider}: {settings.provider_choice}")]
 
 
 # --- endpoint and models ----------------------------------------------------------------------------
@@ -187,6 +200,8 @@ def check_endpoint(ctx: _Context) -> list[Check]:
     from ocr_hook.agent.diagnostics import base_url, check_models
 
     settings, environ = ctx.settings, ctx.environ
+    if settings.provider == "auto":
+        return [Check("endpoint", WARN, "none: provider auto found nothing to review with (see credentials)")]
     if settings.provider == "claude-code":  # nothing may bypass Claude Code: no Models API lookup
         from ocr_hook.commands.doctor_claude_code import endpoint_line
 

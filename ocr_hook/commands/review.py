@@ -212,7 +212,7 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
                                           intent=_Intent(intent, scope.kind), agent=agent)
-        result.notes = [*settings.notes, *result.notes]  # what loading the settings ignored
+        result.notes = [*settings.notes, *_provider_note(settings), *result.notes]  # what loading the settings did
         feedback: Mapping[str, Mapping[str, int]] = {}
         if scope.kind == "base" and result.findings and any(environ.get(n, "").strip() for n in FORGE_TOKENS):
             feedback = _apply_forge_dismissals(result, settings, environ, started, root)
@@ -248,6 +248,15 @@ def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: M
     if found.found:
         result.findings = apply_forge(result.findings, found.found)
     return found.feedback
+
+
+def _provider_note(settings: Settings) -> list[str]:
+    """What `provider: auto` chose when it was not the API key every run without it assumes (DESIGN.md 19)."""
+    if settings.provider != "claude-code" or not settings.provider_choice:
+        return []
+    from ocr_hook.outcome import RoutineNote
+
+    return [RoutineNote(f"provider auto: reviewed through {settings.provider_choice}")]
 
 
 class _Intent(NamedTuple):
@@ -634,8 +643,13 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             from ocr_hook.hookenv import skip_hint
 
             skip = skip_hint(running_manager(change_set.repo_root, kind, environ), kind, environ)
+        ci = None
+        if environ is not None and not pre_commit:  # a CI job's hint speaks of the branch, not its checkout
+            from ocr_hook.cienv import running
+
+            ci = running(environ)
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
-                           pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output,
+                           pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
                            patch_command=patch_command,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory and kind != SCAN)  # (a scan records no memory)
@@ -643,5 +657,5 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,
         sarif_category=settings.sarif_category, color=color, file_texts=texts,
-        step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit,
+        step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit, filter_mode=settings.filter_mode,
     )

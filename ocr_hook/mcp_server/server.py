@@ -108,7 +108,8 @@ class ReviewServer:
         except arguments.ArgumentError as exc:
             return _error(f"ocr-hook: error: {exc}")
         except FatalError as exc:  # the CLI's exit-2 errors: bad ref, bad config, no key, not a repository
-            return _error(f"ocr-hook: error: {exc}")
+            # (no key: the CLI's block of the ways in, one line here as every tool error is)
+            return _error(f"ocr-hook: error: {' '.join(line.strip() for line in str(exc).splitlines())}")
         except Exception as exc:  # a bug of ours costs this call, never the server
             _log(f"internal error in {params.name}: {_one_line(exc)}")
             return _error(f"ocr-hook: internal error: {_one_line(exc)}")

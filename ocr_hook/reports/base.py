@@ -38,6 +38,7 @@ class ReportContext(NamedTuple):
     step_summary_path: str | None = None  # $GITHUB_STEP_SUMMARY
     next_steps: tuple[str, ...] = ()  # what to do about a blocked run (ocr_hook.reports.hints), one line each
     brief: bool = False  # a passing text report in one line per finding and one summary line (pre-commit)
+    filter_mode: str = "diff_context"  # the run's, to say in words what it dropped
 
 
 # ESC sequences first (CSI, OSC/DCS/PM/APC strings, two-character escapes), then every remaining

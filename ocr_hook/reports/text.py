@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ocr_hook import gate
 from ocr_hook.changes.names import shown as shown_name
-from ocr_hook.outcome import ReviewResult
+from ocr_hook.outcome import ReviewResult, RoutineNote
 from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def _brief(result: ReviewResult, ctx: ReportContext) -> str:
     lines = [one_line(f, result.late_findings) for f in shown]
     # Review memory: what the fix resolved is named too, not only counted in the summary (DESIGN 7).
     lines += [f"resolved since the last review: {_resolved_line(f)}"[:300] for f in sorted_findings(result.resolved)]
-    lines += [safe_for_log(f"note: {n}") for n in result.notes]
+    lines += [safe_for_log(f"note: {n}") for n in result.notes if not isinstance(n, RoutineNote)]
     verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
     lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))
     return "\n".join(lines) + "\n"
@@ -227,6 +227,21 @@ def _effort_lines(result: ReviewResult) -> list[str]:
     return lines
 
 
+# What each kind of drop means, in words (the JSON report's `dropped` keeps the keys).
+_FILTER_MODE_WORDS = {"added": "on lines this change did not add",
+                      "diff_context": "on lines outside this change's hunks",
+                      "file": "in files this change did not touch"}
+_DROP_WORDS = {"review_filter": "that the review filter found wrong (listed below)",
+               "duplicates": "that repeated another comment", "ignore_categories": "in categories the project ignores"}
+
+
+def _dropped_words(key: str, count: int, filter_mode: str) -> str:
+    if key == "filter_mode":
+        where = _FILTER_MODE_WORDS.get(filter_mode, "outside what the filter mode keeps")
+        return f"{count} {where} (filter_mode {filter_mode})"
+    return f"{count} {_DROP_WORDS.get(key, f'by {safe_for_log(key)}')}"
+
+
 def render(result: ReviewResult, ctx: ReportContext) -> str:
     blocked = gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING
     if ctx.brief and result.complete and not blocked:
@@ -262,7 +277,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
         lines += [f"  {_resolved_line(f, gap='  ')}" for f in sorted_findings(result.resolved)]
     lines += _effort_lines(result)
     if result.dropped:
-        dropped = ", ".join(f"{safe_for_log(k)}: {v}" for k, v in sorted(result.dropped.items()))
+        dropped = "; ".join(_dropped_words(k, v, ctx.filter_mode) for k, v in sorted(result.dropped.items()))
         lines += ["", f"Comments dropped: {dropped}"]
         lines += [f"  {safe_for_log(shown_name(d.path))}:{d.start_line} [{d.severity.upper()}] "
                   f"{safe_for_log(d.message)} — "

@@ -43,7 +43,8 @@ MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten f
 MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
 
-__all__ = ["FileReview", "MemoryStore", "last_review_findings", "line_of_work", "open_memory", "repository_id"]
+__all__ = ["FileReview", "LastReview", "MemoryStore", "last_review", "last_review_findings", "line_of_work",
+           "open_memory", "repository_id", "source_digest"]
 
 
 def _digest(*parts: str) -> str:
@@ -199,7 +200,7 @@ class MemoryStore:
         An unchanged re-run (every file answered from the result cache) finds the same entries already
         stored (the same source digest, context and findings): they are then only marked as used (their
         files' times), without masking anything, the lock or a write."""
-        sources = {item.path: _digest(item.text) for item in files}
+        sources = {item.path: source_digest(item.text) for item in files}
         if self._already_recorded(files, sources, run_findings):
             return
         # Here, not at the top: an unchanged re-run (the common case) loads none of the re-review code.
@@ -298,6 +299,40 @@ def last_review_findings(cache_dir: str | os.PathLike[str],
     except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
         return None
     return [finding_to_report(f) for f in findings]
+
+
+class LastReview(NamedTuple):
+    """The repository's most recent review as memory keeps it: its findings, and for each file whose review
+    completed the digest of its text as reviewed (`ocr-hook apply` applies fixes only to that very text)."""
+
+    findings: list[Finding]
+    sources: dict[str, str]  # path → source_digest of the text as reviewed
+
+
+def source_digest(text: str) -> str:
+    """What memory records of a file's text as reviewed (before masking), to tell whether it is still that text."""
+    return _digest(text)
+
+
+def last_review(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> LastReview | None:
+    """The most recent review recorded for this repository (any line of work), with its files' digests;
+    None when nothing is remembered (or what is stored is unreadable)."""
+    try:
+        repo = repository_id(repo_root)
+    except Exception:  # not a repository any more, git missing: nothing remembered
+        return None
+    store = _store(cache_dir)
+    latest = store.read(_digest("latest", repo))
+    if latest is None or latest.get("repo") != repo or not isinstance(latest.get("line"), str):
+        return None
+    try:
+        findings = findings_from_json(latest.get("findings"))
+    except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
+        return None
+    record = MemoryStore(cache_dir, repo, latest["line"])._read()
+    sources = {str(path): entry["source"] for path, entry in record.items()
+               if isinstance(entry, dict) and isinstance(entry.get("source"), str)}
+    return LastReview(findings, sources)
 
 
 class _OnFirstUse(Mapping[str, "Remembered"]):

@@ -274,7 +274,15 @@ def _transport_class() -> type:
         async def close(self) -> None:
             self.kill()
             if self._proc is not None:
+                if self._proc.stdin is not None:
+                    self._proc.stdin.close()
                 await self._proc.wait()
+                # Close the pipes' transport now, in this loop: left to the garbage collector after the loop has
+                # closed, it prints "Exception ignored … Event loop is closed" on stderr (asyncio's Process has no
+                # public close; its transport is what the loop's own subprocess API returns).
+                transport = getattr(self._proc, "_transport", None)
+                if transport is not None:
+                    transport.close()
             if self._lifeline is not None:
                 os.close(self._lifeline)
                 self._lifeline = None

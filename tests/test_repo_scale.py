@@ -35,10 +35,15 @@ def test_a_name_that_is_not_utf8_is_reviewed_and_shown_as_git_shows_it(tmp_path:
     write(repo, LATIN1, "def price():\n    return 1\n")
     write(repo, "a.py", "def a():\n    return 2\n")
     commit_all(repo, "first")
+    # The model finds the file by name and reads it by the name it was shown.
+    fake_api.script("def a()", [Reply([tool_use("file_find", {"query_name": "caf"}),
+                                       tool_use("file_read", {"file_path": LATIN1_SHOWN})]), task_done()])
     proc = run_cli(repo, "scan", "--format", "json", env=sdk_env)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert sorted(report["coverage"]["reviewed"]) == [LATIN1_SHOWN, "a.py"], report["coverage"]
+    answered = json.dumps([r.body for r in fake_api.requests_for("def a()")][-1]["messages"][-1], ensure_ascii=False)
+    assert LATIN1_SHOWN.replace("\\", "\\\\").replace('"', '\\"') in answered and "1|def price():" in answered
     bodies = [json.dumps(r.body, ensure_ascii=False) for r in fake_api.requests]
     assert any("def price" in b for b in bodies)
     # The other file's first message lists the name as git shows it, never a replacement character.

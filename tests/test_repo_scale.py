@@ -35,10 +35,15 @@ def test_a_name_that_is_not_utf8_is_reviewed_and_shown_as_git_shows_it(tmp_path:
     write(repo, LATIN1, "def price():\n    return 1\n")
     write(repo, "a.py", "def a():\n    return 2\n")
     commit_all(repo, "first")
+    # The model finds the file by name and reads it by the name it was shown.
+    fake_api.script("def a()", [Reply([tool_use("file_find", {"query_name": "caf"}),
+                                       tool_use("file_read", {"file_path": LATIN1_SHOWN})]), task_done()])
     proc = run_cli(repo, "scan", "--format", "json", env=sdk_env)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert sorted(report["coverage"]["reviewed"]) == [LATIN1_SHOWN, "a.py"], report["coverage"]
+    answered = json.dumps([r.body for r in fake_api.requests_for("def a()")][-1]["messages"][-1], ensure_ascii=False)
+    assert LATIN1_SHOWN.replace("\\", "\\\\").replace('"', '\\"') in answered and "1|def price():" in answered
     bodies = [json.dumps(r.body, ensure_ascii=False) for r in fake_api.requests]
     assert any("def price" in b for b in bodies)
     # The other file's first message lists the name as git shows it, never a replacement character.
@@ -177,14 +182,14 @@ def test_the_time_limit_counts_from_the_start_and_a_run_it_stopped_says_so(tmp_p
     write(repo, "app.py", "def handler():\n    return 1\n")
     commit_all(repo, "first")
     fake_api.script("def handler", [Reply([tool_use("task_done", {"state": "DONE"})], delay_s=60)])
-    env = _slow_listing(tmp_path, sdk_env, 1.5)
-    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "3", env=env)
+    env = _slow_listing(tmp_path, sdk_env, 0.8)
+    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "2", env=env)
     assert proc.returncode == 3, proc.stderr
     report = json.loads(proc.stdout)
     assert report["coverage"]["failed"] or report["coverage"]["skipped"]
     # The limit as given, not what was left of it when the requests began.
-    assert "time limit of 3 s" in proc.stdout and "time limit of 1." not in proc.stdout
-    assert any("time limit of 3 s reached" in n for n in report["notes"]), report["notes"]
+    assert "time limit of 2 s" in proc.stdout and "time limit of 0." not in proc.stdout
+    assert any("time limit of 2 s reached" in n for n in report["notes"]), report["notes"]
 
 
 def test_git_lfs_pointers_are_skipped_with_their_reason(tmp_path: Path, fake_api: FakeMessagesAPI,
@@ -408,17 +413,23 @@ def test_a_cost_cap_below_one_request_says_nothing_was_spent(tmp_path: Path, fak
     assert "nothing was spent" in proc.stdout and "cost cap of $0.02 reached" not in proc.stdout + proc.stderr
 
 
-def test_the_result_cache_keeps_room_for_every_file_of_a_large_run(tmp_path: Path) -> None:
-    from ocr_hook.store.result_cache import MAX_ENTRIES, ResultCache, cache_key
+def test_the_result_cache_keeps_room_for_every_file_of_a_large_run(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from ocr_hook.store import result_cache
 
-    keys = [cache_key({"file": str(i)}) for i in range(MAX_ENTRIES + 100)]
-    first = ResultCache(tmp_path / "cache", keep=3 * len(keys))  # a scan of 5,100 files writes 5,100 entries
+    monkeypatch.setattr(result_cache, "MAX_ENTRIES", 50)  # 5,000 as shipped: the same with fewer files to write
+    keys = [result_cache.cache_key({"file": str(i)}) for i in range(80)]
+    first = result_cache.ResultCache(tmp_path / "cache", keep=3 * len(keys))  # a scan of 80 files writes 80 entries
     for key in keys:
         first.put(key, [])
     # The next run over the same tree writes one entry (one file changed) and prunes once: nothing it needs goes.
-    again = ResultCache(tmp_path / "cache", keep=3 * len(keys))
-    again.put(cache_key({"file": "changed"}), [])
+    again = result_cache.ResultCache(tmp_path / "cache", keep=3 * len(keys))
+    again.put(result_cache.cache_key({"file": "changed"}), [])
     assert all(again.get(key) == [] for key in keys)
+    # Kept to the fixed number, as before, the oldest 31 would have gone.
+    fixed = result_cache.ResultCache(tmp_path / "cache", keep=0)
+    fixed.put(result_cache.cache_key({"file": "changed again"}), [])
+    assert sum(fixed.get(key) == [] for key in keys) < len(keys)
 
 
 def test_a_preparation_past_the_time_limit_sends_nothing_and_lists_the_files(
@@ -430,11 +441,11 @@ def test_a_preparation_past_the_time_limit_sends_nothing_and_lists_the_files(
     real = shutil.which("git")
     shim = tmp_path / "slow-diff"
     shim.mkdir()  # a tree whose diff takes longer than --timeout (a huge one, or a loaded machine)
-    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = diff ] && {{ sleep 1.2; break; }}; done\n'
+    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = diff ] && {{ sleep 0.6; break; }}; done\n'
                               f'exec "{real}" "$@"\n', encoding="utf-8")
     (shim / "git").chmod(0o755)
     env = {**sdk_env, "PATH": f"{shim}:{sdk_env.get('PATH', '')}"}
-    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "2", env=env)
+    proc = run_cli(repo, "scan", "--format", "json", "--timeout", "1", env=env)
     assert proc.returncode == 3 and fake_api.requests == []
     skipped = json.loads(proc.stdout)["coverage"]["skipped"]
-    assert [s["reason"] for s in skipped] == ["not reviewed: time limit of 2 s reached"] * 3
+    assert [s["reason"] for s in skipped] == ["not reviewed: time limit of 1 s reached"] * 3

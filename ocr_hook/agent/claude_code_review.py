@@ -91,7 +91,7 @@ class ClaudeCodeReview(FileReview):
         if not talk.fits(estimate_tokens(talk.system + first + tool_defs)):
             raise BudgetStop(talk.budget_reason())
         if talk.budget.remaining_seconds() <= 0:  # as the API client: no request once the time is up
-            raise BudgetStop(talk.budget.exhausted_reason or "the time limit was reached")
+            raise BudgetStop(talk.budget.exhausted_reason or talk.budget.time_limit_reached)
 
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """The read-only look around, as on the API path: its last message's text is the checklist."""
@@ -421,7 +421,7 @@ class CliTalk:
                     except Exception as exc:  # the SDK could not talk to it: the file fails with the CLI's words
                         failure = transport.stderr_tail() or f"{type(exc).__name__}: {exc}"
                 elif not done:
-                    self.halted_for = self.budget.exhausted_reason or "the time limit was reached"
+                    self.halted_for = self.budget.exhausted_reason or self.budget.time_limit_reached
             finally:
                 transport.kill()
                 for task in (talk, halt):

@@ -234,7 +234,7 @@ class Api:
         remaining = self._budget.remaining_seconds()
         if remaining <= 0:
             self._budget.release(reservation)
-            raise BudgetStop(self._budget.exhausted_reason or "the time limit was reached")
+            raise BudgetStop(self._budget.exhausted_reason or self._budget.time_limit_reached)
         self.requests += 1
         loop = asyncio.get_running_loop()
         try:
@@ -252,7 +252,7 @@ class Api:
             # Cut off by the deadline: the API may bill a request we stopped waiting for, so its
             # worst case counts as spent (the report says so) rather than nothing.
             self._budget.forfeit(reservation)
-            raise BudgetStop(self._budget.exhausted_reason or "the time limit was reached") from None
+            raise BudgetStop(self._budget.exhausted_reason or self._budget.time_limit_reached) from None
         except (anthropic.AnthropicError, TypeError, ValueError) as exc:
             self._budget.release(reservation)
             raise RequestFailed(describe_error(exc, self._secrets)) from None

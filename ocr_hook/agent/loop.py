@@ -426,7 +426,7 @@ class FileReview:
             except TimeoutError:
                 for t in tasks:
                     t.cancel()
-                raise BudgetStop(self.task.budget.exhausted_reason or "the time limit was reached") from None
+                raise BudgetStop(self.task.budget.exhausted_reason or self.task.budget.time_limit_reached) from None
         blocks = []
         for call, item in zip(calls, pending, strict=True):
             result = as_shown(item.result(), self.mask) if isinstance(item, asyncio.Task) else item

@@ -322,7 +322,9 @@ def file_find(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     if not matches:
         return ToolResult(FILE_NOT_FOUND)
     shown = matches[:MAX_FIND_RESULTS]
-    text = "\n".join(shown)
+    from ocr_hook.changes.names import shown as as_git_shows
+
+    text = "\n".join(map(as_git_shows, shown))  # a name that is not UTF-8 quoted as the prompts quote it
     if len(matches) > len(shown):
         text += (
             f"\n[{len(shown)} of {len(matches)} matching files shown; "
@@ -371,6 +373,8 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             f"({mode}, {syntax}).{' ' + hidden_note if hidden_note else ''}"
         )
 
+    from ocr_hook.changes.names import shown as shown_name
+
     out: list[str] = []
     size = 0
     masked_line = _MaskedLines(ctx)
@@ -379,7 +383,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         text = masked_line(hit)
         masked += text != hit.text
         text = text if len(text) <= MAX_HIT_CHARS else f"{text[:MAX_HIT_CHARS]}…"
-        row = f"{hit.path}:{hit.line_no}:{text}"
+        row = f"{shown_name(hit.path)}:{hit.line_no}:{text}"
         if len(out) >= MAX_SEARCH_LINES or size + len(row) + 1 > MAX_SEARCH_CHARS:
             break
         out.append(row)

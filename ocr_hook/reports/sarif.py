@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from ocr_hook.changes.names import shown
 from ocr_hook.findings import Category, Finding, Severity, shown_suggestion
 from ocr_hook.findings.line_hash import line_hashes
 from ocr_hook.outcome import ReviewResult
@@ -257,17 +258,17 @@ def sarif_log(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     for f in groups["skipped"]:
         level = "warning" if f.incomplete else "note"
         what = "not reviewed (review incomplete)" if f.incomplete else "skipped"
-        notifications.append(_notification(level, f"{f.path}: {what}: {f.reason or 'no reason given'}",
+        notifications.append(_notification(level, f"{shown(f.path)}: {what}: {f.reason or 'no reason given'}",
                                            f"{TOOL_NAME}/file-skipped", f.path))
     for f in groups["failed"]:
-        notifications.append(_notification("error", f"{f.path}: review failed: {f.reason or 'unknown error'}",
+        notifications.append(_notification("error", f"{shown(f.path)}: review failed: {f.reason or 'unknown error'}",
                                            f"{TOOL_NAME}/file-failed", f.path))
     note_paths = {note.text: note.path for note in result.file_notes}  # a note about one file points at it
     for note in result.notes:
         notifications.append(_notification("note", note, f"{TOOL_NAME}/note", note_paths.get(note)))
     # Resolved findings are not results (code scanning would show them as open alerts): notes instead.
     for f in sorted(result.resolved, key=lambda f: (f.path, f.start_line, f.fingerprint)):
-        where = f"{f.path}:{f.start_line}" if f.anchored and f.start_line >= 1 else f.path
+        where = f"{shown(f.path)}:{f.start_line}" if f.anchored and f.start_line >= 1 else shown(f.path)
         notifications.append(_notification(
             "note", f"resolved since the last review: {where} [{f.severity.value} {f.category.value}] {f.message}",
             f"{TOOL_NAME}/resolved", f.path))

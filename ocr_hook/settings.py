@@ -320,16 +320,21 @@ def _parse_env_value(key: str, raw: str, source: str) -> Any:
         raise ConfigError(f"{source}: expected {_type_name(key)}, got {raw!r}") from None
 
 
+# OCR_HOOK_ variables that are read elsewhere, not settings: the settings file to use (cli), and the commit-time
+# guess's override (hookenv.commit_time, documented in the README).
+_ENV_NOT_SETTINGS = ("config", "commit_time")
+
+
 def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
     values = {}
     for name, raw in environ.items():
         if not name.startswith("OCR_HOOK_"):
             continue
         key = name[len("OCR_HOOK_"):].lower()
-        if key == "config" or key not in _FIELDS:
-            if key != "config":
-                raise ConfigError(f"environment variable {name}: unknown setting '{key}'")
+        if key in _ENV_NOT_SETTINGS:
             continue
+        if key not in _FIELDS:
+            raise ConfigError(f"environment variable {name}: unknown setting '{key}'")
         if key == "pricing":
             raise ConfigError(f"environment variable {name}: set pricing in {REPO_CONFIG_NAME}")
         values[key] = _coerce(key, _parse_env_value(key, raw, f"environment variable {name}"),

@@ -78,3 +78,18 @@ def test_bad_env_value_names_the_variable():
 def test_missing_config_file_is_an_error(tmp_path: Path):
     with pytest.raises(ConfigError, match="config file not found"):
         load(tmp_path, str(tmp_path / "nope.yaml"), environ={})
+
+
+def test_the_commit_time_override_the_readme_names_is_no_unknown_setting(tmp_path: Path) -> None:
+    """README: `OCR_HOOK_COMMIT_TIME=1` (or 0) overrides the commit-time guess; loading the settings took it for an
+    unknown setting and every command exited 2. Through the CLI, as a user types it."""
+    from gitrepo import git, make_repo, run_cli, write
+
+    repo = make_repo(tmp_path / "repo")
+    write(repo, "a.py", "x = 1\n")
+    git(repo, "add", "a.py")
+    proc = run_cli(repo, "preview", env={"OCR_HOOK_COMMIT_TIME": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "effort: quick (OCR_HOOK_COMMIT_TIME=1)" in proc.stdout
+    with pytest.raises(ConfigError, match="unknown setting 'no_such'"):
+        load(tmp_path, environ={"OCR_HOOK_NO_SUCH": "1"})

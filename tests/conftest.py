@@ -50,12 +50,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # --durations=0` summed per file. Under `--dist loadfile` xdist hands out files in collection order, so an
 # alphabetical run could start test_precommit_hook.py (47 s) last and leave the other workers idle at the end;
 # starting the long files first lets the short ones fill in. A stale list costs balance, never a result.
-SLOWEST_FILES = ("test_action.py", "test_precommit_hook.py", "test_fault_matrix.py", "test_hook_managers.py",
-                 "test_mcp_server.py", "test_bench_quality.py", "test_claude_code_provider.py", "test_reports_sarif.py",
-                 "test_repo_integrity.py", "test_memory_e2e.py", "test_guidance.py", "test_cli_review.py",
-                 "test_agent_loop.py", "test_warm.py", "test_delegate.py", "test_dismiss.py",
-                 "test_reports_merge_sarif.py", "test_compat_servers.py", "test_github_review.py",
-                 "test_claude_code_failures.py", "test_hostile_content.py")
+SLOWEST_FILES = ("test_precommit_hook.py", "test_action.py", "test_bench_quality.py", "test_fault_matrix.py",
+                 "test_hook_managers.py", "test_mcp_server.py", "test_reports_sarif.py", "test_delegate.py",
+                 "test_memory_e2e.py", "test_repo_integrity.py", "test_claude_code_isolation.py",
+                 "test_claude_code_failures.py", "test_docs_commands.py", "test_repo_scale.py",
+                 "test_claude_code_provider.py", "test_reports_merge_sarif.py", "test_cli_review.py",
+                 "test_delegate_gate.py", "test_dismiss.py", "test_github_review.py", "test_warm.py",
+                 "test_compat_servers.py", "test_guidance.py", "test_fixes_e2e.py", "test_hostile_content.py",
+                 "test_forked_cli.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

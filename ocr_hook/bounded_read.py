@@ -41,18 +41,25 @@ def read_regular_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     return data
 
 
+def _components(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> list[str]:
+    """Each directory or file from `base` (exclusive: the user chose it) down to `path`, which lies under it."""
+    rel = os.path.relpath(path, base)
+    if rel == ".":
+        return []
+    current, found = os.fspath(base), []
+    for part in rel.split(os.sep):
+        current = os.path.join(current, part)
+        found.append(current)
+    return found
+
+
 def unsafe_component(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
     """The first directory or file from `base` (exclusive) down to `path` that is a symbolic link or, on POSIX,
     a directory another user owns or others may write: below a cache directory several users share, another
     user could otherwise plant or replace what a run reads as its own. None when there is none."""
-    rel = os.path.relpath(path, base)
-    if rel == ".":
-        return None
     import stat
 
-    current = os.fspath(base)
-    for part in rel.split(os.sep):
-        current = os.path.join(current, part)
+    for current in _components(base, path):
         try:
             st = os.lstat(current)
         except FileNotFoundError:
@@ -69,12 +76,4 @@ def unsafe_component(base: str | os.PathLike[str], path: str | os.PathLike[str])
 def linked_component(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
     """The first directory or file from `base` (exclusive: the user chose it) down to `path` that is a symbolic
     link, or None. `path` must lie under `base`; components that do not exist yet are not links."""
-    rel = os.path.relpath(path, base)
-    if rel == ".":
-        return None
-    current = os.fspath(base)
-    for part in rel.split(os.sep):
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            return current
-    return None
+    return next((current for current in _components(base, path) if os.path.islink(current)), None)

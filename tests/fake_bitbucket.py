@@ -47,7 +47,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
-from fake_forge import Answer, FakeForge, Recorded
+from fake_forge import Answer, FakeForge, Recorded, new_hunks
 
 API_HOST = "api.bitbucket.org"
 MAX_BULK = 100
@@ -262,7 +262,7 @@ class FakeBitbucket(FakeForge):
             return _error(400, "parent: no such comment")
         inline = body.get("inline")
         if inline is not None:
-            hunks = _new_hunks(pull["diff"]).get(inline.get("path"), [])
+            hunks = new_hunks(pull["diff"]).get(inline.get("path"), [])
             if not any(inline.get("to") in h for h in hunks):
                 return _error(400, "inline: the line is not part of the pull request's diff")
         return 201, self._add_comment(number, body, BOT), {}
@@ -328,16 +328,6 @@ class FakeBitbucket(FakeForge):
             base = self.link_base or (f"http://{API_HOST}" if VIA_PROXY in rec.headers else self.url)
             answer["next"] = f"{base}{rec.path}?pagelen={pagelen}&page={page + 1}"
         return 200, answer, {}
-
-
-def _new_hunks(diff: str) -> dict[str, list[range]]:
-    from unidiff import PatchSet
-
-    found: dict[str, list[range]] = {}
-    for patched in PatchSet(diff):
-        name = patched.target_file[2:] if patched.target_file.startswith("b/") else patched.target_file
-        found[name] = [range(h.target_start, h.target_start + h.target_length) for h in patched]
-    return found
 
 
 def _annotation_problem(a: Any) -> str | None:

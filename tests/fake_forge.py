@@ -181,3 +181,14 @@ class _Handler(QuietHandler):
         self.wfile.write(data)
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
+
+
+def new_hunks(diff: str) -> dict[str, list[range]]:
+    """The new-side line ranges of each file's hunks in a unified diff: where a forge takes inline comments."""
+    from unidiff import PatchSet
+
+    found: dict[str, list[range]] = {}
+    for patched in PatchSet(diff):
+        name = patched.target_file[2:] if patched.target_file.startswith("b/") else patched.target_file
+        found[name] = [range(h.target_start, h.target_start + h.target_length) for h in patched]
+    return found

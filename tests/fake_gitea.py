@@ -28,8 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_forge import Answer, FakeForge, Recorded
-from unidiff import PatchSet
+from fake_forge import Answer, FakeForge, Recorded, new_hunks
 
 ACTIONS_SCOPE = "token does not have at least one of required scope(s): [read:user]"
 WRITE_SCOPE = "token does not have at least one of required scope(s): [write:repository]"
@@ -163,17 +162,9 @@ class FakeGitea(FakeForge):
         comments = body.get("comments") or []
         if event == "COMMENT" and not (body.get("body") or "").strip() and not comments:
             return self._error(422, "review event COMMENT requires a body or a comment")
-        hunks = _new_hunks(pull.diff)
+        hunks = new_hunks(pull.diff)
         for c in comments:
             line = c.get("new_position") if isinstance(c, dict) else None
             if not isinstance(line, int) or not any(line in h for h in hunks.get(c.get("path"), [])):
                 return self._error(500, "")  # CreateCodeComment failed; Gitea hides why
         return 200, self._review(pull, str(body.get("body") or ""), user, comments), {}
-
-
-def _new_hunks(diff: str) -> dict[str, list[range]]:
-    found: dict[str, list[range]] = {}
-    for patched in PatchSet(diff):
-        name = patched.target_file[2:] if patched.target_file.startswith("b/") else patched.target_file
-        found[name] = [range(h.target_start, h.target_start + h.target_length) for h in patched]
-    return found

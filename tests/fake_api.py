@@ -350,11 +350,12 @@ def _segments(body: Mapping[str, Any]) -> tuple[list[Any], list[int]]:
 
 
 def tokens_of(part: Any) -> int:
-    return max(1, math.ceil(len(json.dumps(part, ensure_ascii=False)) / 4))
+    # By UTF-8 bytes, as the API counts more tokens a character for non-Latin scripts than for ASCII.
+    return max(1, math.ceil(len(json.dumps(part, ensure_ascii=False).encode("utf-8", "surrogatepass")) / 4))
 
 
 def output_tokens_of(content: list[dict[str, Any]]) -> int:
-    return max(1, math.ceil(len(json.dumps(content, ensure_ascii=False)) / 4))
+    return tokens_of(content)
 
 
 class PromptCache:

@@ -23,6 +23,7 @@ from fake_api import FakeMessagesAPI, Fault, Reply, ServerMode, error_json, task
 from gitrepo import write
 
 from ocr_hook.agent import compat
+from ocr_hook.budget.tokens import estimate_tokens
 
 OTHER_FILES = {f"mod{n}.py": f"def f{n}(x):\n    return x + {n}\n" for n in range(3)}
 LOCAL_MODEL = "qwen3-coder:30b"
@@ -202,6 +203,31 @@ def test_real_token_counts_are_never_taken_for_a_cut(tmp_path: Path, fake_api: F
                if b["type"] == "tool_result")  # real tool answers: the prompt grew each turn
 
 
+# A translation catalogue as Django ships them (its Malayalam and Marathi ones failed every scan): each
+# character of these scripts is 3 bytes in UTF-8, and the API counts such text at more tokens per character
+# than Latin text, never at a third of what its bytes would say.
+PO_PATH = "locale/ml/LC_MESSAGES/django.po"
+PO_FILE = "".join(f'msgid "Enter a valid value ({n})."\nmsgstr "സാധുവായ മൂല്യം നൽകുക ({n}). वैध मूल्य प्रविष्ट करा."\n\n'
+                  for n in range(150))
+
+
+def test_a_file_in_malayalam_and_devanagari_is_reviewed_not_taken_for_a_cut(
+        tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+    repo = calc_repo(tmp_path / "repo", {PO_PATH: PO_FILE})
+    quote = 'msgstr "സാധുവായ മൂല്യം നൽകുക (7). वैध मूल्य प्रविष्ट करा."'
+    fake_api.script(main_opening(PO_PATH), [
+        comment_turn(comment(code=quote, content="Two languages in one catalogue.", suggestion=None)), task_done()])
+
+    run = run_review(repo, sdk_env, tmp_path / "out", PO_PATH)
+
+    assert run.coverage_state(PO_PATH) == ("reviewed", ""), run.report["coverage"]
+    assert run.code == 0 and run.report["status"] == "complete"  # a medium finding does not block
+    assert [f["message"] for f in run.report["findings"]] == ["Two languages in one catalogue."]
+    first = fake_api.requests_for(main_opening(PO_PATH))[0]
+    sent = json.dumps(first.body, ensure_ascii=False)
+    assert len(sent.encode()) > 1.4 * len(sent)  # the non-Latin text weighs in the request's bytes
+
+
 def test_a_count_that_stops_growing_while_the_prompt_grows_is_a_cut(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                                     sdk_env: dict[str, str]) -> None:
     """A prompt just over the server's context: its first count is 80 % of the estimate (no sign), but the
@@ -345,12 +371,25 @@ def test_thinking_blocks_of_earlier_turns_are_not_judged() -> None:
         {"role": "user", "content": [{"type": "text", "text": "review " * 1_000}]},
         {"role": "assistant", "content": [thought, {"type": "text", "text": "ok"}]},
         {"role": "user", "content": [{"type": "text", "text": "go on"}]}]}
-    whole = 22_000
+    whole = json.dumps(payload, ensure_ascii=False)
     judged = compat.judged_estimate(payload, whole)
-    assert judged < 4_000 < whole
+    assert judged < 4_000 < estimate_tokens(whole)
     assert compat.prompt_cut(judged, {"input_tokens": 1_800}) is None
     plain = {**payload, "messages": payload["messages"][:1]}
-    assert compat.judged_estimate(plain, 2_400) == 2_400
+    assert compat.judged_estimate(plain, json.dumps(plain)) == estimate_tokens(json.dumps(plain))
+
+
+@pytest.mark.parametrize(("text", "per_char"), [
+    ("Введите правильное значение. ", 0.3), ("올바른 값을 입력하세요. ", 0.5), ("സാധുവായ മൂല്യം നൽകുക. ", 0.5)])
+def test_non_latin_text_is_judged_by_its_characters(text: str, per_char: float) -> None:
+    """Cyrillic takes 2 bytes a character, Hangul and Malayalam 3, yet tokenisers count them at no fewer
+    tokens a character than English (a third of a token or more): counts below that are no cut."""
+    payload = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": text * 1_500}]}
+    sent = json.dumps(payload, ensure_ascii=False)
+    judged = compat.judged_estimate(payload, sent)
+    assert judged < estimate_tokens(sent) * 0.7
+    assert compat.prompt_cut(judged, {"input_tokens": int(len(sent) * per_char)}) is None
+    assert compat.prompt_cut(judged, {"input_tokens": len(sent) // 10}) is not None  # a cut still is
 
 
 def test_prompt_counts_second_sign() -> None:

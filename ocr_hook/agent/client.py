@@ -227,7 +227,8 @@ class Api:
             payload["thinking"] = thinking
         if output_config:
             payload["output_config"] = output_config
-        estimate = estimate_tokens(json.dumps(payload, ensure_ascii=False, default=str))
+        sent_text = json.dumps(payload, ensure_ascii=False, default=str)
+        estimate = estimate_tokens(sent_text)
         reservation = self._budget.reserve(model, estimate, max_tokens, optional=optional)
         if reservation is None:
             raise BudgetStop(self._budget.exhausted_reason or "the budget cannot cover another request")
@@ -267,7 +268,7 @@ class Api:
             raise RequestFailed(describe_error(exc, self._secrets)) from None
         self._budget.settle(reservation, response.usage)
         self.estimated_input_tokens += estimate
-        judged = compat.judged_estimate(payload, estimate)
+        judged = compat.judged_estimate(payload, sent_text)
         reported = compat.prompt_cut(judged, response.usage)
         if reported is not None:
             raise PromptCut(compat.prompt_cut_reason(judged, reported))

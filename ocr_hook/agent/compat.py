@@ -44,9 +44,10 @@ _REJECTION = re.compile(
 
 # Prompt-cut detection (DESIGN.md 10), two signs:
 # 1. a request of over PROMPT_CUT_MIN_ESTIMATE estimated input tokens whose reported input is under
-#    PROMPT_CUT_FRACTION of the estimate. Real tokenisers count code at 75-95 % of the 3-bytes-a-token
-#    estimate; Ollama's default 4,096-token context cutting a 7,000-token prompt reports about 55 % of it
-#    (a third, the old rule, missed it), so the line sits at 60 %;
+#    PROMPT_CUT_FRACTION of the estimate (judged_estimate: a character for a byte, as non-Latin scripts
+#    cost more bytes a character but not fewer tokens). Real tokenisers count code at 75-95 % of the
+#    3-bytes-a-token estimate; Ollama's default 4,096-token context cutting a 7,000-token prompt reports
+#    about 55 % of it (a third, the old rule, missed it), so the line sits at 60 %;
 # 2. between two turns of one conversation the prompt grew by at least PROMPT_GROWTH_MIN estimated tokens
 #    but the count grew by less than PROMPT_GROWTH_SHARE of that: a server that keeps only what fits its
 #    context reports about the same count whatever it is sent (a real count grows by 75-95 % of it).
@@ -146,23 +147,24 @@ def without_fields(payload: Mapping[str, Any], fields: Iterable[str]) -> dict[st
     return out
 
 
-def judged_estimate(payload: Mapping[str, Any], estimate: int) -> int:
-    """The estimate a prompt cut is judged against: without the thinking blocks of earlier turns,
-    which the API may leave out of the input it counts (the estimate of the whole payload otherwise)."""
+def judged_estimate(payload: Mapping[str, Any], text: str) -> int:
+    """The estimate a prompt cut is judged against, from `text` (the payload's JSON): by characters, not
+    bytes (a Malayalam or Korean file is not three times the tokens its characters are), and without the
+    thinking blocks of earlier turns, which the API may leave out of the input it counts."""
+    from ocr_hook.budget.tokens import estimate_tokens_per_char
+
     messages = payload.get("messages")
     if not isinstance(messages, list) or not any(
             isinstance(block, Mapping) and block.get("type") in _THINKING_BLOCKS
             for message in messages if isinstance(message, Mapping) and isinstance(message.get("content"), list)
             for block in message["content"]):
-        return estimate
+        return estimate_tokens_per_char(text)
     import json
-
-    from ocr_hook.budget.tokens import estimate_tokens
 
     trimmed = [{**m, "content": [b for b in m["content"]
                                  if not (isinstance(b, Mapping) and b.get("type") in _THINKING_BLOCKS)]}
                if isinstance(m, Mapping) and isinstance(m.get("content"), list) else m for m in messages]
-    return estimate_tokens(json.dumps({**payload, "messages": trimmed}, ensure_ascii=False, default=str))
+    return estimate_tokens_per_char(json.dumps({**payload, "messages": trimmed}, ensure_ascii=False, default=str))
 
 
 _THINKING_BLOCKS = frozenset({"thinking", "redacted_thinking"})

@@ -275,3 +275,30 @@ def test_dismiss_from_the_forge_refuses_in_one_line_and_writes_nothing(tmp_path:
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert proc.stderr.count("\n") == 1 and expected in proc.stderr, proc.stderr
     assert TOKEN not in proc.stderr and not (repo / ".ocr-hook").exists()
+
+
+def test_the_deadline_among_the_reactions_leaves_them_partial_and_the_dismissals_standing(gitlab: FakeGitLab) -> None:
+    """GitLab's 👍/👎 take a request per thread and come last: a server that stalls on them until the review's
+    deadline costs the rest of the reactions, never the dismissals, and is no error."""
+    import time
+
+    from ocr_hook.publish.forge_dismissals import read
+
+    gitlab.add_mr(3, "h" * 40, "b" * 40, [])
+    gitlab.person("maria", access=40)
+    first, second = "a1" * 8, "b2" * 8
+    for fp in (first, second):
+        gitlab.add_note(3, f"<!-- ocr-hook fingerprint={fp} -->\n{DIVIDES}", "ocr-bot",
+                        position={"position_type": "text", "new_path": PATH, "new_line": 9})
+        gitlab.award(3, fp, "thumbsdown", "maria")
+    gitlab.resolve_as(3, second, "maria")
+    gate = gitlab.hold(rf"GET .*/notes/{gitlab.thread(3, second)['notes'][0]['id']}/award_emoji$")
+    env = {"GITLAB_CI": "true", "CI_API_V4_URL": gitlab.api, "CI_PROJECT_ID": "42", "CI_PROJECT_PATH": "group/app",
+           "CI_MERGE_REQUEST_IID": "3", "GITLAB_TOKEN": TOKEN}
+    try:
+        got = read(env, time.monotonic() + 3.0, None)  # the stalled request is cut at this deadline
+    finally:
+        gate.set()
+    assert gitlab.held.is_set()
+    assert got.note is None and set(got.found) == {second} and got.found[second].by == "maria"
+    assert got.feedback == {first: {"thumbs_up": 0, "thumbs_down": 1, "replies": 0}}

@@ -2,7 +2,7 @@
 write access dismissed by resolving ocr-hook's thread (I/O at the edge; the rules are plan.forge_dismissals).
 
 Read-only: the adapter's identity(), existing() and author(), and on a forge whose thread listing lacks
-reactions (GitLab) its thumbs() for each of ocr-hook's own comments, nothing written. Only in a CI run of a known
+reactions (GitLab, Gitea) its thumbs() for each of ocr-hook's own comments, nothing written. Only in a CI run of a known
 forge with its token (the same variables `ocr-hook publish` reads); anything else reads nothing and says
 nothing. A refusal, an outage or an answer of the wrong shape is one note for the review and dismisses
 nothing: the gate then counts every finding, as it would without the forge. The reactions read one comment at

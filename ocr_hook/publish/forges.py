@@ -32,7 +32,7 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
      `resolved_by_bot`; `state` where threads have more states than resolved (Azure: wontFix, byDesign,
      closed dismiss); 👍/👎 in `thumbs_up`/`thumbs_down` where the thread listing has them (a forge that
      needs a request per comment for them leaves them out, see thumbs()). plan.forge_dismissals decides.
-   * thumbs(posted), only on a forge whose listing lacks reactions (GitLab): 👍 and 👎 on that comment, one
+   * thumbs(posted), only on a forge whose listing lacks reactions (GitLab, Gitea): 👍 and 👎 on that comment, one
      request; the review in CI calls it for ocr-hook's own comments until its deadline, never publishing.
    * author(): the request's author, spelt as Posted.author (their own resolve never dismisses).
    * post_inline(items): post each `InlineText` (its `body` is already rendered in the adapter's

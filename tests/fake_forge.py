@@ -61,6 +61,8 @@ class FakeForge:
         self.violations: list[str] = []  # requests and replies the forge's description does not allow
         self.link_base: str | None = None  # pagination links on another origin (a client must not follow)
         self.link_header: str | None = None  # a Link header to send instead of the real one
+        self.holds: list[tuple[str, threading.Event]] = []  # requests left unanswered until the event is set
+        self.held = threading.Event()  # a held request arrived
         self.ids = itertools.count(100)
         self.lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -78,6 +80,14 @@ class FakeForge:
         with self.lock:
             self.faults.append(Fault(pattern, status, payload, dict(headers or {}), times))
 
+    def hold(self, pattern: str) -> threading.Event:
+        """Requests matching `pattern` ("GET /…/award_emoji$") wait unanswered (a server that stalls) until the
+        returned event is set; `held` is set when the first arrives."""
+        gate = threading.Event()
+        with self.lock:
+            self.holds.append((pattern, gate))
+        return gate
+
     def writes(self) -> list[Recorded]:
         return [r for r in self.requests if r.method != "GET"]
 
@@ -92,6 +102,10 @@ class FakeForge:
             self.requests.clear()
             self.faults.clear()
             self.link_base = self.link_header = None
+            gates, self.holds = [gate for _, gate in self.holds], []
+        for gate in gates:
+            gate.set()
+        self.held.clear()
 
     def close(self) -> None:
         self._server.shutdown()
@@ -122,6 +136,11 @@ class FakeForge:
         except ValueError:
             body = raw.decode("latin-1")
         rec = Recorded(method, unquote(split.path), query, headers, body)
+        with self.lock:
+            gates = [gate for pattern, gate in self.holds if re.search(pattern, f"{method} {rec.path}")]
+        for gate in gates:
+            self.held.set()
+            gate.wait(60)
         with self.lock:
             self.requests.append(rec)
             # the path as sent: a description's {id} may be a percent-encoded "group%2Fapp"

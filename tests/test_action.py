@@ -120,7 +120,13 @@ def test_inputs_and_outputs_of_the_contract() -> None:
     assert "inputs.upload-sarif != 'false'" in upload["if"]
     assert [s["id"] for s in steps if s.get("id") in ("review", "upload")] == ["review", "upload"]
     assert steps[-1]["if"] == "always()" and "OCR_ACTION_EXIT_CODE" in steps[-1]["run"]  # the gate comes last
-    assert any(str(s.get("uses", "")).startswith("actions/cache@") for s in steps)
+    # the cache (review memory and the history `ocr-hook outcomes` reads) is saved also when the gate fails, and a
+    # re-run saves its own (actions/cache saves only after a job that succeeded, and never under a key it found)
+    [restore] = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/restore@")]
+    [save] = [s for s in steps if str(s.get("uses", "")).startswith("actions/cache/save@")]
+    assert save["if"].startswith("always()") and steps.index(restore) < steps.index(save) < len(steps) - 1
+    assert save["with"]["key"] == restore["with"]["key"] and "github.run_attempt" in save["with"]["key"]
+    assert save["with"]["path"] == restore["with"]["path"]
 
 
 def lint_project(tmp_path: Path, workflows: dict[str, str]) -> subprocess.CompletedProcess[str]:

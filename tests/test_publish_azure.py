@@ -439,6 +439,7 @@ def review_in_ci(case: ReportCase, azure: FakeAzure, out: Path) -> dict[str, Any
     with FakeMessagesAPI() as messages:
         script_review(messages)
         env = {k: v for k, v in pr_env(case, azure, **case.sdk_env(messages)).items()}
+        env["OCR_HOOK_CACHE_DIR"] = str(out.parent / "cache")  # the job's kept cache: the review history
         proc = forked_cli.run(["review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
                                "nofilter", "-q", "--format", "json", "--json-output", str(out)],
                               cwd=case.repo, env=env, timeout=120, errors="replace")
@@ -457,6 +458,7 @@ def test_a_members_wont_fix_dismisses_the_finding_for_the_next_review(case: Repo
     azure.set_status(plain, "byDesign")
     azure.reply(fixed, "It is fine, trust me.", AUTHOR)  # the pull request's own author
     azure.set_status(fixed, "wontFix")
+    azure.like(plain, MEMBER)  # Azure has likes only (👍)
     report = review_in_ci(case, azure, tmp_path / "again.json")
     found = {f["fingerprint"]: f for f in report["findings"]}
     dismissed = found[case.finding(PLAIN)["fingerprint"]]
@@ -464,3 +466,14 @@ def test_a_members_wont_fix_dismisses_the_finding_for_the_next_review(case: Repo
     assert MEMBER["id"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
     assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # the author's own won't fix
     assert report["exit"] == 1  # the other findings still count
+
+    # The review history (the build's kept cache) has the member's dismissal on the forge, their like and the
+    # replies: `ocr-hook outcomes` for pull request 7, which Azure Pipelines names in
+    # SYSTEM_PULLREQUEST_PULLREQUESTID.
+    outcomes = forked_cli.run(["outcomes", "--format", "json", "--pr", "7"], cwd=case.repo,
+                              env={**pr_env(case, azure), "OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")},
+                              timeout=60, errors="replace")
+    assert outcomes.returncode == 0, outcomes.stderr
+    doc = json.loads(outcomes.stdout)
+    assert doc["dismissed_by"] == {f"{MEMBER['id']} (forge)": 1} == {f"{dismissed['dismissal']['by']} (forge)": 1}
+    assert doc["feedback"] == {"thumbs_up": 1, "thumbs_down": 0, "replies": 2}

@@ -405,11 +405,13 @@ def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: Repor
     pr.person_comment(7, "Fine as it is.", AUTHOR, parent=fixed)
     pr.person_resolve(fixed, AUTHOR)  # the pull request's own author, an administrator at that
     out = tmp_path / "again.json"
+    cache = {"OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")}  # the pipeline's kept cache: the review history
     with FakeMessagesAPI() as messages:
         script_review(messages)
         proc = forked_cli.run(["review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
                                "nofilter", "-q", "--format", "json", "--json-output", str(out)], cwd=case.repo,
-                              env=comments_env(case, pr, **case.sdk_env(messages)), timeout=120, errors="replace")
+                              env=comments_env(case, pr, **cache, **case.sdk_env(messages)), timeout=120,
+                              errors="replace")
     assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
     found = {f["fingerprint"]: f for f in json.loads(out.read_text(encoding="utf-8"))["findings"]}
     dismissed = found[case.finding(PLAIN)["fingerprint"]]
@@ -417,6 +419,15 @@ def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: Repor
     assert MEMBER["uuid"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
     assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None
     assert proc.returncode == 1  # the other findings still count
+
+    # The review history has the member's dismissal on the forge and the replies (Bitbucket Cloud has no
+    # reactions on comments): `ocr-hook outcomes` for the pull request Pipelines names in BITBUCKET_PR_ID.
+    outcomes = forked_cli.run(["outcomes", "--format", "json", "--pr", "7"], cwd=case.repo,
+                              env=comments_env(case, pr, **cache), timeout=60, errors="replace")
+    assert outcomes.returncode == 0, outcomes.stderr
+    doc = json.loads(outcomes.stdout)
+    assert doc["dismissed_by"] == {f"{MEMBER['uuid']} (forge)": 1}
+    assert doc["feedback"] == {"thumbs_up": 0, "thumbs_down": 0, "replies": 2}
 
 
 def test_a_bitbucket_mention_in_model_text_stays_inert(case: ReportCase, pr: FakeBitbucket) -> None:

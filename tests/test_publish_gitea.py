@@ -54,7 +54,8 @@ def ci(tmp: Path, gitea: FakeGitea, head: str, **over: str) -> dict[str, str]:
         "number": 7, "head": {"sha": head, "ref": "feature"}, "base": {"ref": "main"}}}), encoding="utf-8")
     env = {"GITEA_ACTIONS": "true", "GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "octo/app",
            "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": gitea.api,
-           "GITHUB_SERVER_URL": gitea.url, "GITEA_TOKEN": TOKEN, "GITHUB_TOKEN": ACTIONS_TOKEN}
+           "GITHUB_SERVER_URL": gitea.url, "GITEA_TOKEN": TOKEN, "GITHUB_TOKEN": ACTIONS_TOKEN,
+           "GITHUB_REF": "refs/pull/7/head"}  # Gitea Actions names a pull request's head ref (GitHub its merge ref)
     env.update(over)
     return {k: v for k, v in env.items() if v != ""}
 
@@ -201,6 +202,8 @@ def test_the_adapter_reads_resolver_access_replies_and_reactions(case: Reviewed,
     try:
         assert adapter.author() == "author"
         posted = {p.id: p for p in adapter.existing()}
+        assert not [q for q in gitea.requests if q.path.endswith("/reactions")]  # publishing needs none
+        thumbs = adapter.thumbs(posted[str(renamed["id"])])
     finally:
         adapter.close()
     p = posted[str(plain["id"])]
@@ -212,7 +215,7 @@ def test_the_adapter_reads_resolver_access_replies_and_reactions(case: Reviewed,
     assert (posted[str(context["id"])].resolved_by, posted[str(context["id"])].resolved_by_can_write) == (
         "visitor", False)  # read access only
     r = posted[str(renamed["id"])]
-    assert (r.resolved, r.resolved_by, r.thumbs_up, r.thumbs_down, r.replies) == (False, "", 2, 1, ())
+    assert (r.resolved, r.resolved_by, thumbs, r.replies) == (False, "", (2, 1), ())
     asked = sorted(q.path.rsplit("/", 2)[-2] for q in gitea.requests if q.path.endswith("/permission"))
     assert asked == ["author", "maint", "visitor"]  # each person once
 
@@ -292,10 +295,15 @@ def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: Revie
     gitea.person_comment(7, PATH, 6, "f3 multiplies on purpose: it scales.", "maint")
     gitea.resolve(plain, "maint")
     gitea.resolve(fixed, "author", uid=21)  # the pull request's own author, an administrator at that
+    gitea.react(plain, "+1", "maint")
+    gitea.react(plain, "-1", "visitor")
+    gitea.react(plain, "+1", "gitea-actions", uid=-2)  # Gitea's own bot: not a person
     out = tmp_path / "again.json"
+    cache = {"OCR_HOOK_CACHE_DIR": str(tmp_path / "cache")}  # the job's kept cache: the review history
     with FakeMessagesAPI() as messages:
         script(messages)
-        proc = ocr_hook(case.repo, {**ci(tmp_path, gitea, case.head), **messages_env(messages)}, "review", "--base",
+        proc = ocr_hook(case.repo, {**ci(tmp_path, gitea, case.head), **messages_env(messages), **cache}, "review",
+                        "--base",
                         "main", "--no-cache", "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format",
                         "json", "--json-output", str(out))
     assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
@@ -305,3 +313,11 @@ def test_a_members_resolve_dismisses_the_finding_for_the_next_review(case: Revie
     assert "maint" in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
     assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # the author's own resolve
     assert proc.returncode == 1  # the other findings still count
+
+    # The review history has the maintainer's dismissal on the forge, the people's 👍/👎 and their reply.
+    outcomes = ocr_hook(case.repo, {**ci(tmp_path, gitea, case.head), **cache}, "outcomes", "--format", "json",
+                        "--pr", "7")
+    assert outcomes.returncode == 0, outcomes.stderr
+    doc = json.loads(outcomes.stdout)
+    assert doc["dismissed_by"] == {"maint (forge)": 1}
+    assert doc["feedback"] == {"thumbs_up": 1, "thumbs_down": 1, "replies": 1}

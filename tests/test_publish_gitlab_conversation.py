@@ -67,9 +67,9 @@ class Life:
         self.env = ci_free_env(GITLAB_CI="true", CI_API_V4_URL=gitlab.api, CI_PROJECT_ID="42",
                                CI_PROJECT_PATH="group/app", CI_MERGE_REQUEST_IID="3",
                                CI_PIPELINE_SOURCE="merge_request_event", GITLAB_TOKEN=TOKEN,
-                               **messages_env(api))
+                               OCR_HOOK_CACHE_DIR=str(root / "cache"), **messages_env(api))
         # the shipped settings (routing's default included), whatever the shell running the suite sets
-        self.env = {k: v for k, v in self.env.items() if not k.startswith("OCR_HOOK_")}
+        self.env = {k: v for k, v in self.env.items() if not k.startswith("OCR_HOOK_") or k == "OCR_HOOK_CACHE_DIR"}
         self.runs = 0
 
     def push(self, text: str, comments: list[dict[str, Any]]) -> None:
@@ -87,12 +87,14 @@ class Life:
         assert "Traceback" not in proc.stderr and TOKEN not in proc.stdout + proc.stderr, proc.stderr
         return proc
 
-    def review(self, expected_exit: int) -> tuple[dict[str, Any], dict[str, Any], str]:
-        """`review --base main` without memory or cache, as a CI job without a cache runs it: JSON, SARIF, text."""
+    def review(self, expected_exit: int, *, memory: bool = False) -> tuple[dict[str, Any], dict[str, Any], str]:
+        """`review --base main` without cache, and without memory unless `memory` (a CI job that keeps its cache
+        directory, where the review history `ocr-hook outcomes` reads is written): JSON, SARIF, text."""
         self.runs += 1
         out = self.root / f"run{self.runs}"
         out.mkdir()
-        proc = self.cli("review", "--base", "main", "--no-cache", "--no-memory", "--no-review-filter",
+        proc = self.cli("review", "--base", "main", "--no-cache", *(() if memory else ("--no-memory",)),
+                        "--no-review-filter",
                         "--filter-mode", "nofilter", "--json-output", str(out / "r.json"), "--sarif-output",
                         str(out / "r.sarif"))
         assert proc.returncode == expected_exit, proc.stdout + proc.stderr
@@ -146,6 +148,10 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         # someone else's thread that starts with our marker is not ours to resolve
         gitlab.add_note(3, f"<!-- ocr-hook fingerprint={subtracts} -->\nme too",
                         "mallory", position=gitlab.thread(3, subtracts)["notes"][0]["position"])
+        # 👍/👎 (award emoji, a request per thread on GitLab) for the review history; ocr-hook's own counts for none
+        gitlab.award(3, divides, "thumbsup", "maria")
+        gitlab.award(3, divides, "thumbsdown", "carol")
+        gitlab.award(3, divides, "thumbsup", "ocr-bot")
 
         # 2. A fix is pushed; the next review no longer raises f2's and f3's findings.
         life.push(FIXED, AFTER_FIX)
@@ -179,7 +185,11 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         gitlab.reply_as(3, divides, "maria", REASON)
         gitlab.resolve_as(3, divides, "maria")
         at = gitlab.thread(3, divides)["notes"][0]["resolved_at"]
-        fourth, sarif, text = life.review(0)
+        gitlab.reset()
+        fourth, sarif, text = life.review(0, memory=True)  # this job keeps its cache: the review history
+        ours = [gitlab.thread(3, fp)["notes"][0]["id"] for fp in (subtracts, multiplies, divides)]
+        awards = {r.path for r in gitlab.requests if r.path.endswith("/award_emoji")}  # (pages of two)
+        assert awards == {f"/api/v4/projects/42/merge_requests/3/notes/{n}/award_emoji" for n in ours}  # ours only
         finding = next(f for f in fourth["findings"] if f["fingerprint"] == divides)
         where = "GitLab merge request group/app!3"
         assert finding["suppressed"] == "dismissed" and finding["suppression_reason"] == REASON
@@ -198,6 +208,14 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         life.publish()
         assert "1 finding dismissed on this merge request by a maintainer resolving its thread" in life.note()
         assert "`ocr-hook dismiss --from-forge`" in life.note()
+        assert not [r for r in gitlab.requests if r.path.endswith("/award_emoji")]  # publishing needs none
+
+        # The review history has the maintainer's dismissal on the forge and the people's reactions and replies.
+        outcomes = life.cli("outcomes", "--format", "json", "--pr", "3")
+        assert outcomes.returncode == 0, outcomes.stderr
+        doc = json.loads(outcomes.stdout)
+        assert doc["dismissed_by"] == {"maria (forge)": 1}
+        assert doc["feedback"] == {"thumbs_up": 1, "thumbs_down": 1, "replies": 2}  # dev's and maria's notes
 
         # 6. That command writes the entry: who, when, their reason, the request.
         gitlab.reset()
@@ -257,3 +275,30 @@ def test_dismiss_from_the_forge_refuses_in_one_line_and_writes_nothing(tmp_path:
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
     assert proc.stderr.count("\n") == 1 and expected in proc.stderr, proc.stderr
     assert TOKEN not in proc.stderr and not (repo / ".ocr-hook").exists()
+
+
+def test_the_deadline_among_the_reactions_leaves_them_partial_and_the_dismissals_standing(gitlab: FakeGitLab) -> None:
+    """GitLab's 👍/👎 take a request per thread and come last: a server that stalls on them until the review's
+    deadline costs the rest of the reactions, never the dismissals, and is no error."""
+    import time
+
+    from ocr_hook.publish.forge_dismissals import read
+
+    gitlab.add_mr(3, "h" * 40, "b" * 40, [])
+    gitlab.person("maria", access=40)
+    first, second = "a1" * 8, "b2" * 8
+    for fp in (first, second):
+        gitlab.add_note(3, f"<!-- ocr-hook fingerprint={fp} -->\n{DIVIDES}", "ocr-bot",
+                        position={"position_type": "text", "new_path": PATH, "new_line": 9})
+        gitlab.award(3, fp, "thumbsdown", "maria")
+    gitlab.resolve_as(3, second, "maria")
+    gate = gitlab.hold(rf"GET .*/notes/{gitlab.thread(3, second)['notes'][0]['id']}/award_emoji$")
+    env = {"GITLAB_CI": "true", "CI_API_V4_URL": gitlab.api, "CI_PROJECT_ID": "42", "CI_PROJECT_PATH": "group/app",
+           "CI_MERGE_REQUEST_IID": "3", "GITLAB_TOKEN": TOKEN}
+    try:
+        got = read(env, time.monotonic() + 2.0, None)  # the stalled request is cut at this deadline
+    finally:
+        gate.set()
+    assert gitlab.held.is_set()
+    assert got.note is None and set(got.found) == {second} and got.found[second].by == "maria"
+    assert got.feedback == {first: {"thumbs_up": 0, "thumbs_down": 1, "replies": 0}}

@@ -139,7 +139,7 @@ def _from_forge(forge: str, environ: Mapping[str, str], timeout: float,
         except NotApplicable:
             raise ConfigError("--from-forge: this is not a CI run of a known forge; name the forge (--from-forge "
                               f"{'|'.join(FORGES)}) and set the variables its recipe names") from None
-    got = read(environ, time.monotonic() + timeout, Path(root), forge=forge, quiet=False)
+    got = read(environ, time.monotonic() + timeout, Path(root), forge=forge, quiet=False, feedback=False)
     if got.note:
         raise ConfigError(got.note)
     return got.found

@@ -1,23 +1,26 @@
 """What people decided on the pull request, for the review in CI (DESIGN.md 18): the findings a person with
 write access dismissed by resolving ocr-hook's thread (I/O at the edge; the rules are plan.forge_dismissals).
 
-Read-only: the adapter's identity(), existing() and author(), nothing written. Only in a CI run of a known
+Read-only: the adapter's identity(), existing() and author(), and on a forge whose thread listing lacks
+reactions (GitLab, Gitea) its thumbs() for each of ocr-hook's own comments, nothing written. Only in a CI run of a known
 forge with its token (the same variables `ocr-hook publish` reads); anything else reads nothing and says
 nothing. A refusal, an outage or an answer of the wrong shape is one note for the review and dismisses
-nothing: the gate then counts every finding, as it would without the forge.
+nothing: the gate then counts every finding, as it would without the forge. The reactions read one comment at
+a time come last: the deadline reached among them is no error (the feedback is partial, the dismissals count),
+and a refusal there is a note that leaves the dismissals standing.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ocr_hook.findings.dismissals import ForgeDismissal
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
-from ocr_hook.publish.plan import Posted, comment_fingerprint, forge_dismissals, one_line
+from ocr_hook.publish.plan import Posted, comment_fingerprint, forge_dismissals, identity_names, one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +34,10 @@ class Read:
 
 
 def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, forge: str = "auto",
-         quiet: bool = True) -> Read:
+         quiet: bool = True, feedback: bool = True) -> Read:
     """The request's person-made dismissals; `deadline` (time.monotonic()) bounds every request. `quiet`: no
-    pull request or no token is no note (the review outside a pull request); else it is one."""
+    pull request or no token is no note (the review outside a pull request); else it is one. `feedback`: the
+    reactions too (the review's history keeps them; `dismiss --from-forge` needs none)."""
     if deadline <= time.monotonic():
         return Read(note="dismissals on the pull request not read: the review's --timeout had passed")
     try:
@@ -52,25 +56,51 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
         adapter.close()
         return Read(where=where)
     try:
-        me = adapter.identity()
-        posted = adapter.existing()
-        found = forge_dismissals(posted, me, adapter.author(), where)
-        feedback = reactions(posted, me)
-    except ApiRefusal as exc:
-        hint = adapter.hints.get(exc.status or 0)
-        return Read(where=where, note=f"dismissals on {where} not read: {one_line(str(exc))}"
-                                      + (f" ({hint})" if hint else "") + "; every finding counts")
-    except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
-        return Read(where=where, note=f"dismissals on {where} not read: {adapter.forge} answered with a shape its "
-                                      f"API does not describe ({exc.__class__.__name__}); every finding counts")
+        try:
+            me = adapter.identity()
+            posted = adapter.existing()
+            found = forge_dismissals(posted, me, adapter.author(), where)
+        except ApiRefusal as exc:
+            hint = adapter.hints.get(exc.status or 0)
+            return Read(where=where, note=f"dismissals on {where} not read: {one_line(str(exc))}"
+                                          + (f" ({hint})" if hint else "") + "; every finding counts")
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
+            return Read(where=where, note=f"dismissals on {where} not read: {adapter.forge} answered with a shape "
+                                          f"its API does not describe ({exc.__class__.__name__}); every finding counts")
+        posted, note = _with_thumbs(adapter, posted, me, deadline, where) if feedback else (posted, None)
     finally:
         adapter.close()
-    return Read(found, where, feedback=feedback)
+    return Read(found, where, note=note, feedback=reactions(posted, me))
+
+
+def _with_thumbs(adapter: object, posted: list[Posted], me: str | frozenset[str], deadline: float,
+                 where: str) -> tuple[list[Posted], str | None]:
+    """`posted` with 👍/👎 on ocr-hook's own comments, on a forge that needs a request per comment for them
+    (the adapter's thumbs()); as many as the deadline leaves. A refusal stops there and is the note."""
+    thumbs = getattr(adapter, "thumbs", None)
+    if thumbs is None:
+        return posted, None
+    names = identity_names(me)
+    out = list(posted)
+    for i, p in enumerate(out):
+        if p.author not in names or comment_fingerprint(p.body) is None:
+            continue
+        try:
+            up, down = thumbs(p)
+        except ApiRefusal as exc:
+            if time.monotonic() >= deadline:
+                return out, None  # what the --timeout left: the feedback is partial, nothing failed
+            return out, f"reactions on {where} not read: {one_line(str(exc))}; the dismissals count"
+        except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
+            return out, (f"reactions on {where} not read: the answer has a shape the forge's API does not "
+                         f"describe ({exc.__class__.__name__}); the dismissals count")
+        out[i] = replace(p, thumbs_up=up, thumbs_down=down)
+    return out, None
 
 
 def reactions(posted: Sequence[Posted], me: str | frozenset[str]) -> dict[str, dict[str, int]]:
     """Per fingerprint of ocr-hook's own comments, the people's 👍, 👎 and replies on it (none: left out)."""
-    names = {me} if isinstance(me, str) else set(me)
+    names = identity_names(me)
     out: dict[str, dict[str, int]] = {}
     for p in posted:
         fp = comment_fingerprint(p.body) if p.author in names else None

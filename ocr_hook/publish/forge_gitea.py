@@ -19,8 +19,10 @@ the later comments at its path and line that are not ocr-hook's own findings. `r
 comment names who resolved its conversation (Gitea gives no time for it). Whether that person may write
 is `GET …/collaborators/{login}/permission` (write, admin or owner), which Gitea answers only to a token of
 a repository administrator (403 otherwise: then nobody's resolve counts, and the recipe says so). 👍/👎 are
-the comment's reactions (`GET …/issues/comments/{id}/reactions`: review comments are issue comments), read
-for ocr-hook's own comments only. A bot is a user Gitea gives a negative id (its Actions user, the ghost).
+the comment's reactions (`GET …/issues/comments/{id}/reactions`: review comments are issue comments), one
+request per comment: not in existing() (publishing never needs them), read by thumbs() for ocr-hook's own
+comments when the review in CI reads the forge (publish.forge_dismissals). A bot is a user Gitea gives a
+negative id (its Actions user, the ghost).
 The author of the pull request: `GET …/pulls/{n}` (user.login). Gitea's API description (the vendored
 commit) has no operation to resolve a conversation: ocr-hook's comments are not resolvable there, and a
 reply is a COMMENT review with one comment at the same path and line.
@@ -104,14 +106,13 @@ class GiteaAdapter:
         replies = tuple(Reply(_login(d), str(d.get("body") or ""), str(d.get("created_at") or ""),
                               bot=_bot(d.get("user")), can_write=ours and self._can_write(_login(d)))
                         for d in later)
-        up, down = self._reactions(c.get("id")) if ours else (0, 0)
         self._where[str(c.get("id", ""))] = (str(c.get("path") or ""), _int(c.get("position")),
                                              _int(c.get("original_position")))
         return Posted(_login(c), str(c.get("body") or ""), str(c.get("id", "")), thread=str(c.get("id", "")),
                       path=str(c.get("path") or ""),
                       resolved=resolver is not None, resolvable=False, created_at=str(c.get("created_at") or ""),
                       replies=replies, resolved_by=by, resolved_by_bot=_bot(resolver),
-                      resolved_by_can_write=bool(by) and ours and self._can_write(by), thumbs_up=up, thumbs_down=down)
+                      resolved_by_can_write=bool(by) and ours and self._can_write(by))
 
     def _can_write(self, login: str) -> bool:
         """Gitea's word on whether `login` may write to the repository; False when it will not say."""
@@ -131,10 +132,11 @@ class GiteaAdapter:
             self._access[login] = str(answer.get("permission") or "") if isinstance(answer, dict) else ""
         return self._access[login] in ("write", "admin", "owner")
 
-    def _reactions(self, comment_id: Any) -> tuple[int, int]:
-        if not isinstance(comment_id, int):
+    def thumbs(self, posted: Posted) -> tuple[int, int]:
+        """👍 and 👎 from people (not bots) on a review comment, one request."""
+        if not posted.id.isdigit():
             return 0, 0
-        got = self.api.get(f"{self._repo}/issues/comments/{comment_id}/reactions")
+        got = self.api.get(f"{self._repo}/issues/comments/{posted.id}/reactions")
         people = [r for r in (got if isinstance(got, list) else []) if isinstance(r, dict) and not _bot(r.get("user"))]
         return (sum(1 for r in people if r.get("content") == "+1"), sum(1 for r in people if r.get("content") == "-1"))
 

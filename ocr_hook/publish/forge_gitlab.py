@@ -21,8 +21,9 @@ notes as replies; whether the person who resolved it may write is their access l
 whether they are a bot the user's `bot` flag (`users/:id`: project and group access tokens act as bot
 users), each looked up once per person and only for threads someone else resolved; the authors of later
 notes in ocr-hook's own threads are checked for `bot` the same way (a bot's note is nobody's answer).
-👍/👎 are the first note's award emoji `thumbsup`/`thumbsdown`, one request per thread: read only when
-`with_reactions` is set.
+👍/👎 are the first note's award emoji `thumbsup`/`thumbsdown`, one request per thread: not in existing()
+(publishing never needs them), read by thumbs() for ocr-hook's own threads when the review in CI reads the
+forge (publish.forge_dismissals).
 """
 
 from __future__ import annotations
@@ -69,7 +70,6 @@ class GitLabAdapter:
         self._request: dict[str, Any] | None = None
         self._writers: dict[int, bool] = {}  # user id → may push (looked up once per person)
         self._bots: dict[int, bool] = {}  # user id → is a bot
-        self.with_reactions = False  # read 👍/👎 too (a request per thread)
 
     def identity(self) -> str:
         me = self.api.get("user")
@@ -120,13 +120,12 @@ class GitLabAdapter:
             resolver = first.get("resolved_by") if first.get("resolved") else None
             by = _username({"author": resolver})
             can_write = bool(by) and by != self._me and self._can_write(resolver)
-            up, down = self._reactions(first) if self.with_reactions else (0, 0)
             posted.append(Posted(_username(first), str(first.get("body") or ""), str(first.get("id", "")),
                                  str(discussion.get("id", "")), bool(first.get("resolved")),
                                  bool(first.get("resolvable")), str(first.get("created_at") or ""), replies,
                                  resolved_by=by, resolved_by_bot=can_write and self._is_bot(resolver),
                                  resolved_by_can_write=can_write, resolved_at=str(first.get("resolved_at") or ""),
-                                 thumbs_up=up, thumbs_down=down, path=path if isinstance(path, str) else ""))
+                                 path=path if isinstance(path, str) else ""))
         return posted
 
     def _reply(self, note: dict[str, Any], ours: bool) -> Reply:
@@ -161,11 +160,11 @@ class GitLabAdapter:
             self._bots[user_id] = isinstance(profile, dict) and profile.get("bot") is True
         return self._bots[user_id]
 
-    def _reactions(self, note: dict[str, Any]) -> tuple[int, int]:
-        """👍 and 👎 on a note from anyone but the publishing identity."""
-        if not isinstance(note.get("id"), int):
+    def thumbs(self, posted: Posted) -> tuple[int, int]:
+        """👍 and 👎 on the note that opens a thread (one request), from anyone but the publishing identity."""
+        if not posted.id.isdigit():
             return 0, 0
-        names = [a.get("name") for a in self.api.get_all(f"{self._mr}/notes/{note['id']}/award_emoji")
+        names = [a.get("name") for a in self.api.get_all(f"{self._mr}/notes/{posted.id}/award_emoji")
                  if _username({"author": a.get("user")}) != self._me]
         return names.count("thumbsup"), names.count("thumbsdown")
 

@@ -30,8 +30,10 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
      first), `resolved_by`/`resolved_at` and, for a thread someone other than the identity resolved,
      `resolved_by_can_write` (the forge's own word: role, permission, association) and
      `resolved_by_bot`; `state` where threads have more states than resolved (Azure: wontFix, byDesign,
-     closed dismiss); 👍/👎 in `thumbs_up`/`thumbs_down` (a forge needing a request per comment for them
-     reads them only when its adapter's `with_reactions` is set). plan.forge_dismissals decides.
+     closed dismiss); 👍/👎 in `thumbs_up`/`thumbs_down` where the thread listing has them (a forge that
+     needs a request per comment for them leaves them out, see thumbs()). plan.forge_dismissals decides.
+   * thumbs(posted), only on a forge whose listing lacks reactions (GitLab, Gitea): 👍 and 👎 on that comment, one
+     request; the review in CI calls it for ocr-hook's own comments until its deadline, never publishing.
    * author(): the request's author, spelt as Posted.author (their own resolve never dismisses).
    * post_inline(items): post each `InlineText` (its `body` is already rendered in the adapter's
      `fix_style`; a forge that shows plain text renders `item.inline.finding` with render.plain instead).

@@ -54,8 +54,10 @@ PRODUCT = [p for p in sorted((ROOT / "ocr_hook").rglob("*.py")) if p.name != "in
 INSTALL = re.compile(r"\b((?:python3? -m )?pipx? install\b[^`\n]*)")
 PLACEHOLDER_URL = re.compile(r"https://[^\s\"'@]*?YOUR-[^\s\"'@]*?/ocr-hook(?:\.git)?")
 PIN = re.compile(r"(?:\brev:\s*|ocr-hook@)([^\s\"'#`|]+)")
-ISOLATED_PIP = ["--isolated", "--disable-pip-version-check", "--dry-run", "--no-deps", "--no-index",
-                "--no-build-isolation", "--quiet"]
+# --ignore-installed: the report lists what the command would install even where this ocr-hook is installed
+# already (CI's venv installs the checkout; without it pip finds the requirement satisfied and reports nothing)
+ISOLATED_PIP = ["--isolated", "--disable-pip-version-check", "--dry-run", "--ignore-installed", "--no-deps",
+                "--no-index", "--no-build-isolation", "--quiet"]
 
 
 def install_commands(text: str) -> list[str]:

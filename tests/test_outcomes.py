@@ -149,6 +149,9 @@ def test_reviews_record_their_history_and_outcomes_counts_a_fix_and_a_dismissal(
     out = run_cli(repo, "outcomes", "--format", "json", env=env)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    # The same review again (a hook run on an unchanged index, answered from the cache) is no new event.
+    assert run_cli(repo, "review", "--format", "json", env=env).returncode == 0
+    assert json.loads(run_cli(repo, "outcomes", "--format", "json", env=env).stdout)["reviews"] == doc["reviews"] == 3
     assert doc["total"] == {"raised": 2, "fixed": 1, "dismissed": 1, "open": 0, "addressed_rate": 1.0,
                             "fixed_rate": 0.5}
     assert doc["by"]["severity"]["high"]["fixed"] == 1 and doc["by"]["severity"]["low"]["dismissed"] == 1

@@ -165,8 +165,8 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
         first = (proc.stdout.strip().splitlines() or [""])[0].strip()
         if proc.returncode != 0 or not _VERSION.match(first):
             said = " ".join((first or proc.stderr.strip() or f"exit code {proc.returncode}").split())[:80]
-            raise ConfigError(f"{cli} does not look like Claude Code (`--version`: {said!r}): "
-                              f"{upgrade_hint()}")
+            raise ConfigError(f"{cli} does not look like Claude Code (`--version`: {said!r}): point "
+                              "claude_code_path at Claude Code's `claude`, or unset it for the claude-code extra's")
         version = _versions[key] = first
     found = _VERSION.match(version)
     assert found is not None

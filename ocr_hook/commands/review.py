@@ -457,8 +457,10 @@ def _record_history(memory: MemoryStore, result: ReviewResult, settings: Setting
     if entry is None:
         return
     from ocr_hook.store import history
+    from ocr_hook.store.result_cache import run_cache_dir
 
-    error = history.record(memory.store.base, memory.repo, entry)
+    # (the cache directory as text: JsonFileStore.base would load pathlib on a cached run's light path)
+    error = history.record(run_cache_dir(settings.cache_dir, environ), memory.repo, entry)
     if error:
         result.notes.append(error)
 

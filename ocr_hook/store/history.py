@@ -33,10 +33,21 @@ def _store(cache_dir: str | os.PathLike[str]) -> JsonFileStore:
 
 
 def record(cache_dir: str | os.PathLike[str], repository: str, entry: Mapping[str, Any]) -> str | None:
-    """Store one review's entry; the error line when it could not be written, else None."""
+    """Store one review's entry, unless the last entry of the same change (line of work, pull request) says the
+    same: a hook run again on an unchanged index, or a CI job re-run, is no new event. The error line when it
+    could not be written, else None."""
+    import json
+
     store = _store(cache_dir)
+    said = {k: v for k, v in entry.items() if k != "at"}
+    content = sha256_hex(json.dumps(said, sort_keys=True, ensure_ascii=True).encode("ascii"))
+    pointer = sha256_hex(f"last\0{repository}\0{entry.get('change', '')}\0{entry.get('request', '')}"
+                         .encode("utf-8", "surrogateescape"))
+    last = store.read(pointer)
+    if last is not None and last.get("content") == content:
+        return None
     key = sha256_hex(f"{repository}\0{time.time_ns()}\0{os.urandom(8).hex()}".encode("utf-8", "surrogateescape"))
-    if not store.write(key, {"repository": repository, **entry}):
+    if not store.write(key, {"repository": repository, **entry}) or not store.write(pointer, {"content": content}):
         return store.last_error
     if int.from_bytes(os.urandom(2), "big") % _PRUNE_EVERY == 0:  # (secrets would load hashlib: OpenSSL)
         store.prune(MAX_ENTRIES, max_age_s=MAX_AGE_DAYS * 86_400.0)

@@ -130,6 +130,14 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
                   ("PUT", _BB_PR + "/comments/{comment_id}"), ("POST", _BB_PR + "/comments/{comment_id}/resolve"),
                   ("GET", "/workspaces/{workspace}/permissions/repositories/{repo_slug}")],
 }
+# operations from other files of the same repository at the same commit (Azure DevOps: one description per
+# service): who a thread's person is (IMS, served at vssps.dev.azure.com) and whether they may contribute to the
+# repository (Security), DESIGN 18
+ALSO: dict[str, dict[str, list[tuple[str, ...]]]] = {
+    "azure": {"specification/ims/7.1/identities.json": [("GET", "/{organization}/_apis/identities")],
+              "specification/security/7.1/security.json": [
+                  ("GET", "/{organization}/_apis/accesscontrollists/{securityNamespaceId}")]},
+}
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
           "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package",
           "x-bb-default-fields", "x-bb-url"}
@@ -251,10 +259,17 @@ def extract(forge: str, root: Path, commit: str | None = None) -> dict[str, Any]
     source, path, text = _source(forge, root, commit)
     doc = _load(path, text)
     base = doc.get("basePath") if "basePath" in doc else urlsplit((doc.get("servers") or [{}])[0].get("url", "")).path
-    return {"source": source,
+    operations = [_operation(doc, *entry) for entry in OPERATIONS[forge]]
+    also = ALSO.get(forge, {})
+    for other, entries in also.items():  # the same base path ("/") and dialect, read at the same commit
+        bare = "commit" in source and _is_bare(root)
+        other_doc = _load(Path(other), _git(root, "show", f"{source['commit']}:{other}") if bare else None) \
+            if bare else _load(root / other)
+        operations += [_operation(other_doc, *entry) for entry in entries]
+    return {"source": {**source, "also": sorted(also)} if also else source,
             "dialect": "swagger2" if "swagger" in doc else "openapi3",
             "basePath": (base or "").rstrip("/"),
-            "operations": [_operation(doc, *entry) for entry in OPERATIONS[forge]]}
+            "operations": operations}
 
 
 GRAPHQL_PACKAGE_PATH = "schema.graphql"  # inside @octokit/graphql-schema's tarball, under package/

@@ -42,6 +42,9 @@ github.graphql, and records in github.graphql.json the package and version, npm'
 tarball (`npm view @octokit/graphql-schema@VERSION dist.integrity` confirms it) and the sha256 of the
 copied file (tests/test_github_graphql.py checks that the copy is still the package's).
 
+Azure DevOps publishes one description per service: `ALSO` names the other files of the same repository whose
+operations are added, read at the same commit (from a clone or a bare mirror of vsts-rest-api-specs).
+
 It reads the description at its path in the clone, or in the registry package (Swagger 2.0 or OpenAPI 3,
 JSON or YAML), keeps only the operations listed in OPERATIONS below, resolves every $ref they need (a
 cycle becomes `{}`, open), drops the prose, and writes tests/api_descriptions/<forge>.json with the source
@@ -262,9 +265,8 @@ def extract(forge: str, root: Path, commit: str | None = None) -> dict[str, Any]
     operations = [_operation(doc, *entry) for entry in OPERATIONS[forge]]
     also = ALSO.get(forge, {})
     for other, entries in also.items():  # the same base path ("/") and dialect, read at the same commit
-        bare = "commit" in source and _is_bare(root)
-        other_doc = _load(Path(other), _git(root, "show", f"{source['commit']}:{other}") if bare else None) \
-            if bare else _load(root / other)
+        other_doc = _load(Path(other), _git(root, "show", f"{source['commit']}:{other}")) if text is not None \
+            else _load(root / other)
         operations += [_operation(other_doc, *entry) for entry in entries]
     return {"source": {**source, "also": sorted(also)} if also else source,
             "dialect": "swagger2" if "swagger" in doc else "openapi3",

@@ -13,6 +13,12 @@ under {collection}/{project}/_apis/git/repositories/{repositoryId}:
   POST  pullRequests/{id}/threads/{tid}/comments              a reply (parentCommentId: the comment answered)
   POST  pullRequests/{id}/statuses                            context {name, genre}, state, iterationId
   GET   pullRequests/{id}/statuses
+and under {collection}/_apis (DESIGN 18: whether the person who set a thread's state may write):
+  GET   identities?identityIds=ID&queryMembership=none        {"value": [Identity]}: its `descriptor`, the
+        "TYPE;IDENTIFIER" string the ACLs take (served at vssps.dev.azure.com; here on the same server)
+  GET   accesscontrollists/{namespaceId}?token=repoV2/{projectId}/{repositoryId}&descriptors=D&includeExtendedInfo=true
+        the repository's ACL in the Git Repositories namespace with that person's ACE, `extendedInfo.effectiveAllow`
+        the bits they have, inherited ones included (GenericContribute = 4: write access)
 and {collection}/_apis/connectionData (the authenticated identity). Every request needs `api-version`
 (else Azure's 400 VssVersionNotSpecifiedException). Errors have Azure's body shape
 `{"$id", "innerException", "message", "typeName", "typeKey", "errorCode", "eventId"}` with the TF codes
@@ -24,7 +30,9 @@ for that path, its lines must exist in that file at the iteration's source commi
 `fail()` (tests/fake_forge.py) queues answers (429 with Retry-After, 500) for the next matching requests.
 What people do in the web UI, for the tests: `reply` (a comment in a thread), `set_status` (won't fix, by
 design, closed...: Azure records no author for it, only the thread's lastUpdatedDate), `like` (usersLiked).
-People's identities carry an `aad.` subject descriptor, the build service's is `svc.`.
+People's identities carry an `aad.` subject descriptor, the build service's is `svc.`. Everyone is a
+Contributor on the repository unless `access[id]` says otherwise (READER_BITS: GenericRead only);
+`security_refusal` (401/403) refuses the identity and ACL reads, as Azure does for a token without the scopes.
 """
 
 from __future__ import annotations
@@ -39,6 +47,11 @@ from fake_forge import Answer, FakeForge, Recorded
 THREAD_STATUSES = {1: "active", 2: "fixed", 3: "wontFix", 4: "closed", 5: "byDesign", 6: "pending"}
 STATUS_STATES = ("notSet", "pending", "succeeded", "failed", "error", "notApplicable")
 MAX_COMMENT = 150_000
+GIT_NAMESPACE = "2e9eb7ed-3c0a-47d4-87c1-0ffdd275fd87"  # Git Repositories
+# GitRepositoryPermissions: GenericRead 2, GenericContribute 4, CreateBranch 16, CreateTag 32, ManageNote 64,
+# PullRequestContribute 16384 (a Contributor's); a Reader has GenericRead only
+CONTRIBUTOR_BITS, READER_BITS = 2 | 4 | 16 | 32 | 64 | 16384, 2
+TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 
 
 @dataclass
@@ -89,10 +102,17 @@ class FakeAzure(FakeForge):
         self.clock = itertools.count(1)  # the fake's time: each change a second later
         self.pulls: dict[int, AzurePull] = {}
         self.files: dict[tuple[str, str], str] = {}  # (commit, "/path") → content
+        self.project_id = "6ce954b1-ce1f-45d1-b94d-e6bf2464ba2c"
+        self.access: dict[str, int] = {}  # a person's id → the repository bits they have (else CONTRIBUTOR_BITS)
+        self.security_refusal: int | None = None  # 401/403: identity and ACL reads refused
         super().__init__(page_size=page_size)  # Azure's changes default to $top=100 (at most 2,000)
         self.collection_uri = f"{self.url}/{organization}/"  # what SYSTEM_COLLECTIONURI holds
 
     # -- set-up -------------------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        super().reset()
+        self.access, self.security_refusal = {}, None
 
     def add_pull(self, number: int, iterations: list[Iteration]) -> AzurePull:
         pull = AzurePull(number, list(iterations))
@@ -148,6 +168,10 @@ class FakeAzure(FakeForge):
                                'supplied either as part of the Accept header (e.g. "application/json; '
                                'api-version=1.0") or as a query parameter (e.g. "?api-version=1.0").',
                           "VssVersionNotSpecifiedException", "Microsoft.VisualStudio.Services.WebApi")
+        if rec.path == f"/{self.organization}/_apis/identities" and rec.method == "GET":
+            return self._identities(rec.query)
+        if rec.path.lower().startswith(f"/{self.organization}/_apis/accesscontrollists/") and rec.method == "GET":
+            return self._acl(rec.path.rsplit("/", 1)[1], rec.query)
         if rec.path == f"/{self.organization}/_apis/connectionData":
             # connectionData's users are Identity objects (providerDisplayName), not IdentityRefs
             me = {"id": self.identity["id"], "providerDisplayName": self.identity["displayName"], "isActive": True}
@@ -175,6 +199,8 @@ class FakeAzure(FakeForge):
         if sub == "" and rec.method == "GET":
             last = pull.iterations[-1]
             return 200, {"pullRequestId": pull.number, "status": pull.status, "createdBy": dict(pull.created_by),
+                         "repository": {"id": self.repository_id, "name": "app",
+                                        "project": {"id": self.project_id, "name": self.project}},
                          "lastMergeSourceCommit": {"commitId": last.source_commit},
                          "lastMergeTargetCommit": {"commitId": last.target_commit}}, {}
         if sub == "/iterations" and rec.method == "GET":
@@ -209,6 +235,63 @@ class FakeAzure(FakeForge):
                 return self._create_status(pull, rec.body)
         return _error(405, f"The requested resource does not support http method '{rec.method}'.",
                       "NotSupportedException", "System")
+
+    def _people(self) -> dict[str, dict[str, Any]]:
+        found = {}
+        for pull in self.pulls.values():
+            found[pull.created_by["id"]] = pull.created_by
+            for thread in pull.threads:
+                for c in thread["comments"]:
+                    for who in (c["author"], *c.get("usersLiked", [])):
+                        found[who["id"]] = who
+        return found
+
+    def _refused(self) -> Answer | None:
+        if self.security_refusal == 401:
+            return _error(401, "TF400813: The user is not authorized to access this resource.",
+                          "UnauthorizedRequestException", "Microsoft.TeamFoundation.Framework.Server")
+        if self.security_refusal == 403:
+            return _error(403, "TF400813: Resource not available for anonymous access or insufficient scope.",
+                          "UnauthorizedRequestException", "Microsoft.VisualStudio.Services.WebApi")
+        return None
+
+    def _identities(self, query: dict[str, str]) -> Answer:
+        if refused := self._refused():
+            return refused
+        people = self._people()
+        found = []
+        for wanted in query.get("identityIds", "").split(","):
+            who = people.get(wanted)
+            if who is None:
+                continue
+            found.append({"id": who["id"], "descriptor": _identity_descriptor(who),
+                          "subjectDescriptor": who.get("descriptor", ""),
+                          "providerDisplayName": who.get("displayName", ""), "isActive": True,
+                          "isContainer": False, "resourceVersion": 2, "metaTypeId": 0})
+        return 200, {"count": len(found), "value": found}, {}
+
+    def _acl(self, namespace: str, query: dict[str, str]) -> Answer:
+        if refused := self._refused():
+            return refused
+        if namespace.lower() != GIT_NAMESPACE:
+            return _error(404, f"The security namespace {namespace} was not found.",
+                          "InvalidSecurityNamespaceIdException", "Microsoft.VisualStudio.Services.Security")
+        token = query.get("token", "")
+        if token.lower() != f"repoV2/{self.project_id}/{self.repository_id}".lower():
+            return 200, {"count": 0, "value": []}, {}
+        bits = {_identity_descriptor(who): self.access.get(pid, CONTRIBUTOR_BITS)
+                for pid, who in self._people().items()}
+        wanted = [d for d in query.get("descriptors", "").split(",") if d]
+        extended = query.get("includeExtendedInfo", "").lower() == "true"
+        aces = {}
+        for d in wanted or list(bits):
+            ace: dict[str, Any] = {"descriptor": d, "allow": 0, "deny": 0}  # inherited from the project's groups
+            if extended:
+                ace["extendedInfo"] = {"effectiveAllow": bits.get(d, 0), "effectiveDeny": 0,
+                                       "inheritedAllow": bits.get(d, 0), "inheritedDeny": 0}
+            aces[d] = ace
+        acl = {"inheritPermissions": True, "token": token, "acesDictionary": aces, "includeExtendedInfo": extended}
+        return 200, {"count": 1, "value": [acl]}, {}
 
     @staticmethod
     def _iteration(number: int, it: Iteration) -> dict[str, Any]:
@@ -349,6 +432,12 @@ class FakeAzure(FakeForge):
         status = {**body, "id": next(self.ids), "createdBy": dict(self.identity)}
         pull.statuses.append(status)
         return 200, status, {}
+
+
+def _identity_descriptor(who: dict[str, Any]) -> str:
+    """An identity descriptor as the Identities and Security APIs give it: "TYPE;IDENTIFIER" (a person's is a
+    claims identity, tenant\\account)."""
+    return f"Microsoft.IdentityModel.Claims.ClaimsIdentity;{TENANT}\\{who.get('uniqueName', who['id'])}"
 
 
 def _status_word(value: Any) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import forked_cli
 import pytest
 from ci_repos import ci_free_env
-from fake_azure import AUTHOR, AzurePull, Change, FakeAzure, Iteration, person
+from fake_azure import AUTHOR, READER_BITS, AzurePull, Change, FakeAzure, Iteration, person
 from publish_support import ROUTING_OFF
 from review_report_case import (
     AFTER,
@@ -477,3 +477,78 @@ def test_a_members_wont_fix_dismisses_the_finding_for_the_next_review(case: Repo
     doc = json.loads(outcomes.stdout)
     assert doc["dismissed_by"] == {f"{MEMBER['id']} (forge)": 1} == {f"{dismissed['dismissal']['by']} (forge)": 1}
     assert doc["feedback"] == {"thumbs_up": 1, "thumbs_down": 0, "replies": 2}
+
+
+READER = person(4, "A Reader")
+
+
+def acl_reads(azure: FakeAzure) -> tuple[list[Any], list[Any]]:
+    """The identity and ACL reads the review sent (DESIGN 18: whose status counts is Azure's word)."""
+    return ([r for r in azure.requests if r.path.endswith("/_apis/identities")],
+            [r for r in azure.requests if "/_apis/accesscontrollists/" in r.path])
+
+
+def test_a_contributors_wont_fix_dismisses_after_azure_says_they_may_contribute(case: ReportCase, azure: FakeAzure,
+                                                                               tmp_path: Path) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    threads = by_fingerprint(azure)
+    plain, context = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(CONTEXT)["fingerprint"]]
+    for thread, why in ((plain, "f3 multiplies on purpose."), (context, "Known, tracked elsewhere.")):
+        azure.reply(thread, why, MEMBER)
+        azure.set_status(thread, "wontFix")
+    report = review_in_ci(case, azure, tmp_path / "again.json")
+    found = {f["fingerprint"]: f for f in report["findings"]}
+    assert [found[case.finding(m)["fingerprint"]]["suppressed"] for m in (PLAIN, CONTEXT)] == ["dismissed"] * 2
+    # Asked once for the person (two threads), with the repository's token in the Git Repositories namespace.
+    identities, acls = acl_reads(azure)
+    assert [r.query for r in identities] == [{"identityIds": MEMBER["id"], "queryMembership": "none",
+                                              "api-version": "7.1"}]
+    [acl] = acls
+    assert acl.path == "/contoso/_apis/accesscontrollists/2e9eb7ed-3c0a-47d4-87c1-0ffdd275fd87"
+    assert acl.query == {"token": f"repoV2/{azure.project_id}/{azure.repository_id}",
+                         "descriptors": f"Microsoft.IdentityModel.Claims.ClaimsIdentity;72f988bf-86f1-41af-91ab-"
+                                        f"2d7cd011db47\\{MEMBER['uniqueName']}",
+                         "includeExtendedInfo": "true", "api-version": "7.1"}
+
+
+def test_a_readers_wont_fix_dismisses_nothing(case: ReportCase, azure: FakeAzure, tmp_path: Path) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    plain = by_fingerprint(azure)[case.finding(PLAIN)["fingerprint"]]
+    azure.access[READER["id"]] = READER_BITS  # Readers may comment, and so set a thread's status
+    azure.reply(plain, "Not a bug.", READER)
+    azure.set_status(plain, "wontFix")
+    report = review_in_ci(case, azure, tmp_path / "again.json")
+    found = {f["fingerprint"]: f for f in report["findings"]}
+    assert found[case.finding(PLAIN)["fingerprint"]]["suppressed"] is None
+    assert report["exit"] == 1
+    assert [len(x) for x in acl_reads(azure)] == [1, 1]  # Azure was asked, and said no
+    assert not any("Identity (Read)" in n for n in report.get("notes", [])), report.get("notes")
+
+
+@pytest.mark.parametrize("refusal", [403, 401])
+def test_a_refused_permission_read_is_one_note_and_dismisses_nothing(case: ReportCase, azure: FakeAzure,
+                                                                     tmp_path: Path, refusal: int) -> None:
+    one_line(publish(case, pr_env(case, azure)))
+    threads = by_fingerprint(azure)
+    for m, who in ((PLAIN, MEMBER), (CONTEXT, person(5, "Another Member"))):
+        azure.reply(threads[case.finding(m)["fingerprint"]], "Won't fix.", who)
+        azure.set_status(threads[case.finding(m)["fingerprint"]], "wontFix")
+    azure.security_refusal = refusal  # the token may not read identities or the repository's permissions
+    report = review_in_ci(case, azure, tmp_path / "again.json")
+    found = {f["fingerprint"]: f for f in report["findings"]}
+    assert [found[case.finding(m)["fingerprint"]]["suppressed"] for m in (PLAIN, CONTEXT)] == [None, None]
+    assert report["exit"] == 1  # the review went on; the gate counts both findings
+    notes = [n for n in report["notes"] if "Identity (Read)" in n]
+    assert len(notes) == 1 and f"HTTP {refusal}" in notes[0] and "dismisses nothing" in notes[0], report["notes"]
+    assert [len(x) for x in acl_reads(azure)] == [1, 0]  # one refusal: nobody else is asked
+
+
+@pytest.mark.parametrize(("collection", "expected"), [
+    ("https://dev.azure.com/contoso/", "https://vssps.dev.azure.com/contoso/"),
+    ("https://contoso.visualstudio.com/", "https://contoso.vssps.visualstudio.com/"),
+    ("https://tfs.example.com/tfs/DefaultCollection/", None),  # Azure DevOps Server: the collection answers
+])
+def test_identities_are_asked_where_azure_serves_them(collection: str, expected: str | None) -> None:
+    from ocr_hook.publish.forge_azure import identities_root
+
+    assert identities_root(collection) == expected

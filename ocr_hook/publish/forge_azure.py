@@ -23,10 +23,14 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
   with a thread (DESIGN.md 18): its status, its later comments (replies), the first comment's `usersLiked`
   (Azure has likes only: 👍, never 👎). Azure records no author for a status change: the latest reply in
   the thread by someone other than the publishing identity stands for whoever set it, with the thread's
-  lastUpdatedDate. Nor does the thread say what access that person has: any identity that may comment on a
-  pull request (Readers included) may set a status, and a person's repository permission is only in the
-  organisation's security ACLs, which take identity descriptors the thread does not give; so every person
-  (not a `svc.`/`s2s.` service identity) counts as one with write access (docs/recipes/azure.md says so);
+  lastUpdatedDate. Any identity that may comment on a pull request (Readers included) may set a status, so
+  the adapter asks Azure what that person may do, once per person and only for a dismissing status on one of
+  its own threads: GET {vssps}_apis/identities?identityIds=ID (the Identities API, at vssps.dev.azure.com
+  for dev.azure.com: the person's identity descriptor) and GET {collection}_apis/accesscontrollists/
+  {Git Repositories namespace}?token=repoV2/{projectId}/{repositoryId}&descriptors=D&includeExtendedInfo=true
+  (their effective bits on the repository, group memberships included): write access is GenericContribute.
+  A refused or failed read (the token lacks the Identity (Read) scope, or may not read the repository's
+  permissions) makes that person's status dismiss nothing, and is one note (`note`) for the review;
 * POST statuses: `ocr-hook` in genre `code-review`, succeeded/failed from the gate, on the latest
   iteration; a branch policy can require "code-review/ocr-hook". A new status with the same context is
   how Azure updates one.
@@ -35,9 +39,10 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, api_root, check_token
 from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
@@ -52,6 +57,12 @@ CHANGES_PAGE = 100  # Azure's default $top for iteration changes (2,000 at most)
 MAX_CHANGE_PAGES = 100
 ANY_LINE = range(1, 10_000_000)  # Azure accepts a thread on any line of a changed file
 CLOSED = ("fixed", "closed", "wontFix", "byDesign")
+DISMISSING = ("closed", "wontFix", "byDesign")
+GIT_NAMESPACE = "2e9eb7ed-3c0a-47d4-87c1-0ffdd275fd87"  # the Git Repositories security namespace
+GENERIC_CONTRIBUTE = 4  # GitRepositoryPermissions.GenericContribute: push to the repository ("Contribute")
+ACCESS_NEEDS = ("a person's won't fix, by design or closed counts only when Azure says they may contribute to "
+                "the repository: the token needs the Identity (Read) scope (vso.identity) and Read on the repository "
+                "(which reads its access control lists)")
 _V = f"api-version={API_VERSION}"  # in the path of writes (the client's post/patch take no parameters)
 _PARAMS = {"api-version": API_VERSION}  # reads: parameters given replace a query in the path
 
@@ -95,14 +106,19 @@ class AzureAdapter:
         404: "no such pull request, or the token cannot see the repository",
     })
 
-    def __init__(self, api: ApiClient, project: str, repository: str, number: int, head_sha: str) -> None:
+    def __init__(self, api: ApiClient, project: str, repository: str, number: int, head_sha: str,
+                 identities: ApiClient | None = None) -> None:
         self.api, self.number, self.head_sha = api, number, head_sha
+        self.identities = identities or api  # the Identities API's host (vssps), or the collection itself
         self.target = f"{project} pull request !{number}"
         self._repo = f"{quote(project, safe='')}/_apis/git/repositories/{quote(repository, safe='')}"
         self._pr = f"{self._repo}/pullRequests/{number}"
         self._iteration = 0
         self._tracking: dict[str, int] = {}
         self._me = ""
+        self._pull: dict[str, Any] | None = None
+        self._may_write: dict[str, bool] = {}  # a person's id → GenericContribute on the repository
+        self.note: str | None = None  # why a person's status could not count (a refused permission read)
 
     # -- reading -------------------------------------------------------------------------------------------
 
@@ -188,6 +204,8 @@ class AzureAdapter:
                         for c in later)
         theirs = [r for r in replies if r.author not in ("", self._me)]
         by = theirs[-1] if status in CLOSED and theirs else None
+        if by is not None and by.can_write and status in DISMISSING and _id(first.get("author")) == self._me:
+            by = replace(by, can_write=self._can_write(by.author))
         liked = first.get("usersLiked")
         context = t.get("threadContext") if isinstance(t.get("threadContext"), dict) else {}
         path = context.get("filePath")
@@ -201,9 +219,52 @@ class AzureAdapter:
                       thumbs_up=sum(1 for u in liked if not _service(u)) if isinstance(liked, list) else 0,
                       path=path[1:] if isinstance(path, str) and path.startswith("/") else "")
 
+    def _pull_request(self) -> dict[str, Any]:
+        if self._pull is None:
+            pr = self.api.get(self._pr, _PARAMS)
+            self._pull = pr if isinstance(pr, dict) else {}
+        return self._pull
+
     def author(self) -> str:
-        pr = self.api.get(self._pr, _PARAMS)
-        return _id(pr.get("createdBy") if isinstance(pr, dict) else None)
+        return _id(self._pull_request().get("createdBy"))
+
+    def _can_write(self, person: str) -> bool:
+        """Azure's word on whether this person may contribute to the repository: their identity descriptor,
+        then their effective bits in the repository's ACL. Asked once per person; after a refusal, nobody
+        else is asked (the token is what was refused) and nobody's status counts."""
+        if person not in self._may_write:
+            if self.note is not None:
+                return False
+            try:  # the author's own status never counts: not asked
+                self._may_write[person] = person != self.author() and self._contributes(person)
+            except ApiRefusal as exc:
+                self._may_write[person] = False
+                self.note = (f"{ACCESS_NEEDS}; {'it was refused' if exc.status in (401, 403) else 'not read'} "
+                             f"({plain(str(exc), 200)}): that status dismisses nothing")
+            except (TypeError, ValueError, AttributeError) as exc:
+                self._may_write[person] = False
+                self.note = (f"{ACCESS_NEEDS}; Azure's answer has a shape its API does not describe "
+                             f"({exc.__class__.__name__}): that status dismisses nothing")
+        return self._may_write[person]
+
+    def _contributes(self, person: str) -> bool:
+        found = self.identities.get("_apis/identities", {"identityIds": person, "queryMembership": "none",
+                                                         "api-version": API_VERSION})
+        values = found.get("value") if isinstance(found, dict) else None
+        descriptor = next((v.get("descriptor") for v in values or () if isinstance(v, dict) and v.get("id") == person
+                           and isinstance(v.get("descriptor"), str)), None)
+        repository = self._pull_request().get("repository") or {}
+        project = (repository.get("project") or {}).get("id")
+        if not descriptor or not project or not repository.get("id"):
+            return False
+        acls = self.api.get(f"_apis/accesscontrollists/{GIT_NAMESPACE}", {
+            "token": f"repoV2/{project}/{repository['id']}", "descriptors": descriptor,
+            "includeExtendedInfo": "true", "api-version": API_VERSION})
+        allowed = 0
+        for acl in (acls.get("value") if isinstance(acls, dict) else None) or ():
+            ace = ((acl.get("acesDictionary") or {}) if isinstance(acl, dict) else {}).get(descriptor) or {}
+            allowed |= int((ace.get("extendedInfo") or {}).get("effectiveAllow") or 0)
+        return bool(allowed & GENERIC_CONTRIBUTE)
 
     # -- writing -------------------------------------------------------------------------------------------
 
@@ -253,6 +314,8 @@ class AzureAdapter:
         self.api.post(f"{self._pr}/statuses?{_V}", status_body(report, passed, self._iteration))
 
     def close(self) -> None:
+        if self.identities is not self.api:
+            self.identities.__exit__(None, None, None)
         self.api.__exit__(None, None, None)
 
 
@@ -279,6 +342,19 @@ def status_body(report: Report, passed: bool, iteration: int) -> dict[str, Any]:
     return body
 
 
+def identities_root(collection: str) -> str | None:
+    """Where the Identities API answers for this collection: Azure DevOps Services serves it on its own host
+    (https://dev.azure.com/ORG/ → https://vssps.dev.azure.com/ORG/, https://ORG.visualstudio.com/ →
+    https://ORG.vssps.visualstudio.com/); Azure DevOps Server on the collection itself (None)."""
+    parts = urlsplit(collection)
+    host = (parts.hostname or "").lower()
+    if host == "dev.azure.com":
+        return urlunsplit(parts._replace(netloc="vssps.dev.azure.com"))
+    if host.endswith(".visualstudio.com") and host.count(".") == 2:
+        return urlunsplit(parts._replace(netloc=host.replace(".visualstudio.com", ".vssps.visualstudio.com")))
+    return None
+
+
 def open_adapter(setup: Setup) -> AzureAdapter:
     env = setup.environ
     provider = env.get("BUILD_REPOSITORY_PROVIDER", "").strip()
@@ -303,5 +379,9 @@ def open_adapter(setup: Setup) -> AzureAdapter:
     root = api_root(env["SYSTEM_COLLECTIONURI"], "", "SYSTEM_COLLECTIONURI")
     api = ApiClient(root, headers={"Authorization": f"Bearer {token}"}, secrets=(token,),
                     variable="SYSTEM_COLLECTIONURI", deadline=setup.deadline)
+    vssps = identities_root(root)
+    identities = None if vssps is None else ApiClient(
+        vssps, headers={"Authorization": f"Bearer {token}"}, secrets=(token,), variable="SYSTEM_COLLECTIONURI",
+        deadline=setup.deadline)
     return AzureAdapter(api, project, repository, int(number),
-                        env.get("SYSTEM_PULLREQUEST_SOURCECOMMITID", "").strip())
+                        env.get("SYSTEM_PULLREQUEST_SOURCECOMMITID", "").strip(), identities)

@@ -68,6 +68,8 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
             return Read(where=where, note=f"dismissals on {where} not read: {adapter.forge} answered with a shape "
                                           f"its API does not describe ({exc.__class__.__name__}); every finding counts")
         posted, note = _with_thumbs(adapter, posted, me, deadline, where) if feedback else (posted, None)
+        # a person whose access the forge would not tell (Azure: the permission read was refused) dismissed nothing
+        note = "; ".join(n for n in (getattr(adapter, "note", None), note) if n) or None
     finally:
         adapter.close()
     return Read(found, where, note=note, feedback=reactions(posted, me))

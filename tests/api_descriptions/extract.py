@@ -42,6 +42,9 @@ github.graphql, and records in github.graphql.json the package and version, npm'
 tarball (`npm view @octokit/graphql-schema@VERSION dist.integrity` confirms it) and the sha256 of the
 copied file (tests/test_github_graphql.py checks that the copy is still the package's).
 
+Azure DevOps publishes one description per service: `ALSO` names the other files of the same repository whose
+operations are added, read at the same commit (from a clone or a bare mirror of vsts-rest-api-specs).
+
 It reads the description at its path in the clone, or in the registry package (Swagger 2.0 or OpenAPI 3,
 JSON or YAML), keeps only the operations listed in OPERATIONS below, resolves every $ref they need (a
 cycle becomes `{}`, open), drops the prose, and writes tests/api_descriptions/<forge>.json with the source
@@ -129,6 +132,14 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
                   ("GET", _BB_PR + "/comments"), ("POST", _BB_PR + "/comments"),
                   ("PUT", _BB_PR + "/comments/{comment_id}"), ("POST", _BB_PR + "/comments/{comment_id}/resolve"),
                   ("GET", "/workspaces/{workspace}/permissions/repositories/{repo_slug}")],
+}
+# operations from other files of the same repository at the same commit (Azure DevOps: one description per
+# service): who a thread's person is (IMS, served at vssps.dev.azure.com) and whether they may contribute to the
+# repository (Security), DESIGN 18
+ALSO: dict[str, dict[str, list[tuple[str, ...]]]] = {
+    "azure": {"specification/ims/7.1/identities.json": [("GET", "/{organization}/_apis/identities")],
+              "specification/security/7.1/security.json": [
+                  ("GET", "/{organization}/_apis/accesscontrollists/{securityNamespaceId}")]},
 }
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
           "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package",
@@ -251,10 +262,16 @@ def extract(forge: str, root: Path, commit: str | None = None) -> dict[str, Any]
     source, path, text = _source(forge, root, commit)
     doc = _load(path, text)
     base = doc.get("basePath") if "basePath" in doc else urlsplit((doc.get("servers") or [{}])[0].get("url", "")).path
-    return {"source": source,
+    operations = [_operation(doc, *entry) for entry in OPERATIONS[forge]]
+    also = ALSO.get(forge, {})
+    for other, entries in also.items():  # the same base path ("/") and dialect, read at the same commit
+        other_doc = _load(Path(other), _git(root, "show", f"{source['commit']}:{other}")) if text is not None \
+            else _load(root / other)
+        operations += [_operation(other_doc, *entry) for entry in entries]
+    return {"source": {**source, "also": sorted(also)} if also else source,
             "dialect": "swagger2" if "swagger" in doc else "openapi3",
             "basePath": (base or "").rstrip("/"),
-            "operations": [_operation(doc, *entry) for entry in OPERATIONS[forge]]}
+            "operations": operations}
 
 
 GRAPHQL_PACKAGE_PATH = "schema.graphql"  # inside @octokit/graphql-schema's tarball, under package/

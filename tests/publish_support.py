@@ -105,6 +105,16 @@ class Reviewed:
         path.write_text(json.dumps(data), encoding="utf-8")
         return path
 
+    def fixed(self, tmp: Path, *messages: str) -> Path:
+        """The report of a later push that fixed the findings with these messages: review memory resolved them."""
+        gone = {self.finding(m)["fingerprint"] for m in messages}
+        keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
+
+        def edit(data: dict[str, Any]) -> None:
+            data["resolved"] = [{k: f[k] for k in keys} for f in data["findings"] if f["fingerprint"] in gone]
+            data["findings"] = [f for f in data["findings"] if f["fingerprint"] not in gone]
+        return self.variant(tmp, "fixed-" + "-".join(sorted(gone))[:40] + ".json", edit)
+
 
 def publish_cli(repo: Path, env: dict[str, str], *args: str) -> Any:
     """`ocr-hook publish ARGS` in the reviewed checkout with exactly `env` on top of a CI-free environment."""

@@ -228,16 +228,22 @@ def test_a_blocked_commit_says_what_to_do_and_each_way_out_works(tmp_path, hook_
     assert head(repo) != before
 
 
-def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(tmp_path, hook_config,
-                                                                              pre_commit_home, fake_api, sdk_env):
-    """Issue 54 items 1-2: the blocked commit's next step, run as printed in a shell, applies the fix to the
-    index with no request; the commit after it passes through review memory at quick effort, never a second
-    full review."""
+def _draft_sub_staged(tmp_path: Path) -> Path:
+    """A repository with `sub()` staged as a draft that adds instead of subtracting (`# draft` on its line)."""
     repo = make_repo(tmp_path / "target")
     write(repo, "app.py", "def add(a, b):\n    return a + b\n")
     commit_all(repo, "initial")
     write(repo, "app.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b  # draft\n")
     git(repo, "add", "app.py")
+    return repo
+
+
+def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(tmp_path, hook_config,
+                                                                              pre_commit_home, fake_api, sdk_env):
+    """Issue 54 items 1-2: the blocked commit's next step, run as printed in a shell, applies the fix to the
+    index with no request; the commit after it passes through review memory at quick effort, never a second
+    full review."""
+    repo = _draft_sub_staged(tmp_path)
     first = {"content": "sub() adds instead of subtracting.", "existing_code": "return a + b  # draft",
              "suggestion_code": "return a - b", "severity": "high", "category": "bug"}
     fake_api.script("+    return a + b  # draft", [Reply([tool_use("code_comment", {"comments": [first]})]),
@@ -298,11 +304,7 @@ def test_fix_and_commit_again_passes_even_when_the_filter_cannot_be_read(tmp_pat
                                                                         fake_api, sdk_env, filter_answers):
     """Issue 28 under the real pre-commit: blocked, fix, `git add`, commit again → passed, the fix resolved,
     although the re-review's filter (a local model answering prose) could not be read."""
-    repo = make_repo(tmp_path / "target")
-    write(repo, "app.py", "def add(a, b):\n    return a + b\n")
-    commit_all(repo, "initial")
-    write(repo, "app.py", "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a + b  # draft\n")
-    git(repo, "add", "app.py")
+    repo = _draft_sub_staged(tmp_path)
     wrong = {"content": "sub() adds instead of subtracting.", "existing_code": "return a + b  # draft",
              "severity": "high", "category": "bug"}
     late = {"content": "add() does not check its types.", "existing_code": "    return a + b",

@@ -399,16 +399,6 @@ def test_a_reply_goes_into_the_thread_under_its_first_comment(case: ReportCase, 
     assert thread["status"] == "active" and again.resolved_by == ""  # a reply resolves nothing
 
 
-def fixed_report(case: ReportCase, *messages: str) -> Path:
-    """The report of a later push that fixed the findings with these messages (review memory resolved them)."""
-    gone = {case.finding(m)["fingerprint"] for m in messages}
-    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
-    return case.with_findings("fixed-" + "-".join(sorted(gone))[:40],
-                              findings=[f for f in case.report["findings"] if f["fingerprint"] not in gone],
-                              resolved=[{k: f[k] for k in keys} for f in case.report["findings"]
-                                        if f["fingerprint"] in gone])
-
-
 def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: ReportCase, azure: FakeAzure) -> None:
     env = pr_env(case, azure)
     one_line(publish(case, env))
@@ -416,7 +406,7 @@ def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: Repor
     plain, fixed = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(FIXED)["fingerprint"]]
     azure.reply(fixed, "Why is this wrong?", MEMBER)
     before = len(azure.requests)
-    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    line = one_line(publish(case, env, case.fixed(case.root, PLAIN, FIXED)))
     assert "1 thread(s) resolved, 1 answered thread(s) told the finding looks fixed" in line
     summary = f"/threads/{general(azure)[0]['id']}/"
     writes = [r for r in azure.requests[before:] if r.method != "GET" and "/threads/" in r.path
@@ -428,7 +418,7 @@ def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: Repor
         f"<!-- ocr-hook fixed fingerprint={case.finding(FIXED)['fingerprint']} -->")
     assert {t["status"] for fp, t in by_fingerprint(azure).items() if t is not plain} == {"active"}
     # The next run says nothing more in that thread.
-    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    line = one_line(publish(case, env, case.fixed(case.root, PLAIN, FIXED)))
     assert "answered" not in line and len(fixed["comments"]) == 3
 
 

@@ -303,15 +303,6 @@ def ours(fake: FakeBitbucket, case: ReportCase, message: str) -> dict[str, Any]:
     return fake.comment_with(7, f"<!-- ocr-hook fingerprint={case.finding(message)['fingerprint']} -->")
 
 
-def fixed_report(case: ReportCase, *messages: str) -> Path:
-    gone = {case.finding(m)["fingerprint"] for m in messages}
-    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
-    return case.with_findings("bb-fixed-" + "-".join(sorted(gone))[:40],
-                              findings=[f for f in case.report["findings"] if f["fingerprint"] not in gone],
-                              resolved=[{k: f[k] for k in keys} for f in case.report["findings"]
-                                        if f["fingerprint"] in gone])
-
-
 def test_findings_as_pull_request_comments_and_the_report_as_the_verdict(case: ReportCase, pr: FakeBitbucket) -> None:
     line = one_line(publish(case, comments_env(case, pr)))
     assert line == ("ocr-hook: publish: published comments on team/app pull request #7: 4 inline comment(s), "
@@ -334,7 +325,7 @@ def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: Repor
     plain, fixed = ours(pr, case, PLAIN), ours(pr, case, FIXED)
     pr.person_comment(7, "Why is this wrong?", MEMBER, parent=fixed)
     before = len(pr.requests)
-    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    line = one_line(publish(case, env, case.fixed(case.root, PLAIN, FIXED)))
     assert "1 thread(s) resolved, 1 answered thread(s) told the finding looks fixed" in line
     resolved = [r.path for r in pr.requests[before:] if r.path.endswith("/resolve")]
     assert resolved == [f"/2.0/repositories/team/app/pullrequests/7/comments/{plain['id']}/resolve"]
@@ -342,7 +333,7 @@ def test_a_fix_resolves_its_thread_and_answers_one_a_person_answered(case: Repor
     [answer] = [c for c in pr.comments[7] if (c.get("parent") or {}).get("id") == fixed["id"]
                 and c["user"]["uuid"] == BOT["uuid"]]
     assert answer["content"]["raw"].startswith(f"<!-- ocr-hook fixed fingerprint={case.finding(FIXED)['fingerprint']}")
-    line = one_line(publish(case, env, fixed_report(case, PLAIN, FIXED)))
+    line = one_line(publish(case, env, case.fixed(case.root, PLAIN, FIXED)))
     assert "answered" not in line and "resolved" not in line  # said once, resolved once
 
 

@@ -256,22 +256,11 @@ def test_a_reply_is_a_comment_on_the_same_line(case: Reviewed, gitea: FakeGitea,
     assert again.resolved is False and again.resolvable is False  # Gitea's API cannot resolve it
 
 
-def fixed_report(case: Reviewed, tmp: Path, *messages: str) -> Path:
-    """The report of a later push that fixed the findings with these messages (review memory resolved them)."""
-    gone = {case.finding(m)["fingerprint"] for m in messages}
-    keys = ("path", "fingerprint", "severity", "category", "message", "start_line", "end_line")
-
-    def edit(data: dict[str, Any]) -> None:
-        data["resolved"] = [{k: f[k] for k in keys} for f in data["findings"] if f["fingerprint"] in gone]
-        data["findings"] = [f for f in data["findings"] if f["fingerprint"] not in gone]
-    return case.variant(tmp, "fixed.json", edit)
-
-
 def test_a_fix_is_answered_in_its_thread_since_gitea_cannot_resolve_it(case: Reviewed, gitea: FakeGitea,
                                                                       pull: GiteaPull, tmp_path: Path) -> None:
     run(case, gitea, tmp_path)
     gitea.person_comment(7, PATH, 3, "Why is this wrong?", "maint")  # in the FIXED finding's conversation
-    fixed = fixed_report(case, tmp_path, PLAIN, FIXED)
+    fixed = case.fixed(tmp_path, PLAIN, FIXED)
     line = run(case, gitea, tmp_path, report=fixed)
     assert "2 answered thread(s) told the finding looks fixed" in line and "resolved" not in line
     replies = {c["path"] + f":{c['new_position']}": c["body"] for r in reviews_posted(gitea)[1:]

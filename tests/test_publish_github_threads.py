@@ -68,17 +68,6 @@ def publish(case: Reviewed, github: FakeGitHub, tmp: Path, report: Path | None =
                     command)
 
 
-def fixed_since(case: Reviewed, tmp: Path, *messages: str) -> Path:
-    """The next review's report after a push that fixed these findings (review memory resolved them)."""
-    gone = [case.finding(m) for m in messages]
-
-    def edit(d: dict[str, Any]) -> None:
-        d["findings"] = [f for f in d["findings"] if f["message"] not in messages]
-        d["resolved"] = [{k: f[k] for k in ("path", "fingerprint", "severity", "category", "message", "start_line",
-                                            "end_line")} for f in gone]
-    return case.variant(tmp, "fixed.json", edit)
-
-
 def opening(github: FakeGitHub, case: Reviewed, message: str) -> dict[str, Any]:
     """The comment ocr-hook opened the finding's thread with."""
     comment = github.comment_starting(7, f"<!-- ocr-hook fingerprint={case.finding(message)['fingerprint']} -->")
@@ -93,7 +82,7 @@ def test_a_fix_resolves_exactly_its_thread_and_answers_the_one_a_person_replied_
     github.reply_in_thread(7, answered, "I will rename it in this pull request.", "contributor")
     github.reply_in_thread(7, open_, "Is this really a bug?", "maint")  # a finding still raised: left alone
 
-    line = publish(case, github, tmp_path, fixed_since(case, tmp_path, FIXED, CONTEXT))
+    line = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED, CONTEXT))
     assert "1 thread(s) resolved, 1 answered thread(s) told the finding looks fixed" in line, line
     assert github.resolved == [(7, fixed)]  # exactly the fixed finding's thread, through resolveReviewThread
     assert pull.threads[answered].resolved is False and pull.threads[open_].resolved is False
@@ -106,7 +95,7 @@ def test_a_fix_resolves_exactly_its_thread_and_answers_the_one_a_person_replied_
 
     # The next run finds the thread resolved and its own reply: nothing is resolved or said twice.
     before = len(github.writes())
-    assert "nothing new to publish" in publish(case, github, tmp_path, fixed_since(case, tmp_path, FIXED, CONTEXT))
+    assert "nothing new to publish" in publish(case, github, tmp_path, case.fixed(tmp_path, FIXED, CONTEXT))
     assert len(github.writes()) == before
 
 
@@ -114,7 +103,7 @@ def test_a_token_that_may_not_resolve_is_one_line_and_exit_0(case: Reviewed, git
                                                              tmp_path: Path) -> None:
     github.no_contents_write.add(TOKEN)  # `pull-requests: write` only: GitHub answers FORBIDDEN to resolving
     publish(case, github, tmp_path, command="github-review")
-    line = publish(case, github, tmp_path, fixed_since(case, tmp_path, FIXED), command="github-review")
+    line = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED), command="github-review")
     assert line.startswith("ocr-hook: github-review: published a review on octo/app#7: "), line
     assert ("(GitHub refused to resolve or answer the fixed findings' threads: HTTP 403: Resource not accessible by "
             "integration (FORBIDDEN) (resolving a review thread needs `permissions: contents: write`") in line, line

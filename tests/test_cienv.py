@@ -239,3 +239,20 @@ def test_github_push_payload_problems(tmp_path: Path) -> None:
     # Other events (workflow_dispatch, schedule) name no base.
     assert github.detect({"GITHUB_EVENT_NAME": "schedule", "GITHUB_EVENT_PATH": str(bad)}) is None
     assert github.detect({"GITHUB_BASE_REF": ""}) is None
+
+
+@pytest.mark.parametrize(("environ", "number"), [
+    ({"GITHUB_ACTIONS": "true", "GITHUB_REF": "refs/pull/7/merge"}, "7"),
+    ({"GITHUB_ACTIONS": "true", "GITHUB_REF": "refs/heads/main"}, None),
+    ({"CI_MERGE_REQUEST_IID": "3"}, "3"),
+    ({"BITBUCKET_PR_ID": "12"}, "12"),
+    ({"SYSTEM_PULLREQUEST_PULLREQUESTID": "41"}, "41"),
+    ({"CHANGE_ID": "5"}, "5"),
+    ({"BUILDKITE_PULL_REQUEST": "false"}, None),
+    ({"BUILDKITE_PULL_REQUEST": "9"}, "9"),
+    ({}, None),
+])
+def test_the_request_number_each_ci_system_names(environ: dict[str, str], number: str | None) -> None:
+    from ocr_hook.cienv import request_number
+
+    assert request_number(environ) == number

@@ -172,13 +172,14 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     assert len(fake_api.requests) == sent
     assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
     # unidiff parses the diff, the project's guidance is part of the cache key and the cached finding's fix is
-    # settled against the others; the context pack is part of the key too, and comes from the pack memo (its
-    # types, not its builders); the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory
-    # finds the file already recorded by its digest, so nothing is masked; the budget does no arithmetic, so
-    # fractions stay unloaded; the cache and memory are read through os.path (pathlib would bring urllib and
-    # ipaddress); nothing else on the watch list is needed.
-    assert loaded == ["ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model", "ocr_hook.guidance",
-                      "unidiff"]
+    # settled against the others; the entry's pack is checked against the pack memo (its types, not its
+    # builders); the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file
+    # already recorded by its digest, so nothing is masked; the review history's entry names the pull request a
+    # CI job reviews (ocr_hook.cienv: a run with a finding writes or dedupes one); the budget does no arithmetic,
+    # so fractions stay unloaded; the cache, memory and history are read through os.path (pathlib would bring
+    # urllib and ipaddress); nothing else on the watch list is needed.
+    assert loaded == ["ocr_hook.cienv", "ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
+                      "ocr_hook.guidance", "unidiff"]
 
 
 # --- floors: every import points down the flow (DESIGN.md section 1) ---------------------------------------

@@ -229,7 +229,9 @@ def test_the_callers_search_of_a_large_change_set_is_batched(tmp_path: Path, fak
     assert first and f"call site of `{stem}_7_33` (main.py" in first[0]
 
 
-def test_each_files_list_of_the_others_is_a_view_not_a_copy() -> None:
+def test_the_view_of_the_other_files_reads_as_the_copy_per_file_did() -> None:
+    """Issue 55.12: each file's list of the others is prompts.OtherPaths over the run's one tuple (the agent's
+    run and delegate mode build it); it must read exactly as the copy it replaced. Its cost: bench_scale."""
     from ocr_hook.agent.prompts import OtherPaths, other_files_list
 
     paths = tuple(f"src/m{i}.py" for i in range(250))

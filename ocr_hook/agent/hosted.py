@@ -89,7 +89,8 @@ def briefs(job: ReviewJob) -> list[Brief]:
     prepare_contexts(job)
     mask = SecretMasker(mask_secrets)
     intent = job_intent(job)
-    paths = [f.path for f in job.change_set.files]
+    paths = tuple(f.path for f in job.change_set.files)
+    position = {path: i for i, path in enumerate(paths)}
     out = []
     for change in job.files:
         profile = _profile_of(job, change.path)
@@ -98,7 +99,7 @@ def briefs(job: ReviewJob) -> list[Brief]:
         pack = file_context(job, change)
         guidance = _masked_guidance(job.guidance.get(change.path), mask)
         task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
-                        budget=job.budget, other_paths=tuple(p for p in paths if p != change.path),
+                        budget=job.budget, other_paths=prompts.OtherPaths(paths, position.get(change.path)),
                         guidance=guidance, memory=plan, profile=profile, context=pack,
                         intent=intent[0] if intent is not None else None)
         rounds = max_rounds(job.settings, profile)

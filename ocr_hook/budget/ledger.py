@@ -64,11 +64,6 @@ def _money(value: Fraction | float | int) -> str:
     return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.2g}"
 
 
-def _seconds(value: float) -> str:
-    # The deadline is usually computed a few milliseconds before the budget is built: 599.98 -> "600".
-    return f"{round(value)} s" if value >= 10 else f"{value:.2g} s"
-
-
 class Budget:
     """Spending limits of one run. See the module docstring for the guarantee and its one edge."""
 

@@ -58,6 +58,16 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
     return None
 
 
+# The same systems, for the number of the pull or merge request (the review history, DESIGN.md section 18).
+REQUEST_NUMBERS: tuple[Callable[[Mapping[str, str]], str | None], ...] = tuple(
+    system.request_number for system in (github, gitlab, bitbucket, azure, jenkins, buildkite))
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull or merge request this job reviews (first system that names one), or None."""
+    return next((found for fn in REQUEST_NUMBERS if (found := fn(environ))), None)
+
+
 # The same systems, for what the pull or merge request says it is for (DESIGN.md section 12). Azure
 # Pipelines, Bitbucket Pipelines, Jenkins and Buildkite name no title or description in their variables.
 REQUEST_TEXTS: tuple[Callable[[Mapping[str, str]], str | None], ...] = (github.request_text, gitlab.request_text)

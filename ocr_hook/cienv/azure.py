@@ -34,3 +34,9 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
     """The pull request's source branch (review memory's line of work), without refs/heads/."""
     raw = value(environ, "SYSTEM_PULLREQUEST_SOURCEBRANCH")
     return raw.removeprefix("refs/heads/") or None
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull request's id (Azure Repos), else its number (a GitHub repository built in Azure Pipelines)."""
+    return value(environ, "SYSTEM_PULLREQUEST_PULLREQUESTID") or \
+        value(environ, "SYSTEM_PULLREQUEST_PULLREQUESTNUMBER") or None

@@ -30,3 +30,8 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
 def head_branch(environ: Mapping[str, str]) -> str | None:
     """The branch being built, a pull request's source branch (review memory's line of work)."""
     return value(environ, "BITBUCKET_BRANCH") or None
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull request's id, in a pull-request pipeline."""
+    return value(environ, "BITBUCKET_PR_ID") or None

@@ -31,3 +31,9 @@ def detect(environ: Mapping[str, str]) -> Guess | None:
 def head_branch(environ: Mapping[str, str]) -> str | None:
     """The branch being built, a pull request's source branch (review memory's line of work)."""
     return value(environ, "BUILDKITE_BRANCH") or None
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull request's number; Buildkite sets "false" outside pull requests."""
+    found = value(environ, "BUILDKITE_PULL_REQUEST")
+    return found if found and found != "false" else None

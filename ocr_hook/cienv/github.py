@@ -68,6 +68,12 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
     return value(environ, "GITHUB_HEAD_REF") or None
 
 
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull request's number: a pull_request run's GITHUB_REF is refs/pull/N/merge (Gitea's refs/pull/N/head)."""
+    ref = value(environ, "GITHUB_REF")
+    return ref.split("/")[2] if ref.startswith("refs/pull/") and ref.count("/") >= 3 else None
+
+
 def request_text(environ: Mapping[str, str]) -> str | None:
     """The pull request's title and body from the event payload (pull_request, pull_request_target);
     None for other events or an unreadable payload (intent is optional: no error)."""

@@ -38,6 +38,11 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
     return value(environ, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME") or None
 
 
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The merge request's IID (the number its URL shows)."""
+    return value(environ, "CI_MERGE_REQUEST_IID") or None
+
+
 def request_text(environ: Mapping[str, str]) -> str | None:
     """The merge request's title and description (CI_MERGE_REQUEST_TITLE, CI_MERGE_REQUEST_DESCRIPTION)."""
     title = value(environ, "CI_MERGE_REQUEST_TITLE")

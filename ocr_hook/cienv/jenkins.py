@@ -30,3 +30,8 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
     """A change request's source branch (CHANGE_BRANCH), else the branch being built (BRANCH_NAME; in a
     change-request build that is the request's name, e.g. PR-12, which is stable across its pushes)."""
     return value(environ, "CHANGE_BRANCH") or value(environ, "BRANCH_NAME") or None
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """A change request's id (CHANGE_ID, set by multibranch pipelines)."""
+    return value(environ, "CHANGE_ID") or None

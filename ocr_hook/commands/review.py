@@ -447,8 +447,9 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
 def _record_history(memory: MemoryStore, result: ReviewResult, settings: Settings, environ: Mapping[str, str],
                     feedback: Mapping[str, Mapping[str, int]]) -> None:
     """One history entry for `ocr-hook outcomes` (DESIGN.md 18), beside the memory of the same review."""
+    from ocr_hook.cienv import request_number
     from ocr_hook.hookenv import commit_time
-    from ocr_hook.tally.entry import entry_of, request_number
+    from ocr_hook.tally.entry import entry_of
 
     request = request_number(environ)
     source = "commit" if commit_time(environ) else ("ci" if request or environ.get("CI") else "manual")

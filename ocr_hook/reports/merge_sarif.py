@@ -62,7 +62,7 @@ def _importance(result: dict[str, Any]) -> tuple[Any, ...]:
     then reading order with the fingerprint and the message to break every tie (issue 55.7)."""
     path, start, _end, fingerprint = _place(result)
     rule = str(result.get("ruleId", ""))
-    return (1 if result.get("suppressions") else 0, -_rank(result), path, start, -_rank(result), rule, fingerprint,
+    return (1 if result.get("suppressions") else 0, -_rank(result), path, start, rule, fingerprint,
             str(result.get("message", {}).get("text", "")))
 
 

@@ -153,6 +153,26 @@ class JsonFileStore:
         finally:
             lock.release()
 
+    def _shards(self) -> list[Path]:
+        """The store's shard directories; none when the store or a shard is a symbolic link (not the store's:
+        never listed, never pruned through)."""
+        if self.link_below(self.directory) is not None:
+            return []
+        try:
+            return [p for p in self.directory.iterdir()
+                    if len(p.name) == 2 and set(p.name) <= _HEX and not p.is_symlink()]
+        except OSError:
+            return []
+
+    def keys(self) -> Iterator[str]:
+        """The key of every entry, in no particular order."""
+        for shard in self._shards():
+            try:
+                names = os.listdir(shard)
+            except OSError:
+                continue
+            yield from (name[:-5] for name in names if name.endswith(".json") and is_key(name[:-5]))
+
     def prune(self, keep: int, max_bytes: int | None = None, max_age_s: float | None = None) -> int:
         """Drop all but the `keep` most recently written entries, and more of the oldest while they
         total over `max_bytes` (the newest entry always stays) or were last written over `max_age_s` ago;
@@ -162,15 +182,7 @@ class JsonFileStore:
         already gone is simply skipped."""
         entries: list[tuple[float, int, Path]] = []
         now = time.time()
-        if self.link_below(self.directory) is not None:
-            return 0
-        try:
-            # A shard that is a symbolic link is not the store's: never listed, never pruned through.
-            shards = [p for p in self.directory.iterdir()
-                      if len(p.name) == 2 and set(p.name) <= _HEX and not p.is_symlink()]
-        except OSError:
-            return 0
-        for shard in shards:
+        for shard in self._shards():
             try:
                 names = os.listdir(shard)
             except OSError:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ocr_hook.digest import sha256_hex
-from ocr_hook.store.files import JsonFileStore, is_key
+from ocr_hook.store.files import JsonFileStore
 
 FORMAT_VERSION = 1
 HISTORY_DIR = "history"
@@ -57,23 +57,7 @@ def record(cache_dir: str | os.PathLike[str], repository: str, entry: Mapping[st
 def entries(cache_dir: str | os.PathLike[str], repository: str) -> Iterator[dict[str, Any]]:
     """Every readable entry of `repository`, in no particular order."""
     store = _store(cache_dir)
-    if store.link_below(store.directory) is not None:
-        return
-    try:
-        shards = sorted(os.listdir(store.directory))
-    except OSError:
-        return
-    for shard in shards:
-        folder = os.path.join(store.directory, shard)
-        if len(shard) != 2 or os.path.islink(folder):
-            continue
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            if not name.endswith(".json") or not is_key(name[:-5]):
-                continue
-            document = store.read(name[:-5])
-            if document is not None and document.get("repository") == repository:
-                yield document
+    for key in store.keys():
+        document = store.read(key)
+        if document is not None and document.get("repository") == repository:
+            yield document

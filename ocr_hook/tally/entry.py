@@ -6,7 +6,7 @@ and who dismissed it where). Baselined findings are the team's old debt, not thi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,8 +38,8 @@ def entry_of(result: ReviewResult, *, at: float, source: str, change: str | None
 
     `source`: "commit" (a git hook's review), "ci" or "manual"; `change`: review memory's line of work (a
     finding is fixed when a later complete review of its file in the same change no longer raises it);
-    `request`: the pull/merge request's number in CI; `feedback`: per fingerprint, the reactions and replies
-    people left on its comment (thumbs_up, thumbs_down, replies)."""
+    `request`: the pull/merge request's number in CI (cienv.request_number); `feedback`: per fingerprint, the
+    reactions and replies people left on its comment (thumbs_up, thumbs_down, replies)."""
     effort = {f.path: f.effort for f in result.files}
     raised = [_finding(f, effort.get(f.path)) for f in result.findings if f.suppressed != "baseline"]
     resolved = [_finding(f, effort.get(f.path)) for f in result.resolved]
@@ -51,20 +51,3 @@ def entry_of(result: ReviewResult, *, at: float, source: str, change: str | None
     if feedback:
         entry["feedback"] = {fp: dict(counts) for fp, counts in feedback.items()}
     return entry
-
-
-def request_number(environ: Mapping[str, str]) -> str | None:
-    """The pull/merge request this CI run reviews, from the variable each CI system sets for it."""
-    ref = environ.get("GITHUB_REF", "")
-    if ref.startswith("refs/pull/"):
-        return ref.split("/")[2]
-    for name in ("CI_MERGE_REQUEST_IID", "BITBUCKET_PR_ID", "SYSTEM_PULLREQUEST_PULLREQUESTID",
-                 "SYSTEM_PULLREQUEST_PULLREQUESTNUMBER", "CHANGE_ID", "BUILDKITE_PULL_REQUEST"):
-        value = (environ.get(name) or "").strip()
-        if value and value != "false":
-            return value
-    return None
-
-
-def fingerprints(entry: Mapping[str, Any], key: str) -> Sequence[str]:
-    return [item.get("fp", "") for item in entry.get(key) or () if isinstance(item, Mapping)]

@@ -23,18 +23,23 @@ def is_utf8(name: str) -> bool:
 
 def shown(name: str) -> str:
     """`name` as git's default quoting shows it when it is not UTF-8; otherwise unchanged."""
-    if is_utf8(name):
-        return name
-    out = ['"']
+    return name if is_utf8(name) else c_quoted(name, escape_high=True)
+
+
+def c_quoted(name: str, *, escape_high: bool) -> str:
+    """git's C quoting: the name in double quotes, `\\n`-style escapes, control bytes as octal escapes, and with
+    `escape_high` every byte above 0x7F too (what core.quotePath shows); without it those bytes stay as they
+    are (a diff header that `git apply` reads)."""
+    out = bytearray(b'"')
     for byte in name.encode("utf-8", "surrogateescape"):
         if byte in _C_ESCAPES:
-            out.append("\\" + _C_ESCAPES[byte])
-        elif byte < 0x20 or byte >= 0x7F:
-            out.append(f"\\{byte:03o}")
+            out += b"\\" + _C_ESCAPES[byte].encode()
+        elif byte < 0x20 or byte == 0x7F or (escape_high and byte > 0x7F):
+            out += f"\\{byte:03o}".encode()
         else:
-            out.append(chr(byte))
-    out.append('"')
-    return "".join(out)
+            out.append(byte)
+    out += b'"'
+    return out.decode("utf-8", "surrogateescape")
 
 
 def from_shown(text: str) -> str:

@@ -20,13 +20,13 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from ocr_hook.changes.names import c_quoted
 from ocr_hook.store.atomic import write_atomic
 
 if TYPE_CHECKING:  # annotations only: an empty patch (nothing staged) loads none of the findings' types
     from ocr_hook.findings import Finding, Fix
 
 CONTEXT_LINES = 3  # git's default, so the patch reads like `git diff`
-_C_ESCAPES = {7: "a", 8: "b", 9: "t", 10: "n", 11: "v", 12: "f", 13: "r", 34: '"', 92: "\\"}
 
 
 def git_quoted(name: str) -> str:
@@ -35,16 +35,7 @@ def git_quoted(name: str) -> str:
     raw = name.encode("utf-8", "surrogateescape")
     if not any(b < 0x20 or b == 0x7F or b in (34, 92) for b in raw):
         return name
-    out = bytearray(b'"')
-    for b in raw:
-        if b in _C_ESCAPES:
-            out += b"\\" + _C_ESCAPES[b].encode()
-        elif b < 0x20 or b == 0x7F:
-            out += f"\\{b:03o}".encode()
-        else:
-            out.append(b)
-    out += b'"'
-    return out.decode("utf-8", "surrogateescape")
+    return c_quoted(name, escape_high=False)
 
 
 def file_diff(path: str, old: str, new: str) -> str:

@@ -9,7 +9,6 @@ is run, so the settings of an idle hook run stay cheap. Paths by os.path: pathli
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -47,6 +46,8 @@ def claude_code_login(environ: Mapping[str, str]) -> str | None:
 
 
 def _has_oauth_account(path: str) -> bool:
+    import json  # (macOS only: an idle run elsewhere never loads it for this)
+
     try:
         with open(path, "rb") as fh:
             config = json.loads(fh.read())

@@ -39,8 +39,10 @@ def staged_repo(root: Path, before: Mapping[str, str], after: Mapping[str, str |
 
 
 def settings_for(root: Path, **overrides: Any) -> Settings:
+    """The shipped settings with the provider the review jobs' environments name (the Messages API); provider
+    auto is resolved when settings load, with the environment the review runs in."""
     settings = load(root, None, {}, environ={})
-    return settings._replace(**{"cache": False, **overrides})
+    return settings._replace(**{"cache": False, "provider": "anthropic", **overrides})
 
 
 @contextmanager

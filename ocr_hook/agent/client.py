@@ -66,11 +66,6 @@ def _check_message(response: Any) -> None:
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     """Fail early, naming the variable to set, instead of the SDK's TypeError on the first request."""
-    if settings.provider == "auto":  # settings loaded with another environment than this one: choose here
-        from ocr_hook.provider_auto import choose
-
-        provider, why = choose(environ, settings.claude_code_path)
-        settings = settings._replace(provider=provider, provider_choice=why)
     if settings.provider == "claude-code":  # Claude Code's own credentials, no API key needed
         from ocr_hook.agent.claude_code import check_credentials as check_claude_code
 
@@ -94,7 +89,9 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
         return
     if settings.provider == "auto":  # provider auto found neither a key nor Claude Code with a login
         raise NoReviewer("\n".join(ways_in(settings.provider_choice)))
-    if environ.get("ANTHROPIC_API_KEY") or environ.get("ANTHROPIC_AUTH_TOKEN") or environ.get("ANTHROPIC_PROFILE"):
+    from ocr_hook.provider_auto import api_key_variable
+
+    if api_key_variable(environ):
         return
     raise ConfigError("no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment")
 

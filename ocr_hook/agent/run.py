@@ -347,11 +347,6 @@ def review_files(job: ReviewJob) -> ReviewResult:
 
 async def review_files_async(job: ReviewJob) -> ReviewResult:
     started = time.monotonic()
-    if job.settings.provider == "auto":  # settings loaded with another environment than the job's: choose here
-        from ocr_hook.provider_auto import choose
-
-        provider, why = choose(job.environ, job.settings.claude_code_path)
-        job.settings = job.settings._replace(provider=provider, provider_choice=why)
     results, to_review = _lookup_cache(job)
     return await _review_uncached(job, results, to_review, started)
 

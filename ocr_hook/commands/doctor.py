@@ -158,6 +158,7 @@ def check_credentials(ctx: _Context) -> list[Check]:
     if ctx.settings is None:
         return []
     from ocr_hook.agent import check_credentials as check
+    from ocr_hook.provider_auto import api_key_variable
 
     settings, environ = ctx.settings, ctx.environ
     chosen = _provider_line(settings)
@@ -180,7 +181,7 @@ def check_credentials(ctx: _Context) -> list[Check]:
     ctx.credentials = True
     if settings.provider != "anthropic":
         return [Check("credentials", OK, f"provider {settings.provider}: region and credentials found")]
-    used = next(n for n in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE") if environ.get(n))
+    used = api_key_variable(environ)
     return [*chosen, Check("credentials", OK, f"{used} is set (value not shown)")]
 
 

@@ -166,10 +166,10 @@ def test_threads_are_read_as_posted(github: FakeGitHub) -> None:
     assert one == Posted(
         bot, OURS.format("1" * 32), id=str(first), thread=f"PRRT_{first}", resolved=True, resolvable=True,
         created_at=one.created_at, replies=(
-            Reply("contributor", "It is on purpose.", one.replies[0].at, bot=False, can_write=False),
-            Reply("maint", "Agreed, by design.", one.replies[1].at, bot=False, can_write=True),
-            Reply("coderabbitai[bot]", "<!-- a bot's note -->", one.replies[2].at, bot=True, can_write=False),
-            Reply("owner", "Resolving.", one.replies[3].at, bot=False, can_write=True)),
+            Reply("contributor", "It is on purpose.", one.replies[0].at, bot=False),
+            Reply("maint", "Agreed, by design.", one.replies[1].at, bot=False),
+            Reply("coderabbitai[bot]", "<!-- a bot's note -->", one.replies[2].at, bot=True),
+            Reply("owner", "Resolving.", one.replies[3].at, bot=False)),
         state="", resolved_by="maint", resolved_by_bot=False, resolved_by_can_write=True, resolved_at="",
         thumbs_up=2, thumbs_down=1, path="a.py")
     assert one.created_at < one.replies[0].at < one.replies[3].at  # ISO 8601, oldest first

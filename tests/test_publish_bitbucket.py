@@ -362,8 +362,8 @@ def test_the_adapter_reads_who_resolved_their_access_and_replies(case: ReportCas
     assert (p.resolved, p.resolvable, p.resolved_by, p.resolved_by_bot, p.resolved_by_can_write, p.path) == (
         True, True, MEMBER["uuid"], False, True, PATH)
     assert p.resolved_at == plain["resolution"]["created_on"]
-    assert [(r.author, r.body, r.bot, r.can_write) for r in p.replies] == [
-        (MEMBER["uuid"], "Intended: f3 multiplies on purpose.", False, True), ("{app}", "Agreed.", True, False)]
+    assert [(r.author, r.body, r.bot) for r in p.replies] == [
+        (MEMBER["uuid"], "Intended: f3 multiplies on purpose.", False), ("{app}", "Agreed.", True)]
     assert (posted[str(fixed["id"])].resolved_by, posted[str(fixed["id"])].resolved_by_can_write) == (
         AUTHOR["uuid"], True)  # (the review then does not count the pull request's author)
     assert posted[str(context["id"])].resolved_by_can_write is False  # read access only

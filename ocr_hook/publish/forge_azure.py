@@ -39,7 +39,6 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -200,12 +199,12 @@ class AzureAdapter:
         later = [c for c in comments[1:] if isinstance(c, dict) and not c.get("isDeleted")
                  and c.get("commentType") != "system"]
         replies = tuple(Reply(_id(c.get("author")), str(c.get("content") or ""), str(c.get("publishedDate") or ""),
-                              bot=_service(c.get("author")), can_write=not _service(c.get("author")))
+                              bot=_service(c.get("author")))
                         for c in later)
         theirs = [r for r in replies if r.author not in ("", self._me)]
         by = theirs[-1] if status in CLOSED and theirs else None
-        if by is not None and by.can_write and status in DISMISSING and _id(first.get("author")) == self._me:
-            by = replace(by, can_write=self._can_write(by.author))
+        by_can_write = (by is not None and not by.bot and status in DISMISSING and _id(first.get("author")) == self._me
+                        and self._can_write(by.author))
         liked = first.get("usersLiked")
         context = t.get("threadContext") if isinstance(t.get("threadContext"), dict) else {}
         path = context.get("filePath")
@@ -214,7 +213,7 @@ class AzureAdapter:
                       resolved=status in CLOSED, created_at=str(first.get("publishedDate") or ""), replies=replies,
                       state="" if status == "active" else status,
                       resolved_by=by.author if by else "", resolved_by_bot=by.bot if by else False,
-                      resolved_by_can_write=by.can_write if by else False,
+                      resolved_by_can_write=by_can_write,
                       resolved_at=str(t.get("lastUpdatedDate") or "") if by else "",
                       thumbs_up=sum(1 for u in liked if not _service(u)) if isinstance(liked, list) else 0,
                       path=path[1:] if isinstance(path, str) and path.startswith("/") else "")

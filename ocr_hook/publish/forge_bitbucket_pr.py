@@ -109,8 +109,7 @@ class BitbucketPullRequestAdapter:
         resolution = c.get("resolution") if isinstance(c.get("resolution"), dict) else None
         by = _uuid(resolution.get("user")) if resolution else ""
         replies = tuple(Reply(_uuid(d.get("user")), str((d.get("content") or {}).get("raw") or ""),
-                              str(d.get("created_on") or ""), bot=_bot(d.get("user")),
-                              can_write=ours and self._can_write(_uuid(d.get("user"))))
+                              str(d.get("created_on") or ""), bot=_bot(d.get("user")))
                         for d in sorted(later, key=lambda d: d.get("id") or 0))
         inline = c.get("inline") if isinstance(c.get("inline"), dict) else {}
         resolver = resolution.get("user") if resolution else None

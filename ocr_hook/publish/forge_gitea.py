@@ -104,7 +104,7 @@ class GiteaAdapter:
         resolver = c.get("resolver") if isinstance(c.get("resolver"), dict) else None
         by = _login({"user": resolver}) if resolver else ""
         replies = tuple(Reply(_login(d), str(d.get("body") or ""), str(d.get("created_at") or ""),
-                              bot=_bot(d.get("user")), can_write=ours and self._can_write(_login(d)))
+                              bot=_bot(d.get("user")))
                         for d in later)
         self._where[str(c.get("id", ""))] = (str(c.get("path") or ""), _int(c.get("position")),
                                              _int(c.get("original_position")))

@@ -7,16 +7,16 @@ Posted: its first comment (author, body, REST id for a reply), the thread's node
 and by whom, its later comments as replies, and the 👍/👎 people gave the first comment.
 
 Spellings are REST's, as the rest of the adapter reads them: GraphQL names a bot `github-actions` where REST
-(and `GET /user`) say `github-actions[bot]`, so a Bot's login gets the suffix back. Write access as GitHub
-gives it with a comment: `authorAssociation` OWNER, MEMBER or COLLABORATOR (a bot never counts). Who resolved
-a thread (`resolvedBy`, a User) has no association: the adapter asks REST for that person's permission.
+(and `GET /user`) say `github-actions[bot]`, so a Bot's login gets the suffix back. Who resolved a thread
+(`resolvedBy`, a User) has no association with the repository in GraphQL: the adapter asks REST for that
+person's permission.
 
 tests/test_github_graphql.py validates every document here against GitHub's published schema.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,6 @@ _COMMENT = """
 fragment ThreadComment on PullRequestReviewComment {
   fullDatabaseId
   author { __typename login }
-  authorAssociation
   createdAt
   body
 }
@@ -93,7 +92,6 @@ mutation ResolveThread($thread: ID!) {
 
 DOCUMENTS = (THREADS, MORE_COMMENTS, AUTHOR, RESOLVE)  # every document the adapter sends
 
-WRITERS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})  # authorAssociation values that mean write access
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})  # REST's collaborator permission that does
 
 
@@ -186,10 +184,6 @@ def thumbs(comment: Any) -> tuple[int, int]:
     return counts["THUMBS_UP"], counts["THUMBS_DOWN"]
 
 
-def can_write(comment: Mapping[str, Any], who: Actor) -> bool:
-    return not who.bot and comment.get("authorAssociation") in WRITERS
-
-
 def thread_posted(thread: Thread, resolver_can_write: bool) -> Posted | None:
     """The thread as the plan reads it (None for a thread without comments, which GitHub does not list)."""
     if not thread.comments:
@@ -202,8 +196,7 @@ def thread_posted(thread: Thread, resolver_can_write: bool) -> Posted | None:
         if not isinstance(c, dict):
             raise ShapeError("a comment that is not an object")
         who = actor(c.get("author"))
-        replies.append(Reply(who.login, str(c.get("body") or ""), str(c.get("createdAt") or ""), who.bot,
-                             can_write(c, who)))
+        replies.append(Reply(who.login, str(c.get("body") or ""), str(c.get("createdAt") or ""), who.bot))
     opener = actor(first.get("author"))
     resolver = thread.resolver if thread.resolved else Actor("", False)
     # state stays "": GitHub's threads are open or resolved, nothing more. resolved_at stays "": GitHub keeps

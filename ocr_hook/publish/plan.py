@@ -113,7 +113,6 @@ class Reply:
     body: str
     at: str = ""  # when, ISO 8601 as the forge gives it
     bot: bool = False  # the forge says the author is a bot or app
-    can_write: bool = False  # the forge says the author has write access to the repository
 
 
 @dataclass(frozen=True, slots=True)

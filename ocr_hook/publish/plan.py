@@ -320,16 +320,20 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
             comments.append(Inline(f, start, end))
     fixed = fixed_fingerprints(report, before.threads)
     open_fixed = [(fp, p) for fp, p in sorted(before.threads.items()) if fp in fixed and not p.resolved and p.thread]
-    resolve = tuple(p for _fp, p in open_fixed if p.resolvable and not person_replied(p, before.names))
-    # A thread the forge cannot resolve (Gitea's) is replied to instead, once, as one a person answered.
-    replies = tuple((p, fixed_reply_body(fp, person_replied(p, before.names))) for fp, p in open_fixed
-                    if (person_replied(p, before.names) or not p.resolvable) and not replied_fixed(p, before.names))
+    resolve: list[Posted] = []
+    replies: list[tuple[Posted, str]] = []
+    for fp, p in open_fixed:
+        answered = person_replied(p, before.names)
+        if p.resolvable and not answered:
+            resolve.append(p)
+        elif not replied_fixed(p, before.names):  # answered, or a forge that cannot resolve (Gitea): one reply
+            replies.append((p, fixed_reply_body(fp, answered)))
     unchanged = before.last_review == (report.exit_code, report.status)
     post = bool(new) or not unchanged or bool(resolve) or bool(replies)
     note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""
     on_forge = sum(1 for f in report.findings if f.suppressed == "dismissed" and f.extra.get("dismissed_in"))
-    return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, resolve, note,
-                replies, on_forge, kind)
+    return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, tuple(resolve), note,
+                tuple(replies), on_forge, kind)
 
 
 def importance(f: Finding) -> tuple[Any, ...]:

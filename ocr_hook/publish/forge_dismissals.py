@@ -13,14 +13,14 @@ and a refusal there is a note that leaves the dismissals standing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ocr_hook.findings.dismissals import ForgeDismissal
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
-from ocr_hook.publish.plan import Posted, comment_fingerprint, forge_dismissals, identity_names, one_line
+from ocr_hook.publish.plan import Posted, earlier, forge_dismissals, one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,7 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
             me = adapter.identity()
             posted = adapter.existing()
             found = forge_dismissals(posted, me, adapter.author(), where)
+            before = earlier(posted, me)  # ocr-hook's own threads, by fingerprint
         except ApiRefusal as exc:
             hint = adapter.hints.get(exc.status or 0)
             return Read(where=where, note=f"dismissals on {where} not read: {one_line(str(exc))}"
@@ -67,26 +68,23 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
         except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
             return Read(where=where, note=f"dismissals on {where} not read: {adapter.forge} answered with a shape "
                                           f"its API does not describe ({exc.__class__.__name__}); every finding counts")
-        posted, note = _with_thumbs(adapter, posted, me, deadline, where) if feedback else (posted, None)
+        threads, note = _with_thumbs(adapter, before.threads, deadline, where) if feedback else (before.threads, None)
         # a person whose access the forge would not tell (Azure: the permission read was refused) dismissed nothing
         note = "; ".join(n for n in (getattr(adapter, "note", None), note) if n) or None
     finally:
         adapter.close()
-    return Read(found, where, note=note, feedback=reactions(posted, me))
+    return Read(found, where, note=note, feedback=reactions(threads, before.names))
 
 
-def _with_thumbs(adapter: object, posted: list[Posted], me: str | frozenset[str], deadline: float,
-                 where: str) -> tuple[list[Posted], str | None]:
-    """`posted` with 👍/👎 on ocr-hook's own comments, on a forge that needs a request per comment for them
+def _with_thumbs(adapter: object, threads: Mapping[str, Posted], deadline: float,
+                 where: str) -> tuple[dict[str, Posted], str | None]:
+    """Our threads with 👍/👎 on their opening comments, on a forge that needs a request per comment for them
     (the adapter's thumbs()); as many as the deadline leaves. A refusal stops there and is the note."""
+    out = dict(threads)
     thumbs = getattr(adapter, "thumbs", None)
     if thumbs is None:
-        return posted, None
-    names = identity_names(me)
-    out = list(posted)
-    for i, p in enumerate(out):
-        if p.author not in names or comment_fingerprint(p.body) is None:
-            continue
+        return out, None
+    for fp, p in threads.items():
         try:
             up, down = thumbs(p)
         except ApiRefusal as exc:
@@ -96,18 +94,14 @@ def _with_thumbs(adapter: object, posted: list[Posted], me: str | frozenset[str]
         except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:
             return out, (f"reactions on {where} not read: the answer has a shape the forge's API does not "
                          f"describe ({exc.__class__.__name__}); the dismissals count")
-        out[i] = replace(p, thumbs_up=up, thumbs_down=down)
+        out[fp] = replace(p, thumbs_up=up, thumbs_down=down)
     return out, None
 
 
-def reactions(posted: Sequence[Posted], me: str | frozenset[str]) -> dict[str, dict[str, int]]:
-    """Per fingerprint of ocr-hook's own comments, the people's 👍, 👎 and replies on it (none: left out)."""
-    names = identity_names(me)
+def reactions(threads: Mapping[str, Posted], names: frozenset[str]) -> dict[str, dict[str, int]]:
+    """Per fingerprint of ocr-hook's own threads, the people's 👍, 👎 and replies on it (none: left out)."""
     out: dict[str, dict[str, int]] = {}
-    for p in posted:
-        fp = comment_fingerprint(p.body) if p.author in names else None
-        if fp is None:
-            continue
+    for fp, p in threads.items():
         replies = sum(1 for r in p.replies if not r.bot and r.author not in names)
         if p.thumbs_up or p.thumbs_down or replies:
             out[fp] = {"thumbs_up": p.thumbs_up, "thumbs_down": p.thumbs_down, "replies": replies}

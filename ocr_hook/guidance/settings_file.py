@@ -12,14 +12,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook.changes import git
+from ocr_hook.changes.diff_parse import SYMLINK_MODE
 from ocr_hook.guidance.resolve import trusted_revision
 from ocr_hook.settings import REPO_CONFIG_NAME, RepoFile, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.changes.collect import Sides
     from ocr_hook.changes.model import ChangeSet
-
-_SYMLINK_MODE = "120000"
 
 
 def reads_trusted(change_set: ChangeSet) -> bool:
@@ -44,7 +43,7 @@ def repo_file_at(repo_root: str, revision: str | None) -> RepoFile:
     if entry is None:
         return RepoFile(None, label)
     mode, kind, sha = entry.split("\t", 1)[0].split(" ")
-    if kind != "blob" or mode == _SYMLINK_MODE:  # a link or a directory is no settings file (never followed)
+    if kind != "blob" or mode == SYMLINK_MODE:  # a link or a directory is no settings file (never followed)
         return RepoFile(None, label)
     data = git.run_git(repo_root, ["cat-file", "blob", sha]).stdout
     try:

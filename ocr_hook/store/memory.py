@@ -283,10 +283,9 @@ def open_memory(cache_dir: str | os.PathLike[str], repo_root: str, scope: Scope,
     return MemoryStore(cache_dir, repository, line)
 
 
-def last_review_findings(cache_dir: str | os.PathLike[str],
-                         repo_root: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
-    """The findings of the most recent review recorded for this repository (any line of work), as JSON
-    report finding objects; None when nothing is remembered (or what is stored is unreadable)."""
+def _latest(cache_dir: str | os.PathLike[str],
+            repo_root: str | os.PathLike[str]) -> tuple[str, dict[str, Any], list[Finding]] | None:
+    """The repository's id, its latest review's document and findings; None when nothing (readable) is kept."""
     try:
         repo = repository_id(repo_root)
     except Exception:  # not a repository any more, git missing: nothing remembered
@@ -295,10 +294,17 @@ def last_review_findings(cache_dir: str | os.PathLike[str],
     if data is None or data.get("repo") != repo:
         return None
     try:
-        findings = findings_from_json(data.get("findings"))
+        return repo, data, findings_from_json(data.get("findings"))
     except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
         return None
-    return [finding_to_report(f) for f in findings]
+
+
+def last_review_findings(cache_dir: str | os.PathLike[str],
+                         repo_root: str | os.PathLike[str]) -> list[dict[str, Any]] | None:
+    """The findings of the most recent review recorded for this repository (any line of work), as JSON
+    report finding objects; None when nothing is remembered (or what is stored is unreadable)."""
+    latest = _latest(cache_dir, repo_root)
+    return None if latest is None else [finding_to_report(f) for f in latest[2]]
 
 
 class LastReview(NamedTuple):
@@ -317,18 +323,10 @@ def source_digest(text: str) -> str:
 def last_review(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> LastReview | None:
     """The most recent review recorded for this repository (any line of work), with its files' digests;
     None when nothing is remembered (or what is stored is unreadable)."""
-    try:
-        repo = repository_id(repo_root)
-    except Exception:  # not a repository any more, git missing: nothing remembered
+    found = _latest(cache_dir, repo_root)
+    if found is None or not isinstance(found[1].get("line"), str):
         return None
-    store = _store(cache_dir)
-    latest = store.read(_digest("latest", repo))
-    if latest is None or latest.get("repo") != repo or not isinstance(latest.get("line"), str):
-        return None
-    try:
-        findings = findings_from_json(latest.get("findings"))
-    except (ValueError, KeyError, TypeError, RecursionError, OverflowError):
-        return None
+    repo, latest, findings = found
     record = MemoryStore(cache_dir, repo, latest["line"])._read()
     sources = {str(path): entry["source"] for path, entry in record.items()
                if isinstance(entry, dict) and isinstance(entry.get("source"), str)}

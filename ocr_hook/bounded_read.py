@@ -53,6 +53,14 @@ def _components(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> l
     return found
 
 
+def private_dir(st: os.stat_result) -> bool:
+    """A directory this user owns and nobody else may write (what the cache, the store and the warm sockets
+    live in)."""
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def unsafe_component(base: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
     """The first directory or file from `base` (exclusive) down to `path` that is a symbolic link or, on POSIX,
     a directory another user owns or others may write: below a cache directory several users share, another
@@ -68,7 +76,7 @@ def unsafe_component(base: str | os.PathLike[str], path: str | os.PathLike[str])
             continue
         if stat.S_ISLNK(st.st_mode):
             return current
-        if os.name == "posix" and stat.S_ISDIR(st.st_mode) and (st.st_uid != os.getuid() or st.st_mode & 0o022):
+        if os.name == "posix" and stat.S_ISDIR(st.st_mode) and not private_dir(st):
             return current
     return None
 

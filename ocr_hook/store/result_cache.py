@@ -86,7 +86,7 @@ def run_cache_dir(cache_dir: str | None, environ: Mapping[str, str] = os.environ
 
 
 def _private_or_absent(path: str) -> bool:
-    import stat
+    from ocr_hook.bounded_read import private_dir
 
     try:
         st = os.lstat(path)
@@ -94,7 +94,7 @@ def _private_or_absent(path: str) -> bool:
         return True
     except OSError:
         return True  # unreadable: the store that opens it says so
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+    return private_dir(st)
 
 
 def cache_key(parts: Mapping[str, str]) -> str:

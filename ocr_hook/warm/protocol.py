@@ -79,9 +79,9 @@ def trusted_root(path: str) -> bool:
         return True
     except OSError:
         return False
-    import stat
+    from ocr_hook.bounded_read import private_dir
 
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
+    return private_dir(st)
 
 
 def socket_dir(environ: Mapping[str, str]) -> str:

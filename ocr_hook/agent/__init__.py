@@ -44,7 +44,8 @@ class ReviewJob:
     cached one too, creates this type, and a dataclass compiles its methods from source when it is defined."""
 
     __slots__ = ("budget", "cache", "change_set", "context_failures", "contexts", "contexts_cut", "environ", "files",
-                 "guidance", "intent", "memory", "memory_id", "on_event", "profiles", "settings", "snapshot")
+                 "guidance", "intent", "memory", "memory_id", "on_event", "packs_memo_kept", "profiles", "settings",
+                 "snapshot")
 
     def __init__(self, change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileChange], settings: Settings,
                  budget: Budget, cache: ResultCache | None, *,
@@ -79,6 +80,7 @@ class ReviewJob:
         self.context_failures: set[str] = set()  # files whose pack could not be built (a bug of ours)
         # Files whose pack the packs' deadline (or a failed search) cut: what it holds depends on the machine's load.
         self.contexts_cut: set[str] = set()
+        self.packs_memo_kept = False  # the pack memo holds this run's packs already (read or written this run)
 
 
 def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:

@@ -90,7 +90,7 @@ def pack_record(pack: PackSummary | None) -> tuple[str | None, int, int] | None:
     its place when the deadline (or a failed search) cut it, and the counts coverage shows."""
     if pack is None:
         return None
-    return (sha256_hex(pack.text.encode("utf-8", "surrogateescape")) if pack.complete else None, pack.entries, pack.cut)
+    return (_pack_digest(pack) if pack.complete else None, pack.entries, pack.cut)
 
 
 def pack_still_fits(remembered: tuple[str | None, int, int] | None, today: PackSummary | None) -> bool:
@@ -103,7 +103,11 @@ def pack_still_fits(remembered: tuple[str | None, int, int] | None, today: PackS
         return True
     if remembered is None or today is None:
         return remembered is None and today is None
-    return remembered[0] == sha256_hex(today.text.encode("utf-8", "surrogateescape"))
+    return remembered[0] == _pack_digest(today)
+
+
+def _pack_digest(pack: PackSummary) -> str:
+    return sha256_hex(pack.text.encode("utf-8", "surrogateescape"))
 
 
 def file_context(job: ReviewJob, change: FileChange) -> ContextPack | None:
@@ -401,12 +405,14 @@ def _pack_summaries(job: ReviewJob, cache: ResultCache) -> dict[str, PackSummary
     key = _memo_key(job) if not job.contexts else None
     remembered = cache.get_packs(key) if key is not None else None
     if remembered is not None and remembered.keys() == {f.path for f in job.files}:
+        job.packs_memo_kept = True
         return remembered
     prepare_contexts(job)
     packs = {change.path: file_summary(job, change, file_context(job, change)) for change in job.files}
     if key is not None and not job.context_failures:
         # Packs the clock cut are kept as cut: a cached review never depends on them (pack_still_fits).
         cache.put_packs(key, packs)
+        job.packs_memo_kept = True
     return packs
 
 
@@ -421,7 +427,7 @@ def _memo_key(job: ReviewJob) -> str | None:
 
 def _remember_packs(job: ReviewJob) -> None:
     """After a review that built every file's pack, the pack memo for the next run's lookups."""
-    if job.cache is None or not job.settings.context or job.context_failures:
+    if job.cache is None or not job.settings.context or job.context_failures or job.packs_memo_kept:
         return
     if any(change.path not in job.contexts for change in job.files):
         return

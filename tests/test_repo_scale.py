@@ -60,6 +60,25 @@ def test_a_name_that_is_not_utf8_is_reviewed_and_shown_as_git_shows_it(tmp_path:
     assert json.loads(staged.stdout)["coverage"]["reviewed"] == [LATIN1_SHOWN]
 
 
+def test_a_rename_between_names_that_are_not_utf8_is_reviewed(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                              sdk_env: dict[str, str]) -> None:
+    """The patch's header names both sides of a rename (`diff --git`, `rename from`, `rename to`): each is shown
+    as git shows it, or the file's first message cannot be sent."""
+    repo = make_repo(tmp_path / "repo")
+    write(repo, LATIN1, "def price():\n    return 1\n\n\ndef tax():\n    return 2\n")
+    commit_all(repo, "first")
+    renamed = "cr\udce8me.py"  # b"cr\xe8me.py"
+    git(repo, "mv", LATIN1, renamed)
+    write(repo, renamed, "def price():\n    return 1\n\n\ndef tax():\n    return 3\n")
+    git(repo, "add", "-A")
+    fake_api.script("return 3", [task_done()])
+    proc = run_cli(repo, "review", "--format", "json", env=sdk_env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["coverage"]["reviewed"] == ['"cr\\350me.py"']
+    opening = _user_text(fake_api.requests_for("return 3")[0].body)
+    assert 'rename from "caf\\351.py"' in opening and 'rename to "cr\\350me.py"' in opening
+
+
 # --- sizes first (55.3) -----------------------------------------------------------------------------------
 
 BIG_BYTES = 96 * 1024 * 1024  # a blob git reports by size; big enough that reading it shows in the memory peak

@@ -96,9 +96,9 @@ class ClaudeCodeReview(FileReview):
     async def _plan(self, rounds: int) -> tuple[str | None, int]:
         """The read-only look around, as on the API path: its last message's text is the checklist."""
         change = self.task.change
-        first = prompts.plan_message(self.path, str(change.status), change.changed_lines, self.mask(change.patch),
-                                     self.task.other_paths, rounds, _context_text(self.task, self.mask),
-                                     self.task.intent)
+        first = prompts.plan_message(self.path, str(change.status), change.changed_lines,
+                                     prompts.its_patch(change, self.mask), self.task.other_paths, rounds,
+                                     _context_text(self.task, self.mask), self.task.intent)
         if rounds == 1:
             first += "\n\n" + prompts.plan_last_round()
         noted = False

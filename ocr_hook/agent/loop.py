@@ -247,7 +247,7 @@ class FileReview:
         change = self.task.change
         conv = self._new_conversation("plan", await self._context_window(self.settings.model_for("plan")))
         conv.add_user([text_block(prompts.plan_message(
-            self.path, str(change.status), change.changed_lines, self.mask(change.patch),
+            self.path, str(change.status), change.changed_lines, prompts.its_patch(change, self.mask),
             self.task.other_paths, rounds, _context_text(self.task, self.mask), self.task.intent))])
         model = self.settings.model_for("plan")
         for round_no in range(1, rounds + 1):
@@ -444,7 +444,7 @@ async def first_main_message(task: FileTask, mask: SecretMasker, rounds: int, ch
     if opening is None:
         change = task.change
         opening = prompts.main_message(
-            change.path, str(change.status), change.changed_lines, mask(change.patch),
+            change.path, str(change.status), change.changed_lines, prompts.its_patch(change, mask),
             task.other_paths, rounds, mask(checklist) if checklist else None,
             await _opening_text(task, mask), _context_text(task, mask), task.intent)
     return opening

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,7 @@ from ocr_hook.digest import sha256
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance
+    from ocr_hook.changes.model import FileChange
 
 PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
@@ -37,12 +38,6 @@ def render(name: str, **values: object) -> str:
 
     # A file's name as git shows it: a name that is not UTF-8 cannot go out as JSON otherwise.
     return Template(template(name)).substitute({k: shown(str(v)) if k == "path" else str(v) for k, v in values.items()})
-
-
-def shown_patch(patch: str, path: str) -> str:
-    from ocr_hook.changes.names import shown_patch as _shown_patch
-
-    return _shown_patch(patch, path)
 
 
 def fence(text: str, info: str = "") -> str:
@@ -136,10 +131,19 @@ def other_files_list(paths: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def its_patch(change: FileChange, mask: Callable[[str], str]) -> str:
+    """A file's patch as the model is sent it: the names in its header as git shows them (before the mask makes
+    the text sendable, which would turn a name that is not UTF-8 into replacement characters), secrets masked."""
+    from ocr_hook.changes.names import shown_patch
+
+    return mask(shown_patch(change.patch, change.path, change.old_path))
+
+
 def plan_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
                  rounds: int, context: str | None = None, intent: str | None = None) -> str:
+    """`diff`: the file's patch as sent (its_patch)."""
     text = render("plan.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
-                  other_files=other_files_list(other_paths), diff=fence(shown_patch(diff, path), "diff"))
+                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"))
     return _with_context(text, context, intent)
 
 
@@ -159,10 +163,11 @@ def _with_context(text: str, context: str | None, intent: str | None) -> str:
 def main_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
                  rounds: int, checklist: str | None, file_text: tuple[str, str] | None = None,
                  context: str | None = None, intent: str | None = None) -> str:
-    """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text)."""
+    """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text);
+    `diff` as plan_message takes it."""
     checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
     text = render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
-                  other_files=other_files_list(other_paths), diff=fence(shown_patch(diff, path), "diff"),
+                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"),
                   checklist=checklist_text)
     if file_text is not None:
         lines, extent = file_text

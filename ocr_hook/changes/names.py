@@ -68,12 +68,15 @@ def from_shown(text: str) -> str:
 
 def shown_patch(patch: str, path: str, old_path: str | None = None) -> str:
     """A file's patch with its header naming the file as git's default quoting does (only the header lines
-    before the first hunk; the content is the file's own)."""
+    before the first hunk, `a/`/`b/` names and a rename's or copy's `from`/`to` lines alike; the content is
+    the file's own)."""
     names = [n for n in dict.fromkeys([path, old_path or path]) if not is_utf8(n)]
     if not names:
         return patch
+    import re
+
     head, sep, body = patch.partition("\n@@")
-    for name in names:
-        for prefix in ("a/", "b/"):
-            head = head.replace(prefix + name, shown(prefix + name))
+    # Longest first, so that `a/NAME` is quoted whole rather than NAME inside it.
+    spelled = sorted({p + n for n in names for p in ("a/", "b/", "")}, key=len, reverse=True)
+    head = re.sub("|".join(map(re.escape, spelled)), lambda m: shown(m.group(0)), head)
     return head + sep + body

@@ -111,7 +111,10 @@ def private_scratch() -> Iterator[Path]:
         yield scratch
 
 
-def sign_in_hint(cli: str) -> str:
+SIGN_IN_PROBLEM = "provider claude-code found no Claude Code credentials"
+
+
+def sign_in_fix(cli: str) -> str:
     """What to run to give this Claude Code a credential, naming the very CLI that will review: the bundled one
     is not on PATH, so a bare `claude` would be another one, or none."""
     import shlex
@@ -120,8 +123,12 @@ def sign_in_hint(cli: str) -> str:
     on_path = shutil.which("claude")
     same = on_path is not None and os.path.realpath(on_path) == os.path.realpath(cli)
     command = "claude" if same else shlex.quote(cli)
-    return (f"provider claude-code found no Claude Code credentials: run `{command} auth login` (a Claude plan; "
-            "its `setup-token` gives CLAUDE_CODE_OAUTH_TOKEN for CI), or set ANTHROPIC_API_KEY")
+    return (f"run `{command} auth login` (a Claude plan; its `setup-token` gives CLAUDE_CODE_OAUTH_TOKEN for CI), "
+            "or set ANTHROPIC_API_KEY")
+
+
+def sign_in_hint(cli: str) -> str:
+    return f"{SIGN_IN_PROBLEM}: {sign_in_fix(cli)}"
 
 
 def cli_path(settings_path: str | None) -> str:

@@ -44,11 +44,10 @@ def claude_code_checks(claude_code_path: str | None, environ: Mapping[str, str])
 def credential_check(cli: str, environ: Mapping[str, str]) -> Check:
     """Claude Code's own answer (`claude auth status`, ~0.2 s, too slow for every commit but the truth: the macOS
     keychain, CLAUDE_CONFIG_DIR, an apiKeyHelper), else the review's guess from variables and files."""
-    from ocr_hook.agent.claude_code import cli_env, credential_kind, private_scratch, sign_in_hint
+    from ocr_hook.agent.claude_code import SIGN_IN_PROBLEM, cli_env, credential_kind, private_scratch, sign_in_fix
 
     guess = credential_kind(environ)
-    hint = sign_in_hint(cli)
-    fix = hint.split(": ", 1)[1]
+    fix = sign_in_fix(cli)
     try:
         with private_scratch() as scratch:  # the review's environment: what it reports is what a review gets
             proc = subprocess.run([cli, "auth", "status", "--json"], capture_output=True, text=True,
@@ -59,11 +58,11 @@ def credential_check(cli: str, environ: Mapping[str, str]) -> Check:
         status = None
     if not isinstance(status, dict) or not isinstance(status.get("loggedIn"), bool):
         if guess is None:
-            return Check("credentials", FAIL, hint, fix)
+            return Check("credentials", FAIL, f"{SIGN_IN_PROBLEM}: {fix}", fix)
         return Check("credentials", WARN, f"Claude Code would use {guess} (value not shown); `claude auth status` "
                                           "gave no answer, so this is ocr-hook's guess")
     if not status["loggedIn"]:
-        return Check("credentials", FAIL, f"{hint.split(': ', 1)[0]} (`claude auth status`: not logged in)", fix)
+        return Check("credentials", FAIL, f"{SIGN_IN_PROBLEM} (`claude auth status`: not logged in)", fix)
     method = str(status.get("authMethod") or "")
     source = status.get("apiKeySource") or (guess if guess and not guess.startswith("Claude Code login") else None)
     plan = f", plan {status['subscriptionType']}" if status.get("subscriptionType") else ""

@@ -9,6 +9,7 @@ at the edge (ocr_hook.changes.ci_base), so detection stays testable with a plain
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import ModuleType
 
 from ocr_hook.cienv import azure, bitbucket, buildkite, github, gitlab, jenkins
 from ocr_hook.cienv.guess import Guess, value
@@ -86,20 +87,24 @@ def request_text(environ: Mapping[str, str]) -> str | None:
 SYSTEMS = (github, gitlab, bitbucket, azure, jenkins, buildkite)
 
 
+def _system(environ: Mapping[str, str]) -> ModuleType | None:
+    """The module of the CI system this job runs in, by the variable each sets in every job."""
+    return next((system for system in SYSTEMS if value(environ, system.RUNS_HERE) not in ("", "false")), None)
+
+
 def running(environ: Mapping[str, str]) -> str | None:
     """The CI system this job runs in, "CI" for another that sets CI=true (as most do), None outside CI."""
-    for system in SYSTEMS:
-        if value(environ, system.RUNS_HERE) not in ("", "false"):
-            return system.SYSTEM
+    system = _system(environ)
+    if system is not None:
+        return str(system.SYSTEM)
     return "CI" if value(environ, "CI").lower() not in ("", "0", "false") else None
 
 
 def shallow_advice(environ: Mapping[str, str]) -> str:
     """How to fetch the whole history where this runs: the CI system's own setting, else git's own command."""
-    name = running(environ)
-    for system in SYSTEMS:
-        if system.SYSTEM == name:
-            return f"fetch the full history: {system.SHALLOW_FIX}"
-    if name is not None:
+    system = _system(environ)
+    if system is not None:
+        return f"fetch the full history: {system.SHALLOW_FIX}"
+    if running(environ) is not None:
         return "fetch the full history: turn off shallow cloning in the job's checkout, or `git fetch --unshallow`"
     return "fetch the full history: `git fetch --unshallow` (or `git fetch --deepen=N`)"

@@ -255,11 +255,11 @@ def shown(path: str) -> str:
     from ocr_hook.changes.names import shown as git_shown
     from ocr_hook.ci_log import neutralize_commands
 
-    if git_shown(path) != path:  # not UTF-8: as git quotes it (issue 55.1), printable ASCII already
-        return neutralize_commands(git_shown(path))
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    quoted = git_shown(path)
+    if quoted != path:  # not UTF-8: as git quotes it (issue 55.1), printable ASCII already
+        return neutralize_commands(quoted)
     return neutralize_commands(
-        "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text))
+        "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in path))
 
 
 def _write(text: str) -> None:

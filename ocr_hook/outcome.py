@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: a run with no finding (nothing staged) never loads the findings' types
+    from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.findings import Finding
 
 
@@ -103,13 +104,14 @@ class ReviewResult:
     """A run's findings, coverage, usage and notes."""
 
     __slots__ = ("findings", "files", "usage", "scope", "notes",  # noqa: RUF023  (the repr's order)
-                 "file_notes", "dropped", "dropped_comments", "elapsed_s", "resolved", "late_findings")
+                 "file_notes", "dropped", "dropped_comments", "elapsed_s", "resolved", "late_findings",
+                 "checks")
 
     def __init__(self, findings: list[Finding], files: list[FileCoverage], usage: Usage | None = None,
                  scope: str = "", notes: list[str] | None = None, file_notes: list[FileNote] | None = None,
                  dropped: dict[str, int] | None = None, dropped_comments: list[DroppedComment] | None = None,
                  elapsed_s: float = 0.0, resolved: list[Finding] | None = None,
-                 late_findings: str = "advisory") -> None:
+                 late_findings: str = "advisory", checks: list[CheckVerdict] | None = None) -> None:
         self.findings = findings
         self.files = files
         self.usage = Usage() if usage is None else usage
@@ -123,6 +125,8 @@ class ReviewResult:
         # whether findings raised late (on lines unchanged since the last review) block: advisory | block.
         self.resolved = [] if resolved is None else resolved
         self.late_findings = late_findings
+        # Checks (DESIGN.md 20): one verdict per check that applies to the change, in the checks' order.
+        self.checks = [] if checks is None else checks
 
     __repr__ = _fields_repr
     __eq__ = _fields_eq

@@ -1,0 +1,106 @@
+"""The types of the checks stage (DESIGN.md 20): what a check says, what was decided about it. Pure.
+
+A check is one Markdown file under `.ocr-hook/checks/` (front matter + the instruction as its body); a
+verdict is the answer for one change. Every report, the gate and every forge read `CheckVerdict` only.
+NamedTuples, like `ocr_hook.outcome`: a run that has no check never pays for dataclass creation.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+MODES = ("block", "warn", "off")
+WHENS = ("ci", "commit")
+INCONCLUSIVE_MODES = ("warn", "block")
+VERDICTS = ("pass", "fail", "inconclusive", "not_applicable")
+REQUIREMENT_STATUSES = ("met", "not_met", "needs_person")  # the built-in linked-issues check (DESIGN 20)
+MAX_INSTRUCTION_CHARS = 4000
+LINKED_ISSUES = "linked-issues"  # the built-in check's name, configured under `tickets:` in the settings
+
+
+class Check(NamedTuple):
+    """One check as its file (or, for linked-issues, the settings) defines it."""
+
+    name: str  # the file's stem; unique among the checks that apply to one change
+    instruction: str  # the body, in the team's words (at most MAX_INSTRUCTION_CHARS)
+    source: str  # the file it came from, relative to the repository root ("" for a built-in check)
+    paths: tuple[str, ...] = ()  # globs the check is about, relative to `scope`; () means every file
+    mode: str = "warn"  # block | warn | off
+    when: str = "ci"  # ci (reviews of a range) | commit (commit-time reviews too)
+    severity: str | None = None  # the severity its failures are reported with; None: from the mode
+    inconclusive: str = "warn"  # warn | block: whether an inconclusive verdict blocks (with mode block)
+    scope: str = ""  # the directory whose subtree it applies to ("" for the root's .ocr-hook/checks/)
+
+
+class Evidence(NamedTuple):
+    """One piece of a verdict's evidence: code quoted from the change, anchored as findings are (DESIGN 3).
+
+    An unanchorable quote is kept with anchored False and lines 0, and said, never moved to a guessed line."""
+
+    path: str
+    code: str
+    start_line: int = 0
+    end_line: int = 0
+    anchored: bool = False
+    note: str | None = None  # e.g. why it could not be anchored
+
+
+class Requirement(NamedTuple):
+    """linked-issues only: one requirement of one ticket, as the model restated it, and whether it is met."""
+
+    ticket: str  # the ticket's key as shown ("#12", "owner/repo#3", "ABC-123", "AB#77")
+    requirement: str
+    status: str  # met | not_met | needs_person
+    evidence: tuple[Evidence, ...] = ()
+    reason: str = ""  # why nothing in the change addresses it, when there is no evidence
+
+
+class Ticket(NamedTuple):
+    """linked-issues only: a ticket that was read (its text is untrusted input and is never echoed raw)."""
+
+    key: str
+    title: str
+    url: str
+    source: str  # github | gitlab | azure | gitea | jira
+    clipped: bool = False
+
+
+class Override(NamedTuple):
+    """A person's override of one check for one change: `dismiss --check`, or a maintainer's resolve of the
+    failed check's thread on a forge (DESIGN 18's rules). Never for all checks at once."""
+
+    by: str  # who (a forge login, or the git identity that ran `dismiss --check`)
+    reason: str
+    where: str  # "dismissed.yaml" | the forge ("github", "gitlab", …)
+
+
+class CheckVerdict(NamedTuple):
+    """What was decided about one check for one change: what the gate, every report and every forge read."""
+
+    name: str
+    mode: str  # block | warn | off (off checks are listed by `ocr-hook checks`, never evaluated)
+    verdict: str  # pass | fail | inconclusive | not_applicable
+    reason: str  # one or two sentences (the model's, or ours: "no verdict", "the change touches none of …")
+    source: str  # the check's file, relative to the repository root ("" for a built-in check)
+    evidence: tuple[Evidence, ...] = ()
+    severity: str | None = None  # the check's `severity`, for reports that need a level
+    inconclusive: str = "warn"  # the check's inconclusive mode
+    carried: bool = False  # kept from an earlier run whose inputs were the same (no request sent)
+    override: Override | None = None
+    changed_in_change: bool = False  # the change edits this check's file: "takes effect after merge"
+    requirements: tuple[Requirement, ...] = ()  # linked-issues only
+    tickets: tuple[Ticket, ...] = ()  # linked-issues only
+
+    @property
+    def blocks(self) -> bool:
+        """True when this verdict fails the gate: a failed `block` check, or an inconclusive one whose check
+        says `inconclusive: block`; an override clears it."""
+        if self.override is not None or self.mode != "block":
+            return False
+        return self.verdict == "fail" or (self.verdict == "inconclusive" and self.inconclusive == "block")
+
+    @property
+    def warns(self) -> bool:
+        """True when this verdict is worth a warning but does not block: a failed or inconclusive check that
+        does not block (warn mode, inconclusive: warn) and is not overridden."""
+        return self.override is None and self.verdict in ("fail", "inconclusive") and not self.blocks

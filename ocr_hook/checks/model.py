@@ -104,3 +104,35 @@ class CheckVerdict(NamedTuple):
         """True when this verdict is worth a warning but does not block: a failed or inconclusive check that
         does not block (warn mode, inconclusive: warn) and is not overridden."""
         return self.override is None and self.verdict in ("fail", "inconclusive") and not self.blocks
+
+
+def verdict_as_dict(v: CheckVerdict) -> dict[str, object]:
+    """The JSON report's form of a verdict (its `checks` list): every field, nested records as objects.
+    `publish`, the MCP server and delegate read reports back through `verdict_from_dict`."""
+    return {
+        "name": v.name, "mode": v.mode, "verdict": v.verdict, "reason": v.reason, "source": v.source,
+        "evidence": [e._asdict() for e in v.evidence], "severity": v.severity, "inconclusive": v.inconclusive,
+        "carried": v.carried, "override": None if v.override is None else v.override._asdict(),
+        "changed_in_change": v.changed_in_change,
+        "requirements": [{**r._asdict(), "evidence": [e._asdict() for e in r.evidence]} for r in v.requirements],
+        "tickets": [t._asdict() for t in v.tickets],
+    }
+
+
+def verdict_from_dict(d: dict[str, object]) -> CheckVerdict:
+    """A verdict from its JSON form (a report this version wrote); KeyError/TypeError on a malformed one."""
+    def evidence(items: object) -> tuple[Evidence, ...]:
+        return tuple(Evidence(**e) for e in items)  # type: ignore[arg-type, union-attr]
+
+    override = d.get("override")
+    return CheckVerdict(
+        name=str(d["name"]), mode=str(d["mode"]), verdict=str(d["verdict"]), reason=str(d["reason"]),
+        source=str(d.get("source", "")), evidence=evidence(d.get("evidence", ())),
+        severity=d.get("severity"),  # type: ignore[arg-type]
+        inconclusive=str(d.get("inconclusive", "warn")), carried=bool(d.get("carried", False)),
+        override=None if override is None else Override(**override),  # type: ignore[arg-type]
+        changed_in_change=bool(d.get("changed_in_change", False)),
+        requirements=tuple(Requirement(**{**r, "evidence": evidence(r.get("evidence", ()))})  # type: ignore[union-attr]
+                           for r in d.get("requirements", ())),  # type: ignore[union-attr]
+        tickets=tuple(Ticket(**t) for t in d.get("tickets", ())),  # type: ignore[arg-type, union-attr]
+    )

@@ -214,7 +214,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
                                           intent=_Intent(intent, scope.kind), agent=agent)
         result.notes = [*settings.notes, *_provider_note(settings), *result.notes]  # what loading the settings did
         feedback: Mapping[str, Mapping[str, int]] = {}
-        if scope.kind == "base" and result.findings and any(environ.get(n, "").strip() for n in FORGE_TOKENS):
+        overridable = result.findings or any(v.verdict in ("fail", "inconclusive") for v in result.checks)
+        if scope.kind == "base" and overridable and any(environ.get(n, "").strip() for n in FORGE_TOKENS):
             feedback = _apply_forge_dismissals(result, settings, environ, started, root)
         if memory is not None:  # after the forge's dismissals: the history counts them too
             _record_history(memory, result, settings, environ, feedback)
@@ -247,6 +248,10 @@ def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: M
         result.notes.append(found.note)
     if found.found:
         result.findings = apply_forge(result.findings, found.found)
+    if found.checks:  # a maintainer's resolve of a failed check's thread: that check's override (DESIGN.md 20)
+        from ocr_hook.publish.check_threads import apply_overrides
+
+        result.checks = apply_overrides(result.checks, found.checks)
     return found.feedback
 
 

@@ -145,6 +145,8 @@ class Report(NamedTuple):
     resolved: tuple[str, ...] = ()  # fingerprints of earlier findings review memory found fixed
     commit: str | None = None  # the reviewed commit as the scope names it (12+ hex digits); None: staged, unknown
     reviewed: frozenset[str] = frozenset()  # the files whose review completed (coverage.reviewed)
+    # the checks' verdicts (checks.model.CheckVerdict, DESIGN.md 20): publish.report_input reads the report's `checks`
+    checks: tuple[Any, ...] = ()
 
 
 class ReportError(FatalError):

@@ -19,7 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ocr_hook.checks.model import CheckVerdict
 from ocr_hook.findings import Category, Finding, Severity
+from ocr_hook.publish.check_threads import anchor, check_key, checks_said, span, wants_thread
 from ocr_hook.publish.render import clip, visible
 from ocr_hook.publish.report_input import Report
 
@@ -116,8 +118,38 @@ def plan_insights(report: Report, head: Mapping[str, Sequence[str]], reviewed: M
         else:
             annotations.append(annotation(f, start, None))
             on_lines += 1
+    for v in report.checks:  # a failed check: an annotation at its first anchored evidence (none: the report's)
+        if len(annotations) >= MAX_ANNOTATIONS or not wants_thread(v):
+            continue
+        e = anchor(v)
+        start, end = span(e) if e is not None else (0, 0)
+        line = None if e is None or stale or not reads_the_same(head.get(e.path), reviewed.get(e.path), start, end) \
+            else start
+        annotations.append(check_annotation(v, e.path if e is not None else "", line))
+        on_lines += line is not None
     body = report_body(report, len(live), suppressed, left_out, link=link, stale=stale)
     return InsightsPlan(body, tuple(annotations), on_lines, len(annotations) - on_lines, left_out, suppressed)
+
+
+def check_annotation(v: CheckVerdict, path: str, line: int | None) -> dict[str, Any]:
+    """A failed check as an annotation: its key (check_threads.check_key) as the external id, so a re-run
+    replaces it; the reason, and the evidence quoted in the details."""
+    evidence = "\n\n".join(f"{e.path}" + (f":{e.start_line}" if e.anchored else " (not found in the change)")
+                            + "\n" + visible(e.code) for e in v.evidence)
+    one: dict[str, Any] = {
+        "type": "report_annotation",
+        "external_id": check_key(v.name),
+        "annotation_type": "BUG",
+        "severity": "HIGH" if v.mode == "block" else "MEDIUM",
+        "summary": clip(f"check {visible(v.name)} · {v.verdict} · {v.mode}: " + " ".join(visible(v.reason).split()),
+                        MAX_SUMMARY),
+        "details": clip(visible(v.reason) + (f"\n\nEvidence:\n{evidence}" if evidence else ""), MAX_DETAILS),
+    }
+    if path:
+        one["path"] = path
+    if line is not None:
+        one["line"] = line
+    return one
 
 
 def report_body(report: Report, live: int, suppressed: int, left_out: int, *, link: str | None,
@@ -128,6 +160,8 @@ def report_body(report: Report, live: int, suppressed: int, left_out: int, *, li
     if left_out:
         parts.append(f"Only the {MAX_ANNOTATIONS} most severe are annotated (Bitbucket's limit for a report); "
                      f"{left_out} more are in the job's report files.")
+    if report.checks:
+        parts.append(f"Checks: {checks_said(report.checks)}.")
     if stale:
         parts.append(f"The review was of commit {report.commit}, not this one: no annotation is on a line.")
     if report.status != "complete":
@@ -146,6 +180,10 @@ def report_body(report: Report, live: int, suppressed: int, left_out: int, *, li
             {"title": "Exit code", "type": "NUMBER", "value": report.exit_code},
         ],
     }
+    if report.checks:
+        blocking = sum(1 for v in report.checks if v.blocks)
+        body["data"] += [{"title": "Checks", "type": "TEXT", "value": clip(checks_said(report.checks), 200)},
+                         {"title": "Checks blocking", "type": "NUMBER", "value": blocking}]
     if link:
         body["link"] = link
     return body

@@ -44,6 +44,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, api_root, check_token
+from ocr_hook.publish.check_threads import checks_said
 from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
 from ocr_hook.publish.plan import Posted, Reply
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines
@@ -334,7 +335,8 @@ def _service(identity: Any) -> bool:
 
 def status_body(report: Report, passed: bool, iteration: int) -> dict[str, Any]:
     state = "succeeded" if passed else "failed"
-    body: dict[str, Any] = {"state": state, "description": plain(report.verdict or state, 400),
+    said = plain(report.verdict or state) + (f"; checks: {checks_said(report.checks)}" if report.checks else "")
+    body: dict[str, Any] = {"state": state, "description": plain(said, 400),
                             "context": {"name": STATUS_NAME, "genre": STATUS_GENRE}}
     if iteration:
         body["iterationId"] = iteration

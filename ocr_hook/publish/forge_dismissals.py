@@ -17,10 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ocr_hook.checks.model import Override
 from ocr_hook.findings.dismissals import ForgeDismissal
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
-from ocr_hook.publish.plan import Posted, earlier, forge_dismissals, one_line
+from ocr_hook.publish.plan import Posted, check_overrides, earlier, forge_dismissals, one_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class Read:
     # fingerprint → what people left on ocr-hook's comment (thumbs_up, thumbs_down, replies): the review history
     # keeps it for `ocr-hook outcomes`
     feedback: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # check key (publish.check_threads.check_key) → the override a person made by resolving that check's thread
+    checks: Mapping[str, Override] = field(default_factory=dict)
 
 
 def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, forge: str = "auto",
@@ -41,7 +44,8 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
     if deadline <= time.monotonic():
         return Read(note="dismissals on the pull request not read: the review's --timeout had passed")
     try:
-        adapter = open_adapter(detect(environ) if forge == "auto" else forge, Setup(environ, deadline, checkout))
+        forge = detect(environ) if forge == "auto" else forge
+        adapter = open_adapter(forge, Setup(environ, deadline, checkout))
     except NotApplicable as exc:  # not a pull request of a known forge, or no token
         return Read() if quiet else Read(note=f"no pull request to read{' (' + exc.target + ')' if exc.target else ''}"
                                               f": {exc.reason}")
@@ -59,7 +63,9 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
         try:
             me = adapter.identity()
             posted = adapter.existing()
-            found = forge_dismissals(posted, me, adapter.author(), where)
+            author = adapter.author()
+            found = forge_dismissals(posted, me, author, where)
+            checks = check_overrides(posted, me, author, forge)
             before = earlier(posted, me)  # ocr-hook's own threads, by fingerprint
         except ApiRefusal as exc:
             hint = adapter.hints.get(exc.status or 0)
@@ -73,7 +79,7 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
         note = "; ".join(n for n in (getattr(adapter, "note", None), note) if n) or None
     finally:
         adapter.close()
-    return Read(found, where, note=note, feedback=reactions(threads, before.names))
+    return Read(found, where, note=note, feedback=reactions(threads, before.names), checks=checks)
 
 
 def _with_thumbs(adapter: object, threads: Mapping[str, Posted], deadline: float,

@@ -36,9 +36,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ocr_hook.checks.model import CheckVerdict, Override
 from ocr_hook.findings import Finding
 from ocr_hook.findings.dismissals import ForgeDismissal
 from ocr_hook.findings.model import Severity
+from ocr_hook.publish import check_threads
 from ocr_hook.publish.pr_diff import CommentableLines, accepts, same_text
 from ocr_hook.publish.render import clip, code_span, fenced, inert, verbatim_ok, visible
 from ocr_hook.publish.report_input import Report
@@ -47,11 +49,13 @@ MAX_INLINE = 50
 MAX_MESSAGE_INLINE = 8_000
 MAX_MESSAGE_BODY = 2_000
 
-_COMMENT_MARKER = re.compile(r"\A<!-- ocr-hook fingerprint=([0-9a-f]{8,64}) -->")
+# (A check's thread, publish.check_threads, opens with `check=KEY`: ours too, wherever an adapter asks.)
+_COMMENT_MARKER = re.compile(r"\A<!-- ocr-hook (?:fingerprint|check)=([0-9a-f]{8,64}) -->")
 # A reply saying a finding looks fixed, in a thread a person answered: a later run finds it and says it once.
 _FIXED_MARKER = re.compile(r"\A<!-- ocr-hook fixed fingerprint=([0-9a-f]{8,64}) -->")
 _SUMMARY_MARKER = re.compile(
-    r"\A<!-- ocr-hook review exit=(\d{1,3}) status=([a-z]{1,20}) fingerprints=([0-9a-f,]*) -->")
+    r"\A<!-- ocr-hook review exit=(\d{1,3}) status=([a-z]{1,20}) fingerprints=([0-9a-f,]*)"
+    r"(?: checks=([0-9a-f]{12}))? -->")
 
 FixStyle = Literal["suggestion", "gitlab", "diff", "none"]
 SummaryStyle = Literal["append", "replace"]
@@ -150,6 +154,8 @@ class Earlier:
     summary: Posted | None = None  # the latest summary (a replace-style forge updates it)
     threads: Mapping[str, Posted] = field(default_factory=dict)  # fingerprint → its comment
     names: frozenset[str] = frozenset()  # the publishing identity's names
+    checks: Mapping[str, Posted] = field(default_factory=dict)  # check key → its thread (publish.check_threads)
+    last_checks: str = ""  # what the latest summary said of the checks (check_threads.digest)
 
 
 def comment_fingerprint(body: str) -> str | None:
@@ -162,6 +168,11 @@ def review_marker(body: str) -> tuple[int, str, list[str]] | None:
     if not match:
         return None
     return int(match.group(1)), match.group(2), [f for f in match.group(3).split(",") if f]
+
+
+def _checks_said(body: str) -> str:
+    match = _SUMMARY_MARKER.match(body or "")
+    return (match.group(4) or "") if match else ""
 
 
 def identity_names(me: str | Iterable[str]) -> frozenset[str]:
@@ -180,17 +191,21 @@ def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
     threads: dict[str, Posted] = {}
     last: tuple[int, str] | None = None
     summary: Posted | None = None
+    checks: dict[str, Posted] = {}
     for p in posted:
         if p.author not in names:
             continue
-        if fp := comment_fingerprint(p.body):
+        if key := check_threads.marker_key(p.body):
+            checks.setdefault(key, p)
+        elif fp := comment_fingerprint(p.body):
             seen.add(fp)
             inline.add(fp)
             threads.setdefault(fp, p)
         elif marker := review_marker(p.body):
             last, summary = (marker[0], marker[1]), p
             seen.update(marker[2])
-    return Earlier(frozenset(seen), last, frozenset(inline), summary, threads, names)
+    return Earlier(frozenset(seen), last, frozenset(inline), summary, threads, names, checks,
+                   _checks_said(summary.body) if summary is not None else "")
 
 
 # --- what people did with our threads ---------------------------------------------------------------------
@@ -237,6 +252,22 @@ def forge_dismissals(posted: Iterable[Posted], me: str | Iterable[str], author: 
     return found
 
 
+def check_overrides(posted: Iterable[Posted], me: str | Iterable[str], author: str,
+                    where: str) -> dict[str, Override]:
+    """Check key → the override a person made by resolving that check's thread of ours (DESIGN.md 20): the same
+    rule as `forge_dismissals` (write access, not a bot, not the request's author); the reason is their last
+    reply in the thread, or that they resolved it. `where`: the forge ("github", "gitlab", …)."""
+    before = earlier(posted, me)
+    found: dict[str, Override] = {}
+    for key, p in before.checks.items():
+        if not dismissed_by_person(p, before.names, author):
+            continue
+        said = [r for r in p.replies if r.author == p.resolved_by and (r.body or "").strip()]
+        reason = clip(" ".join(visible(said[-1].body).split()), MAX_REASON) if said else "resolved the check's thread"
+        found[key] = Override(p.resolved_by, reason, where)
+    return found
+
+
 def fixed_fingerprints(report: Report, threads: Mapping[str, Posted]) -> frozenset[str]:
     """The findings of earlier threads that are fixed: review memory resolved them, or (where no memory is
     kept) a complete review of the thread's file in this report no longer raises them. A thread whose
@@ -279,6 +310,11 @@ class Plan:
     replies: tuple[tuple[Posted, str], ...] = ()  # (thread, body): a fixed finding's thread a person answered
     forge_dismissed: int = 0  # findings a person dismissed on the forge (their thread resolved), see forge_dismissals
     kind: str = "pull request"
+    # Checks (publish.check_threads): the threads to open (as Inline, the check's key as the fingerprint), the
+    # failed checks listed in the summary instead (with why), and the names of the checks that have a thread.
+    check_inline: tuple[tuple[Inline, CheckVerdict], ...] = ()
+    check_listed: tuple[tuple[CheckVerdict, str], ...] = ()
+    threaded: frozenset[str] = frozenset()
 
 
 def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, kind: str = "pull request",
@@ -318,6 +354,8 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
             listed.append((f, OVER_CAP))
         else:
             comments.append(Inline(f, start, end))
+    check_inline, check_listed, threaded = _plan_checks(report, lines, before, inline, refused_fps, reviewed,
+                                                        stale, kind, forge)
     fixed = fixed_fingerprints(report, before.threads)
     open_fixed = [(fp, p) for fp, p in sorted(before.threads.items()) if fp in fixed and not p.resolved and p.thread]
     resolve: list[Posted] = []
@@ -328,12 +366,63 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
             resolve.append(p)
         elif not replied_fixed(p, before.names):  # answered, or a forge that cannot resolve (Gitea): one reply
             replies.append((p, fixed_reply_body(fp, answered)))
-    unchanged = before.last_review == (report.exit_code, report.status)
-    post = bool(new) or not unchanged or bool(resolve) or bool(replies)
+    _resolve_passed_checks(report, before, resolve, replies)
+    unchanged = before.last_review == (report.exit_code, report.status) and \
+        before.last_checks == check_threads.digest(report.checks)
+    post = bool(new) or not unchanged or bool(resolve) or bool(replies) or bool(check_inline)
     note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""
     on_forge = sum(1 for f in report.findings if f.suppressed == "dismissed" and f.extra.get("dismissed_in"))
     return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, tuple(resolve), note,
-                tuple(replies), on_forge, kind)
+                tuple(replies), on_forge, kind, check_inline, check_listed, threaded)
+
+
+def _plan_checks(report: Report, lines: CommentableLines, before: Earlier, inline: bool,
+                 refused_fps: frozenset[str], reviewed: Mapping[str, Sequence[str]], stale: bool, kind: str,
+                 forge: str) -> tuple[tuple[tuple[Inline, CheckVerdict], ...], tuple[tuple[CheckVerdict, str], ...],
+                                      frozenset[str]]:
+    """A thread for each failed check that has none yet, at its first anchored evidence when that is on the
+    forge's diff and reads the same on the head; else the check goes in the summary with its evidence."""
+    threads: list[tuple[Inline, CheckVerdict]] = []
+    listed: list[tuple[CheckVerdict, str]] = []
+    threaded: set[str] = set()
+    for v in report.checks:
+        if not check_threads.wants_thread(v):
+            continue
+        key = check_threads.check_key(v.name)
+        if key in before.checks:  # an earlier run opened its thread: found again by its marker, never repeated
+            threaded.add(v.name)
+            continue
+        e = check_threads.anchor(v)
+        start, end = check_threads.span(e) if e is not None else (0, 0)
+        if e is None:
+            listed.append((v, "no evidence on a line of the change"))
+        elif stale:
+            listed.append((v, stale_commit(kind)))
+        elif not accepts(lines, e.path, start, end):
+            listed.append((v, outside_diff(kind)))
+        elif e.path in reviewed and not same_text(lines, e.path, start, end, reviewed[e.path]):
+            listed.append((v, moved(kind)))
+        elif not inline or key in refused_fps:
+            listed.append((v, refused(forge)))
+        else:
+            threads.append((Inline(check_threads.thread_finding(v, e), start, end), v))
+            threaded.add(v.name)
+    return tuple(threads), tuple(listed), frozenset(threaded)
+
+
+def _resolve_passed_checks(report: Report, before: Earlier, resolve: list[Posted],
+                           replies: list[tuple[Posted, str]]) -> None:
+    """A check's open thread whose check passes now (or no longer applies) is resolved, or, where a person
+    answered, told so once; a check the report does not name (a file deleted after merge) is left as it is."""
+    now = {check_threads.check_key(v.name): v for v in report.checks}
+    for key, p in sorted(before.checks.items()):
+        v = now.get(key)
+        if v is None or v.verdict not in ("pass", "not_applicable") or p.resolved or not p.thread:
+            continue
+        if p.resolvable and not person_replied(p, before.names):
+            resolve.append(p)
+        elif not check_threads.replied_passed(p.replies, before.names):
+            replies.append((p, check_threads.passed_reply_body(key)))
 
 
 def importance(f: Finding) -> tuple[Any, ...]:
@@ -441,6 +530,12 @@ def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
     if report.status != "complete":
         head += ["", f"The review is **incomplete**: {report.skipped} file(s) not reviewed, {report.failed} "
                      "failed. The job log says why; this is not a clean pass."]
+    rows = check_threads.table(report.checks, plan.threaded, plan.kind)
+    if rows:
+        head += ["", *rows]
+    said = check_threads.listed(plan.check_listed)
+    if said:
+        head += ["", *said]
     if plan.listed:
         head += ["", "#### Findings not on a diff line"]
     entries: list[str] = []
@@ -456,8 +551,9 @@ def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
         budget -= cost
         entries.append(entry)
         listed.append(f.fingerprint)
+    checks = f" checks={check_threads.digest(report.checks)}" if report.checks else ""
     marker = (f"<!-- ocr-hook review exit={report.exit_code} status={_word(report.status)} "
-              f"fingerprints={','.join(listed)} -->")
+              f"fingerprints={','.join(listed)}{checks} -->")
     return "\n".join([marker, *head, "", "\n\n".join(entries)]).rstrip() + "\n", tuple(listed)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ocr_hook.publish.api_client import ApiRefusal
+from ocr_hook.publish.check_threads import thread_body
 from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText, NotApplicable
 from ocr_hook.publish.plan import Plan, Posted, Routing, comment_body, earlier, plan_publish, summary_body
 from ocr_hook.publish.pr_diff import CommentableLines
@@ -30,13 +31,13 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Ro
     own = getattr(adapter, "publish_report", None)
     if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
         check_bound(report, adapter, checkout)
-        reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
+        reviewed = reviewed_lines(checkout, _anchored_paths(report)) if checkout else {}
         return str(own(report, reviewed))
     me = adapter.identity()
     lines = adapter.diff()
     check_bound(report, adapter, checkout)  # (the head is known once the forge's diff is)
     before = earlier(adapter.existing(), me)
-    reviewed = reviewed_lines(checkout, {f.path for f in report.findings if f.anchored}) if checkout else {}
+    reviewed = reviewed_lines(checkout, _anchored_paths(report)) if checkout else {}
     options = dict(kind=adapter.kind, forge=adapter.forge, reviewed=reviewed, summary=adapter.summary_style,
                    routing=routing)
     plan = plan_publish(report, lines, before, **options)  # type: ignore[arg-type]
@@ -56,7 +57,7 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Ro
         if refused:
             plan = plan_publish(report, lines, before, refused_fps=refused, **options)  # type: ignore[arg-type]
             refusal = f"{len(refused)} inline comment(s) refused"
-    posted_inline = len(plan.inline)
+    posted_inline = len(plan.inline) + len(plan.check_inline)
     body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
     if not posted_inline and not plan.resolve and not plan.replies and not refusal and before.summary is not None \
             and before.summary.body == body:
@@ -71,12 +72,19 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Ro
         body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
         _put_summary(adapter, before.summary, body)
         posted_inline = 0
+    posted_checks = len(plan.check_inline) if posted_inline else 0
     resolved, answered, left = _close_threads(adapter, plan)
     adapter.report_verdict(report, report.exit_code == 0)
-    line = _published(adapter, plan, posted_inline, resolved, answered)
+    line = _published(adapter, plan, posted_inline - posted_checks, resolved, answered, posted_checks)
     return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
                    if refusal and posted_inline == 0 else f" ({refusal}; listed in {adapter.summary_name})"
                    if refusal else "") + left
+
+
+def _anchored_paths(report: Report) -> set[str]:
+    """The files whose reviewed lines the plan compares with the head's: anchored findings' and checks' evidence."""
+    return {f.path for f in report.findings if f.anchored} | {e.path for v in report.checks for e in v.evidence
+                                                              if e.anchored}
 
 
 def _close_threads(adapter: Adapter, plan: Plan) -> tuple[int, int, str]:
@@ -108,11 +116,19 @@ def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[Inline
         body = comment_body(item.finding, adapter.fix_style, head)
         texts.append(InlineText(item, body, entry.old_line(item.start) if entry else None,
                                 entry.old_path if entry else None))
+    for item, verdict in plan.check_inline:  # a failed check's thread (publish.check_threads), after the findings'
+        entry = lines.get(item.finding.path)
+        texts.append(InlineText(item, thread_body(verdict, plan.kind), entry.old_line(item.start) if entry else None,
+                                entry.old_path if entry else None))
     return texts
 
 
-def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, answered: int) -> str:
+def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, answered: int, checks: int = 0) -> str:
     parts = [f"{inline} inline comment(s)", f"{len(plan.listed)} finding(s) in {adapter.summary_name}"]
+    if plan.report.checks:
+        parts.append(f"{len(plan.report.checks)} check(s) in {adapter.summary_name}")
+    if checks:
+        parts.append(f"{checks} failed check thread(s)")
     if plan.already:
         parts.append(f"{plan.already} already posted earlier")
     if plan.suppressed:

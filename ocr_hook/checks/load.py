@@ -282,7 +282,7 @@ def applicable(checks: Sequence[Check], changed_paths: Sequence[str], commit_tim
 def not_applicable(check: Check, reason: str, changed_in_change: bool = False) -> CheckVerdict:
     return CheckVerdict(name=check.name, mode=check.mode, verdict="not_applicable", reason=reason,
                         source=check.source, severity=check.severity, inconclusive=check.inconclusive,
-                        changed_in_change=changed_in_change)
+                        changed_in_change=changed_in_change, instruction=check.instruction)
 
 
 def changed_paths(change_set: ChangeSet) -> list[str]:

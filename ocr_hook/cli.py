@@ -217,6 +217,19 @@ def preview(**kw: Any) -> None:
                              shard=kw.pop("shard")))
 
 
+@cli.command("checks")
+@_scope_options
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+def checks_command(**kw: Any) -> None:
+    """List the team's checks (.ocr-hook/checks/*.md, from the trusted revision) that apply to the change, their
+    mode and what evaluating them would cost. Calls no model."""
+    from ocr_hook.commands import checks as checks_cmd
+
+    scope = _scope(kw)
+    sys.exit(checks_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
+
+
 def _preview_scope(kw: dict[str, Any]) -> Scope:
     scan_, rev = kw.pop("scan_"), kw.pop("rev")
     if not scan_:

@@ -144,3 +144,20 @@ def test_dismiss_check_overrides_one_check_and_says_who_and_why(world: Any) -> N
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OVERRIDDEN [block] endpoint-test" in proc.stdout
     assert "overridden by lead@example.com" in proc.stdout and "tested by the e2e suite" in proc.stdout
+
+
+def test_checks_lists_what_applies_and_doctor_validates_every_file(world: Any) -> None:
+    repo, env = world["repo"], {**world["env"], "ANTHROPIC_API_KEY": ""}
+    listed = run_cli(repo, "checks", "--base", "main", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "endpoint-test [block, when ci]: applies (its file changes with this change" in listed.stdout
+    assert "docs-settings [warn, when ci]: not applicable" in listed.stdout
+    write(repo, ".ocr-hook/checks/bad.md", "---\nmode: sometimes\n---\n")
+    try:
+        doctor = run_cli(repo, "doctor", env=env)
+    finally:
+        (repo / ".ocr-hook/checks/bad.md").unlink()
+    lines = [line for line in doctor.stdout.splitlines() if " checks " in f" {line} "]
+    assert any("bad.md: 'mode' must be one of block, warn, off" in line for line in lines), doctor.stdout
+    assert any("bad.md: the instruction" in line and "is empty" in line for line in lines)
+    assert any("docs-settings.md: its paths (docs/**) match no file" in line for line in lines)

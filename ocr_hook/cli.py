@@ -217,6 +217,19 @@ def preview(**kw: Any) -> None:
                              shard=kw.pop("shard")))
 
 
+@cli.command("checks")
+@_scope_options
+@click.option("--format", "format_", type=click.Choice(["text", "json"]), default="text",
+              help="Text for people, JSON for scripts.")
+def checks_command(**kw: Any) -> None:
+    """List the team's checks (.ocr-hook/checks/*.md, from the trusted revision) that apply to the change, their
+    mode and what evaluating them would cost. Calls no model."""
+    from ocr_hook.commands import checks as checks_cmd
+
+    scope = _scope(kw)
+    sys.exit(checks_cmd.run(scope, kw.pop("paths"), kw.pop("config_file"), kw.pop("format_")))
+
+
 def _preview_scope(kw: dict[str, Any]) -> Scope:
     scan_, rev = kw.pop("scan_"), kw.pop("rev")
     if not scan_:
@@ -296,8 +309,13 @@ def doctor(config_file: str | None, format_: str, probe: bool) -> None:
                    "resolved), each with their reply as the reason; the forge from the CI variables, or named.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=120.0, show_default=True, metavar="SECONDS",
               help="With --from-forge: give up reading the pull request after this long.")
+@click.option("--check", "check", metavar="NAME",
+              help="Override one check (its file's stem) for this change instead: the pull request in CI, the staged "
+                   "change, or with --base the branch's range; needs --reason (docs/checks.md).")
+@click.option("--base", "base", metavar="REF", help="With --check: the change is this branch's range from REF.")
 def dismiss(ids: tuple[str, ...], reason: str | None, paths: tuple[str, ...], expires: str | None,
-            from_file: str | None, config_file: str | None, from_forge: str | None, timeout: float) -> None:
+            from_file: str | None, config_file: str | None, from_forge: str | None, timeout: float,
+            check: str | None, base: str | None) -> None:
     """Record findings as wrong, with the reason, in the dismissals file (.ocr-hook/dismissed.yaml).
 
     ID is a finding's fingerprint or its first 8 or more characters (the text report shows them). Later
@@ -306,6 +324,11 @@ def dismiss(ids: tuple[str, ...], reason: str | None, paths: tuple[str, ...], ex
     request (IDs, if given, narrow them). Nothing is staged or committed."""
     from ocr_hook.commands import dismiss as dismiss_cmd
 
+    if check is not None or base is not None:
+        if check is None or ids or paths or expires or from_file or from_forge:
+            raise click.UsageError("--check NAME --reason TEXT [--base REF] overrides one check; give no finding ids, "
+                                   "--paths, --expires, --from or --from-forge with it")
+        sys.exit(dismiss_cmd.run_check(check, reason, base, config_file))
     sys.exit(dismiss_cmd.run(ids, reason, paths, expires, from_file, config_file, from_forge=from_forge,
                              timeout=timeout))
 

@@ -1,14 +1,15 @@
-"""The gate: findings and coverage in, exit code and verdict out (DESIGN.md section 4). Pure."""
+"""The gate: findings, checks and coverage in, one verdict out (DESIGN.md sections 4 and 20). Pure."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.outcome import FileCoverage, ReviewResult
 
 if TYPE_CHECKING:
+    from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.findings import Finding
 
 EXIT_CLEAN = 0
@@ -46,14 +47,39 @@ def unreviewed_files(result: ReviewResult) -> list[FileCoverage]:
     return [f for f in result.files if f.incomplete or f.state == "failed"]
 
 
-def exit_code(result: ReviewResult, fail_on: str, on_error: str) -> int:
-    """0 clean · 1 blocking findings · 3 incomplete (0 with on_error="warn"). Blocking wins over 3."""
+class Verdict(NamedTuple):
+    """The gate's one decision for a review: every report reads it, none decides again (DESIGN.md 20)."""
+
+    exit_code: int
+    line: str  # the verdict line
+    blocking: tuple[Finding, ...]  # findings that fail the gate
+    blocking_checks: tuple[CheckVerdict, ...]  # a failed `block` check (or inconclusive with inconclusive: block)
+    warning_checks: tuple[CheckVerdict, ...]  # failed or inconclusive, not blocking, not overridden
+
+
+def decide(result: ReviewResult, fail_on: str, on_error: str) -> Verdict:
+    """0 clean · 1 blocking findings or checks · 3 incomplete (0 with on_error="warn"). Blocking wins over 3.
+
+    A failed `block` check blocks; an inconclusive one only with `inconclusive: block`; `warn` checks never
+    block; an override clears its check."""
     _check(fail_on, on_error)
-    if blocking_findings(result.findings, fail_on, result.late_findings):
-        return EXIT_BLOCKING
-    if not result.complete and on_error != "warn":
-        return EXIT_INCOMPLETE
-    return EXIT_CLEAN
+    blocking = tuple(blocking_findings(result.findings, fail_on, result.late_findings))
+    checks = result.checks
+    blocking_checks = tuple(c for c in checks if c.blocks)
+    warning_checks = tuple(c for c in checks if c.warns)
+    if blocking or blocking_checks:
+        code = EXIT_BLOCKING
+    elif not result.complete and on_error != "warn":
+        code = EXIT_INCOMPLETE
+    else:
+        code = EXIT_CLEAN
+    return Verdict(code, _line(result, fail_on, code, blocking, blocking_checks, warning_checks), blocking,
+                   blocking_checks, warning_checks)
+
+
+def exit_code(result: ReviewResult, fail_on: str, on_error: str) -> int:
+    """decide()'s exit code."""
+    return decide(result, fail_on, on_error).exit_code
 
 
 def _severity_counts(findings: Iterable[Finding]) -> str:
@@ -68,6 +94,9 @@ def incomplete_line(result: ReviewResult) -> str | None:
     missing = unreviewed_files(result)
     if result.complete:
         return None
+    cut = [c for c in result.checks if c.incomplete]
+    if cut and not missing:
+        return f"REVIEW INCOMPLETE — {len(cut)} check(s) not evaluated: {cut[0].reason}"
     from ocr_hook.changes.names import shown
 
     named = [f"{shown(f.path)} ({f.reason or f.state})" for f in missing[:_SHOWN_FILES]]
@@ -78,15 +107,23 @@ def incomplete_line(result: ReviewResult) -> str | None:
 
 
 def verdict_line(result: ReviewResult, fail_on: str, on_error: str) -> str:
-    """One line that can never make an incomplete review look like a clean pass."""
-    code = exit_code(result, fail_on, on_error)
-    blocking = blocking_findings(result.findings, fail_on, result.late_findings)
+    """decide()'s verdict line: one line that can never make an incomplete review look like a clean pass."""
+    return decide(result, fail_on, on_error).line
+
+
+def _line(result: ReviewResult, fail_on: str, code: int, blocking: tuple[Finding, ...],
+          blocking_checks: tuple[CheckVerdict, ...], warning_checks: tuple[CheckVerdict, ...]) -> str:
     parts: list[str] = []
     if blocking:
         parts.append(
             f"FAILED — {len(blocking)} blocking finding{'s' if len(blocking) != 1 else ''} at or above "
             f"'{fail_on}' ({_severity_counts(blocking)})"
         )
+    if blocking_checks:
+        names = ", ".join(f"{c.name} ({c.verdict})" for c in blocking_checks[:_SHOWN_FILES])
+        more = f" and {len(blocking_checks) - _SHOWN_FILES} more" if len(blocking_checks) > _SHOWN_FILES else ""
+        parts.append(f"FAILED — {len(blocking_checks)} blocking check{'s' if len(blocking_checks) != 1 else ''}: "
+                     f"{names}{more}")
     incomplete = incomplete_line(result)
     if incomplete:
         if code == EXIT_CLEAN:
@@ -97,6 +134,14 @@ def verdict_line(result: ReviewResult, fail_on: str, on_error: str) -> str:
             parts.append("PASSED — review complete; the gate is off (fail_on: never)")
         else:
             parts.append(f"PASSED — review complete, no finding at or above '{fail_on}'")
+    if warning_checks:
+        inconclusive = sum(1 for c in warning_checks if c.verdict == "inconclusive")
+        failed = len(warning_checks) - inconclusive
+        said = [f"{failed} failed (warn)" if failed else "", f"{inconclusive} inconclusive" if inconclusive else ""]
+        parts.append("checks to look at: " + ", ".join(p for p in said if p))
+    overridden = sum(1 for c in result.checks if c.override is not None)
+    if overridden:
+        parts.append(f"{overridden} check(s) overridden")
     return " · ".join(parts) + f" [exit {code}]"
 
 

@@ -133,5 +133,7 @@ class ReviewResult:
 
     @property
     def complete(self) -> bool:
-        """True only when no file that should have been reviewed was left unreviewed or failed."""
-        return not any(f.incomplete or f.state == "failed" for f in self.files)
+        """True only when no file that should have been reviewed was left unreviewed or failed, and no check's
+        evaluation was cut short."""
+        return not any(f.incomplete or f.state == "failed" for f in self.files) and \
+            not any(c.incomplete for c in self.checks)

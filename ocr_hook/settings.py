@@ -127,6 +127,8 @@ class Settings(NamedTuple):
     bitbucket_comments: bool = False
     # Not a setting: what `provider: auto` chose and why (ocr_hook.provider_auto); empty when a provider was named.
     provider_choice: str = ""
+    # Checks (DESIGN.md 20): the share of --max-cost, --max-tokens and --timeout kept for the change-level pass.
+    checks_budget: float = 0.25
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -236,6 +238,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         number = int(value) if ann == "int" else float(value)
         if number < 0 or (key in _POSITIVE and number <= 0):
             raise ConfigError(f"{source}: setting '{key}' must be a positive number, got {value!r}")
+        if key == "checks_budget" and number > 1:
+            raise ConfigError(f"{source}: setting '{key}' is a share of the run's budget, 0 to 1, got {value!r}")
         return number
     if ann == "tuple[str, ...]":
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):

@@ -112,6 +112,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("memory", "Review memory: a re-review after a fix looks at what changed since the last review (see "
                    "[Review memory](memory.md))."),
         ("late_findings", "`block`: findings raised now on lines unchanged since the last review block too."),
+        ("checks_budget", "The share (0 to 1) of `max_cost`, `max_tokens` and `timeout` kept for evaluating the "
+                          "team's checks when any apply; the files' reviews get the rest (see [Checks](checks.md))."),
         ("warm", "The warm worker for commit-time reviews: `auto` is on at commit time (a git hook) on Linux "
                  "and macOS, never in CI or on Windows (see [Warm worker](warm-worker.md))."),
         ("warm_idle", "Seconds without a run after which the warm worker exits."),

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 TOOLS_FILE = "tools.yaml"
 
 # The agent loop acts on these itself (ending the file, collecting comments); tools.py runs the rest.
-LOOP_TOOLS = frozenset({"task_done", "code_comment"})
+LOOP_TOOLS = frozenset({"task_done", "code_comment", "check_verdict"})
 
 _ENTRY_KEYS = frozenset({"name", "description", "phases", "input_schema", "example"})
 _REQUIRED_ENTRY_KEYS = frozenset({"name", "description", "phases", "input_schema"})
@@ -57,7 +57,7 @@ _UNSUPPORTED_KEYWORDS = frozenset(
 # whitespace only (a search for spaces); array fields that may be empty (no filter).
 _MAY_BE_EMPTY_STRING = frozenset({"suggestion_code"})
 _MAY_BE_BLANK_STRING = frozenset({"search_text"})
-_MAY_BE_EMPTY_ARRAY = frozenset({"file_patterns"})
+_MAY_BE_EMPTY_ARRAY = frozenset({"file_patterns", "evidence"})
 
 _MAX_LISTED_PROBLEMS = 5
 _MAX_SHOWN_VALUE = 80

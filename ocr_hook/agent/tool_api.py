@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.snapshot_api import Snapshot
 
-PHASES = ("plan", "main", "final")  # final: the last round, only code_comment and task_done
+PHASES = ("plan", "main", "final", "checks")  # final: the last round, only code_comment and task_done;
+# checks: the change-level pass (DESIGN.md 20), read-only tools and check_verdict
 
 
 @dataclass(frozen=True)

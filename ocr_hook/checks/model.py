@@ -90,6 +90,8 @@ class CheckVerdict(NamedTuple):
     changed_in_change: bool = False  # the change edits this check's file: "takes effect after merge"
     requirements: tuple[Requirement, ...] = ()  # linked-issues only
     tickets: tuple[Ticket, ...] = ()  # linked-issues only
+    incomplete: bool = False  # the evaluation was cut short (budget, clock, API) before this check was answered
+    instruction: str = ""  # the check's text as the trusted revision has it (SARIF's rule help, forges' tables)
 
     @property
     def blocks(self) -> bool:
@@ -115,7 +117,8 @@ def verdict_as_dict(v: CheckVerdict) -> dict[str, object]:
         "carried": v.carried, "override": None if v.override is None else v.override._asdict(),
         "changed_in_change": v.changed_in_change,
         "requirements": [{**r._asdict(), "evidence": [e._asdict() for e in r.evidence]} for r in v.requirements],
-        "tickets": [t._asdict() for t in v.tickets],
+        "tickets": [t._asdict() for t in v.tickets], "incomplete": v.incomplete,
+        "instruction": v.instruction,
     }
 
 
@@ -135,4 +138,5 @@ def verdict_from_dict(d: dict[str, object]) -> CheckVerdict:
         requirements=tuple(Requirement(**{**r, "evidence": evidence(r.get("evidence", ()))})  # type: ignore[union-attr]
                            for r in d.get("requirements", ())),  # type: ignore[union-attr]
         tickets=tuple(Ticket(**t) for t in d.get("tickets", ())),  # type: ignore[arg-type, union-attr]
+        incomplete=bool(d.get("incomplete", False)), instruction=str(d.get("instruction", "")),
     )

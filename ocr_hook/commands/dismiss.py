@@ -275,3 +275,58 @@ def _dismissals_lock(repo_root: str) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+def run_check(name: str, reason: str | None, base: str | None, config_file: str | None, *,
+              environ: Mapping[str, str] | None = None, today: dt.date | None = None) -> int:
+    """`dismiss --check NAME`: an override of that one check for this change (the pull request in CI, the staged
+    change, or with --base the branch's range), appended under `checks:` in the dismissals file."""
+    import yaml
+
+    from ocr_hook.checks.overrides import CheckOverride, change_id, parse
+    from ocr_hook.store.atomic import write_atomic
+
+    environ = os.environ if environ is None else environ
+    if not (reason or "").strip():
+        raise ConfigError("--reason is empty: say why this check does not hold for this change (it is recorded)")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ConfigError(f"--check {name!r}: a check's name is its file's stem (letters, digits, '.', '_', '-')")
+    root, _head = repo_top(os.getcwd())
+    settings = load(root, config_file, flags={}, environ=environ)
+    change = change_id(_check_change_set(root, base), environ)
+    entry = CheckOverride(name, change, " ".join((reason or "").split()), _user_email(root) or "unknown", today or
+                          dt.date.today())
+    with _dismissals_lock(root):
+        text = dismissals.read_file_text(root, settings.dismissals_file)
+        data = yaml.load(text, Loader=dismissals._Loader) if text else None
+        if text is not None:
+            dismissals.parse_text(text, settings.dismissals_file)  # a bad file: exit 2, nothing written
+            parse(data, settings.dismissals_file)
+        body = yaml.safe_dump([{**entry.as_dict()}], sort_keys=False, allow_unicode=True, width=1_000_000)
+        if text is None or not text.strip():
+            new = "checks:\n" + body
+        elif isinstance(data, Mapping) and "checks" in data:
+            last_key = [line for line in text.splitlines() if re.match(r"^[A-Za-z_]+:", line)][-1]
+            if not last_key.startswith("checks:"):
+                raise ConfigError(f"{settings.dismissals_file}: its 'checks' list is not last in the file; move it "
+                                  "to the end to add to it")
+            new = text + ("" if text.endswith("\n") else "\n") + body
+        else:
+            new = text + ("" if text.endswith("\n") else "\n") + "checks:\n" + body
+        full = os.path.join(root, settings.dismissals_file)
+        os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+        write_atomic(full, new)
+    sys.stdout.write(f"check {name} overridden for {change} in {settings.dismissals_file} (by {entry.by}): "
+                     "review and commit that file\n")
+    return 0
+
+
+def _check_change_set(root: str, base: str | None) -> Any:
+    """Just enough of the change a review would see to name it (change_id): staged, or the range from --base."""
+    from ocr_hook.changes import git
+    from ocr_hook.changes.model import ChangeSet
+
+    if base is None:
+        return ChangeSet(root, "staged changes", "HEAD", None, ())
+    head = git.resolve_commit(root, "HEAD")
+    return ChangeSet(root, "range", git.merge_base(root, git.resolve_commit(root, base), head), head, ())

@@ -84,7 +84,7 @@ def diagnose(cwd: str, environ: Mapping[str, str], config_file: str | None = Non
     checks: list[Check] = []
     steps: list[Callable[[_Context], Sequence[Check]]] = [
         check_git, check_settings, check_prices, check_credentials, check_endpoint, check_cache_dir,
-        check_pre_commit, check_warm, check_github]
+        check_pre_commit, check_warm, check_github, check_check_files]
     if probe:
         steps.append(check_probe)
     for step in steps:
@@ -126,6 +126,29 @@ def check_settings(ctx: _Context) -> list[Check]:
     except FatalError as exc:
         return [Check("settings", FAIL, str(exc), "correct the setting the message names")]
     return [Check("settings", OK, "from " + ", ".join(sources(ctx.root, ctx.config_file, ctx.environ)))]
+
+
+def check_check_files(ctx: _Context) -> list[Check]:
+    """Every check file of the work tree (DESIGN.md 20), one line per problem: front matter keys and types,
+    duplicate names, empty or over-long instructions, `paths` globs that match no file."""
+    if ctx.root is None:
+        return []
+    from ocr_hook.changes.git import git_text
+    from ocr_hook.checks.load import load_worktree, matches
+
+    loaded = load_worktree(ctx.root)
+    if not loaded.checks and not loaded.problems:
+        return []
+    out = [Check("checks", FAIL, problem, "correct the check file (docs/checks.md)") for problem in loaded.problems]
+    files = [p for p in git_text(ctx.root, ["ls-files", "-z", "--cached", "--others", "--exclude-standard"]).split("\0")
+             if p]
+    for check in loaded.checks:
+        if check.paths and not any(matches(check, p) for p in files):
+            out.append(Check("checks", WARN, f"{check.source}: its paths ({', '.join(check.paths)}) match no file in "
+                                             "the work tree", "correct the globs, or the check never applies"))
+    if not out:
+        out.append(Check("checks", OK, f"{len(loaded.checks)} check file(s) valid"))
+    return out
 
 
 def models_in_use(settings: Settings) -> list[str]:

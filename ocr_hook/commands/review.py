@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.checks.stage import ChecksPlan
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
@@ -364,12 +365,18 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     job_guidance: dict[str, FileGuidance] = {}
     if change_set.scan and to_review:
         on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
+    checks = None
+    if not change_set.scan:  # (a scan has no change for a check to judge)
+        from ocr_hook.checks.stage import plan_checks
+
+        checks = plan_checks(change_set, commit_time=change_set.target is None)
+    share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
+    gathered = _gather_intent(intent, change_set, settings, environ)
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
-                                          on_budget, guidance, memory,
-                                          _gather_intent(intent, change_set, settings, environ), agent)
+                                          on_budget, guidance, memory, gathered, agent, share)
         result.files = coverage + result.files
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
@@ -382,9 +389,48 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     texts = _file_texts(result, snapshot)
     _apply_dismissals(result, dismissed, guidance, settings)
     result = _apply_policies(result, change_set, texts, settings)
+    if checks is not None and checks.checks:
+        _evaluate_checks(result, checks, change_set, snapshot, settings, environ, started, gathered,
+                         agent is None and settings.provider != "claude-code")
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
     return result, texts
+
+
+def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot,
+                     settings: Settings, environ: Mapping[str, str], started: float,
+                     intent: tuple[str, str] | None, may_send: bool) -> None:
+    """The checks stage after the files' findings are final: the pass gets what the files' reviews left of
+    --max-cost, --max-tokens and --timeout (at least its share, as they were held to the rest)."""
+    from ocr_hook.checks.overrides import overrides_for
+    from ocr_hook.checks.stage import run_checks
+
+    budget = None
+    if may_send and plan.to_ask:
+        from ocr_hook.budget.ledger import Budget
+
+        spent = result.usage
+        budget = Budget(max_cost_usd=max(0.0, settings.max_cost - spent.cost_usd),
+                        max_tokens=max(0, settings.max_tokens - spent.input_tokens - spent.output_tokens
+                                       - spent.cache_creation_input_tokens - spent.cache_read_input_tokens),
+                        deadline=started + settings.timeout, pricing=settings.pricing, time_limit=settings.timeout)
+    cache = None
+    if settings.cache and plan.to_ask:
+        from ocr_hook.store.result_cache import ResultCache, run_cache_dir
+
+        cache = ResultCache(run_cache_dir(settings.cache_dir, environ))
+    rendered = None
+    if intent is not None and intent[0].strip():
+        from ocr_hook.context.intent import render
+
+        rendered = render(*intent)[0]
+    overrides = overrides_for(change_set.repo_root, settings.dismissals_file, change_set, environ)
+    outcome = run_checks(plan, change_set, snapshot, settings, result.findings, environ, budget, intent=rendered,
+                         cache=cache, overrides=overrides)
+    result.checks = outcome.verdicts
+    result.notes += outcome.notes
+    if budget is not None and outcome.usage is not None:
+        result.usage.add(outcome.usage)
 
 
 def _select(change_set: ChangeSet, snapshot: Snapshot, settings: Settings, shard: str | None) -> list[Selected]:
@@ -504,14 +550,15 @@ def _run_agent(change_set: ChangeSet, snapshot: Snapshot, files: Sequence[FileCh
                guidance: GuidancePlan | None = None,
                memory: MemoryStore | None = None,
                intent: tuple[str, str] | None = None,
-               agent: Agent | None = None) -> tuple[ReviewResult, dict[str, FileGuidance]]:
+               agent: Agent | None = None, checks_share: float = 0.0) -> tuple[ReviewResult, dict[str, FileGuidance]]:
     # Imported here so that `review` with nothing to review never loads the agent (or the SDK).
     from ocr_hook.agent import FileGuidance, ReviewJob, review_files
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.store.result_cache import ResultCache, run_cache_dir
 
-    budget = Budget(max_cost_usd=settings.max_cost, max_tokens=settings.max_tokens,
-                    deadline=started + settings.timeout, pricing=settings.pricing, time_limit=settings.timeout)
+    keep = 1.0 - checks_share  # the checks' share of the run's limits is left to their pass (DESIGN.md 20)
+    budget = Budget(max_cost_usd=settings.max_cost * keep, max_tokens=int(settings.max_tokens * keep),
+                    deadline=started + settings.timeout * keep, pricing=settings.pricing, time_limit=settings.timeout)
     if on_budget is not None:
         on_budget(budget)
     if change_set.scan:
@@ -578,7 +625,6 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
            progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged",
            patch_command: str | None = None) -> int:
-    from ocr_hook import gate
     from ocr_hook.reports import render, renderer
 
     # A file that cannot be written now (its directory went away, the disk is full) must not turn a finished,
@@ -605,7 +651,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     elif not progress.quiet:  # (a quiet run prints neither line: no need to build them)
         from ocr_hook.reports.text import summary_line
 
-        progress.finish(summary_line(result), gate.verdict_line(result, settings.fail_on, settings.on_error))
+        progress.finish(summary_line(result), ctx.gate.line if ctx.gate is not None else "")
     sys.stdout.write(render(settings.format, result, ctx))
     from ocr_hook.commands.progress import sanitise
 
@@ -636,7 +682,8 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
     from ocr_hook import gate
     from ocr_hook.reports import ReportContext
 
-    code = gate.exit_code(result, settings.fail_on, settings.on_error)
+    decided = gate.decide(result, settings.fail_on, settings.on_error)  # once: every report reads it
+    code = decided.exit_code
     pre_commit = environ is not None and commit_time(environ)
     steps: tuple[str, ...] = ()
     if code == gate.EXIT_BLOCKING:
@@ -663,7 +710,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
                            memory=settings.memory and kind != SCAN)  # (a scan records no memory)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
-        on_error=settings.on_error, exit_code=code,
+        on_error=settings.on_error, exit_code=code, gate=decided,
         sarif_category=settings.sarif_category, color=color, file_texts=texts,
         step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit, filter_mode=settings.filter_mode,
     )

@@ -124,10 +124,11 @@ def parse_text(text: str, where: str) -> tuple[Dismissal, ...]:
 def parse_data(data: Any, where: str) -> tuple[Dismissal, ...]:
     if data is None:
         return ()
-    if not isinstance(data, Mapping) or set(data) != {"dismissed"}:
+    # `checks`: overrides of one check for one change (`dismiss --check`, ocr_hook.checks.overrides reads them).
+    if not isinstance(data, Mapping) or not data or not set(data) <= {"dismissed", "checks"}:
         raise ConfigError(f"dismissals file {where}: expected a mapping with one key 'dismissed' (a list of "
                           "entries, as 'ocr-hook dismiss' writes it)")
-    items = data["dismissed"]
+    items = data.get("dismissed")
     if items is None:
         return ()
     if not isinstance(items, list):

@@ -39,6 +39,7 @@ class ReportContext(NamedTuple):
     next_steps: tuple[str, ...] = ()  # what to do about a blocked run (ocr_hook.reports.hints), one line each
     brief: bool = False  # a passing text report in one line per finding and one summary line (pre-commit)
     filter_mode: str = "diff_context"  # the run's, to say in words what it dropped
+    gate: gate.Verdict | None = None  # the gate's one decision (None: decided from fail_on and on_error when read)
 
 
 # ESC sequences first (CSI, OSC/DCS/PM/APC strings, two-character escapes), then every remaining
@@ -98,11 +99,16 @@ def dumps_json(data: Any, indent: int | None = 2) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 
 
+def decision(result: ReviewResult, ctx: ReportContext) -> gate.Verdict:
+    """The gate's verdict every writer reads: the one the run decided, else decided here once per writer."""
+    return ctx.gate if ctx.gate is not None else gate.decide(result, ctx.fail_on, ctx.on_error)
+
+
 def exit_code_for(result: ReviewResult, ctx: ReportContext) -> int:
     """The exit code a report states: the caller's, else the gate's."""
     if ctx.exit_code is not None:
         return ctx.exit_code
-    return gate.exit_code(result, ctx.fail_on, ctx.on_error)
+    return decision(result, ctx).exit_code
 
 
 def finding_order(f: Finding) -> tuple[Any, ...]:

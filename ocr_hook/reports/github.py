@@ -17,6 +17,7 @@ from ocr_hook.findings import Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import (
     coverage_groups,
+    decision,
     escape_hidden,
     line_range,
     safe_for_log,
@@ -117,7 +118,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
             lines.append(safe_for_log(f"  {_where(f)} [{f.severity.value}] {f.category.value}: {_clip(first, 200)}"))
     lines += [safe_for_log(f"Note: {note}") for note in result.notes]  # e.g. the gate's settings changed
     lines.append(safe_for_log(summary_line(result)))
-    lines.append(safe_for_log(gate.verdict_line(result, ctx.fail_on, ctx.on_error)))
+    lines.append(safe_for_log(decision(result, ctx).line))
     return "\n".join(lines) + "\n"
 
 
@@ -133,7 +134,7 @@ def escape_markdown(text: str) -> str:
 
 def step_summary(result: ReviewResult, ctx: ReportContext) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY: the verdict, the counts and a table of every finding."""
-    verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
+    verdict = decision(result, ctx).line
     out = ["## ocr-hook review", "", f"**{escape_markdown(verdict)}**", "", escape_markdown(summary_line(result)), ""]
     active = sorted((f for f in result.findings if f.suppressed is None), key=severity_order)
     if active:
@@ -157,7 +158,7 @@ def step_summary(result: ReviewResult, ctx: ReportContext) -> str:
         out.append("")
     if result.notes:
         out += ["### Notes", ""] + [f"- {escape_markdown(n)}" for n in result.notes] + [""]
-    if ctx.next_steps and gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING:
+    if ctx.next_steps and decision(result, ctx).exit_code == gate.EXIT_BLOCKING:
         # Commands to copy: a code block, so nothing in them is read as markup (no fence can be closed early).
         steps = [sanitize_text(line).replace("`", "'") for line in ctx.next_steps[1:]]
         out += ["### What to do next", "", "```", *steps, "```", ""]

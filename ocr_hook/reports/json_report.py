@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ocr_hook import gate
 from ocr_hook.changes.names import shown
 from ocr_hook.outcome import ReviewResult
-from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, sorted_findings
+from ocr_hook.reports.base import TOOL_NAME, coverage_groups, decision, dumps_json, exit_code_for, sorted_findings
 
 if TYPE_CHECKING:
     from ocr_hook.findings import Finding
@@ -37,6 +36,15 @@ def _findings(findings: list[Finding]) -> list[dict[str, Any]]:
     return [{**d, "path": shown(d["path"])} for d in map(finding_to_report, sorted_findings(findings))]
 
 
+def _checks(result: ReviewResult) -> list[dict[str, Any]]:
+    """One entry per check (DESIGN.md 20), in verdict_as_dict's form: what publish, MCP and delegate read back."""
+    if not result.checks:
+        return []
+    from ocr_hook.checks.model import verdict_as_dict
+
+    return [verdict_as_dict(v) for v in result.checks]
+
+
 def dropped_dict(result: ReviewResult) -> dict[str, Any]:
     """How many comments each stage dropped; under `comments`, those a model step dropped, with its reason."""
     out: dict[str, Any] = dict(sorted(result.dropped.items()))
@@ -55,7 +63,7 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
         "tool": {"name": TOOL_NAME, "version": ctx.tool_version},
         "status": "complete" if result.complete else "incomplete",
         "exit_code": exit_code_for(result, ctx),
-        "verdict": gate.verdict_line(result, ctx.fail_on, ctx.on_error),
+        "verdict": decision(result, ctx).line,
         "fail_on": ctx.fail_on,
         "scope": result.scope,
         "findings": _findings(result.findings),
@@ -82,6 +90,7 @@ def report_dict(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
             "cost_usd": round(u.cost_usd, 6),
         },
         "dropped": dropped_dict(result),
+        "checks": _checks(result),
         "notes": list(result.notes),
         "elapsed_s": round(result.elapsed_s, 3),
     }

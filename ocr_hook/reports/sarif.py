@@ -8,6 +8,7 @@ severity; every other category has one rule.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from ocr_hook.outcome import ReviewResult
 from ocr_hook.reports.base import TOOL_NAME, coverage_groups, dumps_json, exit_code_for, line_range, severity_order
 
 if TYPE_CHECKING:
+    from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.reports.base import ReportContext
 
 SARIF_VERSION = "2.1.0"
@@ -196,6 +198,57 @@ def _result(f: Finding, rule_index: Mapping[str, int], hashes: list[str] | None)
     return result
 
 
+def check_rule_id(name: str) -> str:
+    return f"{TOOL_NAME}/check/{name}"
+
+
+def _check_rule(verdict: CheckVerdict) -> dict[str, Any]:
+    where = f" (defined in {verdict.source})" if verdict.source else ""
+    help_text = (verdict.instruction or f"The team's check {verdict.name}.") + \
+        f"\n\nA check of the team's{where}, answered by ocr-hook for the whole change: pass, fail, inconclusive " \
+        "or not applicable. Override it for one change with 'ocr-hook dismiss --check NAME --reason TEXT'."
+    return {
+        "id": check_rule_id(verdict.name),
+        "name": "Check" + "".join(p.capitalize() for p in re.split(r"[^A-Za-z0-9]+", verdict.name) if p),
+        "shortDescription": {"text": f"The team's check '{verdict.name}'."},
+        "fullDescription": {"text": help_text},
+        "help": {"text": help_text, "markdown": help_text},
+        "defaultConfiguration": {"level": "error" if verdict.mode == "block" else "warning"},
+        "properties": {"tags": ["check"], "mode": verdict.mode},
+    }
+
+
+def _check_results(verdict: CheckVerdict, rule_index: Mapping[str, int]) -> list[dict[str, Any]]:
+    """A failed or inconclusive check: one result at each anchored piece of its evidence, else at its file."""
+    if verdict.verdict not in ("fail", "inconclusive"):
+        return []
+    from ocr_hook.digest import sha256_hex
+
+    level = "error" if verdict.blocks or (verdict.mode == "block" and verdict.override is not None
+                                          and verdict.verdict == "fail") else "warning"
+    text = f"Check {verdict.name} ({verdict.mode}): {verdict.verdict}. {verdict.reason}"
+    places = [(e.path, e.start_line, max(e.start_line, e.end_line)) for e in verdict.evidence if e.anchored]
+    if not places:
+        places = [(verdict.source or ".ocr-hook", 1, 1)]
+    out = []
+    for path, start, end in places:
+        rid = check_rule_id(verdict.name)
+        item: dict[str, Any] = {
+            "ruleId": rid, "ruleIndex": rule_index[rid], "level": level, "message": {"text": text},
+            "locations": [{"physicalLocation": {"artifactLocation": _artifact(path),
+                                                "region": {"startLine": start, "endLine": end}}}],
+            "partialFingerprints": {OUR_FINGERPRINT: sha256_hex(
+                f"check\0{verdict.name}\0{path}\0{start}".encode("utf-8", "surrogateescape"))[:32]},
+            "properties": {"check": verdict.name, "verdict": verdict.verdict, "mode": verdict.mode,
+                           "carried": verdict.carried},
+        }
+        if verdict.override is not None:
+            why = f"Overridden by {verdict.override.by}: {verdict.override.reason}"
+            item["suppressions"] = [{"kind": "external", "status": "accepted", "justification": why}]
+        out.append(item)
+    return out
+
+
 def _fix(f: Finding) -> dict[str, Any]:
     """The suggestion as a SARIF fix: whole lines out (no columns: reviewdog then makes a line-based
     GitHub/GitLab suggestion, which must cover the result's own lines), the replacement in."""
@@ -252,6 +305,11 @@ def sarif_log(result: ReviewResult, ctx: ReportContext) -> dict[str, Any]:
     ordered = sorted(kept, key=lambda f: (severity_order(f)[0], f.path, line_range(f), -f.severity.rank,
                                           f.fingerprint))
     results = [_result(f, rule_index, hashes_for(f.path)) for f in ordered]
+    if result.checks:  # DESIGN.md 20: every check a rule; a failed or inconclusive one a result per evidence
+        for verdict in result.checks:
+            rule_index[check_rule_id(verdict.name)] = len(rules)
+            rules.append(_check_rule(verdict))
+            results += _check_results(verdict, rule_index)
 
     notifications: list[dict[str, Any]] = []
     groups = coverage_groups(result)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ocr_hook import gate
 from ocr_hook.changes.names import shown as shown_name
 from ocr_hook.outcome import ReviewResult, RoutineNote
-from ocr_hook.reports.base import coverage_groups, safe_for_log, sorted_findings
+from ocr_hook.reports.base import coverage_groups, decision, safe_for_log, sorted_findings
 
 if TYPE_CHECKING:
     from ocr_hook.findings import Finding
@@ -148,10 +148,35 @@ def _brief(result: ReviewResult, ctx: ReportContext) -> str:
     lines = [one_line(f, result.late_findings) for f in shown]
     # Review memory: what the fix resolved is named too, not only counted in the summary (DESIGN 7).
     lines += [f"resolved since the last review: {_resolved_line(f)}"[:300] for f in sorted_findings(result.resolved)]
+    lines += [line.strip() for line in check_lines(result)[2:]]
     lines += [safe_for_log(f"note: {n}") for n in result.notes if not isinstance(n, RoutineNote)]
-    verdict = gate.verdict_line(result, ctx.fail_on, ctx.on_error)
+    verdict = decision(result, ctx).line
     lines.append(safe_for_log(f"ocr-hook: {verdict} · {summary_line(result)}"))
     return "\n".join(lines) + "\n"
+
+
+_VERDICT_WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "not_applicable": "N/A"}
+
+
+def check_lines(result: ReviewResult) -> list[str]:
+    """After the findings: one line per check (verdict, mode, name, reason), its evidence and any override."""
+    if not result.checks:
+        return []
+    lines = ["", "Checks:"]
+    for v in result.checks:
+        verdict = "OVERRIDDEN" if v.override is not None else _VERDICT_WORDS.get(v.verdict, v.verdict.upper())
+        more = " (carried: same inputs as an earlier run)" if v.carried else ""
+        if v.changed_in_change:
+            more += " (its file changes with this pull request; takes effect after merge)"
+        lines.append(safe_for_log(f"  {verdict} [{v.mode}] {v.name}: {' '.join(v.reason.split())}{more}")[:400])
+        if v.override is not None:
+            lines.append(safe_for_log(f"    overridden by {v.override.by} ({v.override.where}): was {v.verdict}; "
+                                      f"{' '.join(v.override.reason.split())}")[:400])
+        for e in v.evidence:
+            where = f"{shown_name(e.path)}:{e.start_line}" if e.anchored else f"{shown_name(e.path)} ({e.note})"
+            first = (e.code.strip().splitlines() or [""])[0]
+            lines.append(safe_for_log(f"    at {where}: {first}")[:300])
+    return lines
 
 
 def summary_line(result: ReviewResult) -> str:
@@ -243,7 +268,7 @@ def _dropped_words(key: str, count: int, filter_mode: str) -> str:
 
 
 def render(result: ReviewResult, ctx: ReportContext) -> str:
-    blocked = gate.exit_code(result, ctx.fail_on, ctx.on_error) == gate.EXIT_BLOCKING
+    blocked = decision(result, ctx).exit_code == gate.EXIT_BLOCKING
     if ctx.brief and result.complete and not blocked:
         return _brief(result, ctx)
     color = ctx.color
@@ -265,6 +290,7 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
         if on_forge:  # for this pull request only, until recorded in the dismissals file
             lines.append(f"  ({on_forge} dismissed on the pull request, for this change only; keep them with "
                          "`ocr-hook dismiss --from-forge`)")
+    lines += check_lines(result)
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):
         if entries:
@@ -285,8 +311,9 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
     if result.notes:
         lines += ["", "Notes:"] + [f"  - {safe_for_log(n)}" for n in result.notes]
     lines += ["", summary_line(result)]
-    verdict = safe_for_log(gate.verdict_line(result, ctx.fail_on, ctx.on_error))
-    if gate.exit_code(result, ctx.fail_on, ctx.on_error) != gate.EXIT_CLEAN:
+    decided = decision(result, ctx)
+    verdict = safe_for_log(decided.line)
+    if decided.exit_code != gate.EXIT_CLEAN:
         style = _STYLE["bad"]
     else:
         style = _STYLE["good"] if result.complete else _STYLE["warn"]

@@ -1,0 +1,290 @@
+"""The change-level pass (DESIGN.md 20): one conversation answers every applicable check for the whole change.
+
+After the per-file reviews: the checks, the change's file list and diffs (within a budget, the diffs of the
+checks' paths first), the intent and the findings already raised; the read-only tools and `check_verdict`;
+`task_done` ends it. A check never answered is inconclusive ("no verdict"), never a pass; a second verdict
+for a check replaces the first. Any entry point calls `evaluate_checks` with what it has: it returns verdicts,
+never prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ocr_hook.checks.model import Check, CheckVerdict, Evidence
+
+if TYPE_CHECKING:
+    from ocr_hook.agent.client import Api
+    from ocr_hook.budget.ledger import Budget
+    from ocr_hook.changes.model import ChangeSet, FileChange
+    from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.findings import Finding
+    from ocr_hook.settings import Settings
+
+MAX_DIFF_CHARS = 60_000  # all diffs together in the first message; the tools reach the rest
+MAX_LISTED_FINDINGS = 40
+MAX_EVIDENCE = 10
+NO_VERDICT = "no verdict: the evaluation ended without an answer for this check"
+
+
+class ChecksTask(NamedTuple):
+    change_set: ChangeSet
+    snapshot: Snapshot
+    settings: Settings
+    checks: Sequence[Check]  # the applicable ones (load.applicable's first list), each to be answered
+    findings: Sequence[Finding] = ()  # raised by the per-file reviews
+    intent: str | None = None  # rendered (capped, masked, fenced) as the file reviews get it
+    edited: frozenset[str] = frozenset()  # check files the change touches
+    rounds: int = 8  # 1 at commit time (quick effort): one request answers every check
+
+
+class ChecksOutcome(NamedTuple):
+    verdicts: list[CheckVerdict]  # one per task check, in the task's order
+    requests: int
+    incomplete: str  # "" when the pass ran to task_done (or its last round); else why it was cut short
+    notes: list[str]
+
+
+def check_tools(names: Sequence[str]) -> list[dict[str, Any]]:
+    """The pass's tool definitions, check_verdict's `check` an enum of the names to answer (strict mode then
+    refuses any other name)."""
+    from ocr_hook.agent import registry
+    from ocr_hook.agent.conversation import tools_param
+
+    specs = registry.tools_for_phase("checks")
+    tools = tools_param(specs)
+    for tool in tools:
+        if tool["name"] == "check_verdict":
+            schema = {**tool["input_schema"], "properties": dict(tool["input_schema"]["properties"])}
+            schema["properties"]["check"] = {**schema["properties"]["check"], "enum": list(names)}
+            tool["input_schema"] = schema
+    return tools
+
+
+def _diff_section(change_set: ChangeSet, checks: Sequence[Check], mask: Any) -> tuple[str, str]:
+    """The file list, and the diffs within MAX_DIFF_CHARS: those under a check's paths first; what did not fit is
+    named, so the model knows to ask (file_read_diff)."""
+    from ocr_hook.agent.prompts import fence
+    from ocr_hook.changes.names import shown
+    from ocr_hook.checks.load import matches
+
+    files = change_set.files
+    listing = "\n".join(f"- {shown(f.path)} ({f.status}, +{f.added} -{f.removed})" for f in files)
+    relevant = [f for f in files if any(matches(c, f.path) or (f.old_path and matches(c, f.old_path)) for c in checks)]
+    order = relevant + [f for f in files if f not in relevant]
+    parts: list[str] = []
+    left: list[str] = []
+    room = MAX_DIFF_CHARS
+    for change in order:
+        if change.is_binary or not change.patch:
+            continue
+        text = f"## {shown(change.path)}\n\n{fence(mask(change.patch), 'diff')}\n"
+        if len(text) > room:
+            left.append(shown(change.path))
+            continue
+        room -= len(text)
+        parts.append(text)
+    if left:
+        parts.append(f"(Left out to stay within the message's size, read them with file_read_diff: {', '.join(left)})")
+    return listing, "\n".join(parts) or "(no textual diff)"
+
+
+def _checks_text(checks: Sequence[Check]) -> str:
+    from ocr_hook.agent.prompts import fence
+
+    out = []
+    for check in checks:
+        where = ", ".join(check.paths) if check.paths else "every file"
+        if check.scope:
+            where += f" (under {check.scope}/)"
+        out.append(f"## {check.name}\n\nAbout: {where}\n\n{fence(check.instruction)}\n")
+    return "\n".join(out)
+
+
+def _findings_text(findings: Sequence[Finding]) -> str:
+    active = [f for f in findings if f.suppressed is None]
+    if not active:
+        return ""
+    lines = [f"- {f.path}:{f.start_line} [{f.severity}] {' '.join(f.message.split())[:300]}"
+             for f in active[:MAX_LISTED_FINDINGS]]
+    if len(active) > MAX_LISTED_FINDINGS:
+        lines.append(f"- … and {len(active) - MAX_LISTED_FINDINGS} more")
+    return "\n\n# Findings the per-file reviews raised (data, for reference)\n\n" + "\n".join(lines) + "\n"
+
+
+def first_message(task: ChecksTask, mask: Any, rounds: int) -> str:
+    from ocr_hook.agent.prompts import render
+
+    listing, diffs = _diff_section(task.change_set, task.checks, mask)
+    intent = f"\n{task.intent}\n" if task.intent else ""
+    return render("checks.md", scope=task.change_set.description, rounds=rounds, checks=_checks_text(task.checks),
+                  count=len(task.change_set.files), files=listing, diffs=diffs, intent=intent,
+                  findings=mask(_findings_text(task.findings)))
+
+
+def anchor_evidence(items: Sequence[Mapping[str, str]], change_set: ChangeSet,
+                    snapshot: Snapshot) -> tuple[Evidence, ...]:
+    """Each quote located as code_comment's are (DESIGN 3); one that cannot be is kept, unanchored, and said."""
+    from ocr_hook.findings.anchoring import anchor
+
+    by_path = change_set.by_path()
+    out = []
+    for item in items[:MAX_EVIDENCE]:
+        path, code = str(item.get("path", "")), str(item.get("code", ""))
+        change: FileChange | None = by_path.get(path)
+        text = snapshot.read_text(path) if path else None
+        found = anchor(code, change.hunks if change is not None else (), text) if text is not None and code.strip() \
+            else None
+        if found is None:
+            why = "the file is not in the change" if text is None else "the quoted code was not found in the file"
+            out.append(Evidence(path, code, note=f"not located: {why}"))
+        else:
+            out.append(Evidence(path, code, found.start_line, found.end_line, anchored=True))
+    return tuple(out)
+
+
+def verdict_of(check: Check, tool_input: Mapping[str, Any], evidence: tuple[Evidence, ...],
+               edited: frozenset[str]) -> CheckVerdict:
+    return CheckVerdict(name=check.name, mode=check.mode, verdict=str(tool_input["verdict"]),
+                        reason=" ".join(str(tool_input["reason"]).split())[:600], source=check.source,
+                        evidence=evidence, severity=check.severity, inconclusive=check.inconclusive,
+                        changed_in_change=check.source in edited, instruction=check.instruction)
+
+
+def unanswered(check: Check, reason: str, edited: frozenset[str], incomplete: bool = False) -> CheckVerdict:
+    return CheckVerdict(name=check.name, mode=check.mode, verdict="inconclusive", reason=reason, source=check.source,
+                        severity=check.severity, inconclusive=check.inconclusive,
+                        changed_in_change=check.source in edited, incomplete=incomplete,
+                        instruction=check.instruction)
+
+
+class _Pass:
+    def __init__(self, task: ChecksTask, api: Api, budget: Budget, mask: Any) -> None:
+        from ocr_hook.agent.prompts import template
+        from ocr_hook.agent.tool_api import ToolContext
+        from ocr_hook.changes.selection import is_sensitive
+
+        self.task = task
+        self.api = api
+        self.budget = budget
+        self.mask = mask
+        self.by_name = {c.name: c for c in task.checks}
+        self.answers: dict[str, CheckVerdict] = {}
+        self.requests = 0
+        self.system = [{"type": "text", "text": template("checks_system.md").strip(),
+                        "cache_control": {"type": "ephemeral"}}]
+        self.tools = check_tools(list(self.by_name))
+        self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path="",
+                               is_hidden=functools.partial(is_sensitive, settings=task.settings))
+
+    async def run(self) -> str:
+        """The conversation; returns "" when it ended normally, else why it was cut short."""
+        from ocr_hook.agent.client import BudgetStop, RequestFailed
+        from ocr_hook.agent.conversation import Conversation, assistant_blocks, text_block
+
+        settings = self.task.settings
+        rounds = max(1, self.task.rounds)
+        conv = Conversation()
+        conv.add_user([text_block(first_message(self.task, self.mask, rounds))])
+        model = settings.model_for("main")
+        try:
+            for round_no in range(1, rounds + 1):
+                response = await self.api.create(model=model, max_tokens=settings.max_output_tokens,
+                                                  system=self.system, tools=self.tools, messages=conv.for_request())
+                self.requests += 1
+                if response.stop_reason == "refusal":
+                    return "the model declined to evaluate the checks (refusal)"
+                conv.add_assistant(assistant_blocks(response.content))
+                calls = [b for b in response.content if b.type == "tool_use"]
+                if not calls:
+                    if round_no == rounds:
+                        break
+                    conv.add_user([text_block("Give each check a verdict with check_verdict, then call task_done.")])
+                    continue
+                results, done = await self._answer(calls)
+                if done:
+                    return ""
+                conv.add_user(results)
+            return ""  # the last round was answered: what is unanswered stays inconclusive
+        except BudgetStop as stop:
+            return f"checks evaluation cut short: {stop}"
+        except RequestFailed as failure:
+            return f"checks evaluation failed: {failure}"
+
+    async def _answer(self, calls: Sequence[Any]) -> tuple[list[dict[str, Any]], bool]:
+        from ocr_hook.agent import registry
+        from ocr_hook.agent.conversation import tool_result_block
+        from ocr_hook.agent.loop import as_shown, run_tool
+        from ocr_hook.agent.tool_api import ToolResult
+
+        done = False
+        blocks: list[dict[str, Any]] = []
+        for call in calls:
+            name, tool_input = call.name, call.input
+            error = registry.validate_input(name, tool_input, "checks")
+            if error is None and name == "check_verdict" and tool_input["check"] not in self.by_name:
+                error = (f"There is no check named {str(tool_input['check'])[:80]!r}. The checks to answer: "
+                         f"{', '.join(self.by_name)}.")
+            if error is not None:
+                result = ToolResult(error, is_error=True)
+            elif name == "task_done":
+                done = True
+                result = ToolResult("Checks evaluation finished.")
+            elif name == "check_verdict":
+                result = ToolResult(self._take(tool_input))
+            else:
+                shown = await asyncio.wait_for(asyncio.to_thread(run_tool, name, dict(tool_input), self.ctx),
+                                               timeout=max(0.1, self.budget.remaining_seconds()))
+                result = as_shown(shown, self.mask)
+            blocks.append(tool_result_block(call.id, result.text or "(empty)", result.is_error))
+        return blocks, done
+
+    def _take(self, tool_input: Mapping[str, Any]) -> str:
+        check = self.by_name[tool_input["check"]]
+        evidence = anchor_evidence(tool_input.get("evidence") or (), self.task.change_set, self.task.snapshot)
+        again = check.name in self.answers
+        self.answers[check.name] = verdict_of(check, tool_input, evidence, self.task.edited)
+        missing = [n for n in self.by_name if n not in self.answers]
+        lost = [e for e in evidence if not e.anchored]
+        said = f"Recorded {tool_input['verdict']} for {check.name}" + (" (replacing your earlier verdict)." if again
+                                                                        else ".")
+        if lost:
+            said += f" {len(lost)} piece(s) of evidence could not be located in the files after the change: quote " \
+                    "the code exactly as it is there."
+        said += f" Still without a verdict: {', '.join(missing)}." if missing else " Every check has a verdict: " \
+                                                                                  "call task_done."
+        return said
+
+
+async def evaluate_checks_async(task: ChecksTask, api: Api, budget: Budget, mask: Any) -> ChecksOutcome:
+    """Every check of the task answered: by the model, or inconclusive when it never was."""
+    if not task.checks:
+        return ChecksOutcome([], 0, "", [])
+    one = _Pass(task, api, budget, mask)
+    try:
+        cut = await one.run()
+    except Exception as exc:  # a bug of ours must not lose the file reviews: the checks are incomplete
+        cut = f"checks evaluation failed: internal error: {type(exc).__name__}: {exc}".splitlines()[0][:240]
+    verdicts = [one.answers.get(c.name) or unanswered(c, cut or NO_VERDICT, task.edited, incomplete=bool(cut))
+                for c in task.checks]
+    notes = [cut] if cut else []
+    return ChecksOutcome(verdicts, one.requests, cut, notes)
+
+
+def evaluate_checks(task: ChecksTask, budget: Budget, environ: Mapping[str, str]) -> ChecksOutcome:
+    """The pass with its own client, from synchronous code (the CLI's review, any entry point)."""
+    from ocr_hook.agent.client import open_api
+    from ocr_hook.agent.conversation import SecretMasker
+    from ocr_hook.secrets_mask import mask_secrets
+
+    async def run() -> ChecksOutcome:
+        api = open_api(task.settings, environ, budget)
+        try:
+            return await evaluate_checks_async(task, api, budget, SecretMasker(mask_secrets))
+        finally:
+            await api.aclose()
+
+    return asyncio.run(run())

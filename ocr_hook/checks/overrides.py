@@ -1,0 +1,100 @@
+"""Overrides of one check for one change (DESIGN.md 20), recorded by `ocr-hook dismiss --check` in the dismissals
+file under `checks:`, one entry each: {check, change, reason, by, on}. Never all checks at once: an entry names
+one check, and applies only to the change it names (a pull request, or one staged change by its tree).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ocr_hook.checks.model import Override
+from ocr_hook.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import ChangeSet
+
+KEYS = ("check", "change", "reason", "by", "on")
+
+
+class CheckOverride(NamedTuple):
+    check: str
+    change: str  # which change: "pull request 12", "staged tree <id>", "range <base>..<target>"
+    reason: str
+    by: str
+    on: dt.date
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "change": self.change, "reason": self.reason, "by": self.by, "on": self.on}
+
+
+def change_id(change_set: ChangeSet, environ: Mapping[str, str]) -> str:
+    """Names the change an override is for: the pull request in CI, else the staged tree (what the commit will
+    hold), else the reviewed range."""
+    from ocr_hook.changes import git
+    from ocr_hook.cienv import request_number, running
+
+    number = request_number(environ)
+    system = running(environ)
+    if number:
+        return f"pull request {number}" + (f" ({system})" if system else "")
+    if change_set.target is None:
+        return "staged tree " + git.git_text(change_set.repo_root, ["write-tree"]).strip()
+    return f"range {change_set.base}..{change_set.target}"
+
+
+def parse(data: Any, where: str) -> tuple[CheckOverride, ...]:
+    items = data.get("checks") if isinstance(data, Mapping) else None
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise ConfigError(f"dismissals file {where}: 'checks' must be a list")
+    out = []
+    for n, item in enumerate(items, 1):
+        at = f"dismissals file {where}: checks entry {n}"
+        if not isinstance(item, Mapping):
+            raise ConfigError(f"{at}: must be a mapping")
+        item = {("on" if k is True else k): v for k, v in item.items()}
+        unknown = [str(k) for k in item if k not in KEYS]
+        missing = [k for k in KEYS if k not in item]
+        if unknown or missing:
+            raise ConfigError(f"{at}: " + (f"unknown key '{unknown[0]}'" if unknown else f"missing key '{missing[0]}'")
+                              + f" (keys: {', '.join(KEYS)})")
+        if not all(isinstance(item[k], str) and item[k].strip() for k in KEYS[:4]):
+            raise ConfigError(f"{at}: check, change, reason and by must be non-empty text")
+        on = item["on"]
+        if isinstance(on, str):
+            try:
+                on = dt.date.fromisoformat(on)
+            except ValueError:
+                raise ConfigError(f"{at}: 'on' must be a date (YYYY-MM-DD)") from None
+        if not isinstance(on, dt.date):
+            raise ConfigError(f"{at}: 'on' must be a date (YYYY-MM-DD)")
+        out.append(CheckOverride(item["check"], item["change"], item["reason"], item["by"], on))
+    return tuple(out)
+
+
+def read(repo_root: str, name: str) -> tuple[CheckOverride, ...]:
+    """The work tree's overrides (the file is reviewed with the change, like every dismissal)."""
+    from ocr_hook.findings.dismissals import _Loader, read_file_text
+
+    text = read_file_text(repo_root, name)
+    if text is None:
+        return ()
+    import yaml
+
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError:
+        return ()  # the findings' reading of the same file reports it, with its line
+    return parse(data, name)
+
+
+def overrides_for(repo_root: str, name: str, change_set: ChangeSet, environ: Mapping[str, str]) -> dict[str, Override]:
+    """Check name → the override recorded for this change (the last entry for a check wins)."""
+    entries = read(repo_root, name)
+    if not entries:
+        return {}
+    here = change_id(change_set, environ)
+    return {e.check: Override(by=e.by, reason=e.reason, where=name) for e in entries if e.change == here}

@@ -1,0 +1,141 @@
+"""The checks stage of a review (DESIGN.md 20): the trusted checks, which apply, which the cache answers, the
+change-level pass for the rest, and the overrides recorded for this change.
+
+Called after the per-file reviews with their findings. Returns the verdicts in the checks' order; never prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from ocr_hook.checks.model import Check, CheckVerdict
+
+if TYPE_CHECKING:
+    from ocr_hook.budget.ledger import Budget
+    from ocr_hook.changes.model import ChangeSet
+    from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.findings import Finding
+    from ocr_hook.outcome import Usage
+    from ocr_hook.settings import Settings
+
+
+class ChecksPlan(NamedTuple):
+    """What a change needs of the checks, decided before any request (so the files' reviews know whether to
+    leave the checks their share of the budget)."""
+
+    checks: tuple[Check, ...]  # every check of the trusted revision, in order
+    to_ask: list[Check]
+    decided: list[CheckVerdict]  # not applicable
+    edited: frozenset[str]
+    notes: list[str]
+    commit_time: bool
+
+
+def plan_checks(change_set: ChangeSet, commit_time: bool) -> ChecksPlan:
+    from ocr_hook.checks.load import applicable, change_notes, changed_check_files, changed_paths, trusted_checks
+
+    loaded = trusted_checks(change_set)
+    notes = change_notes(loaded, change_set)
+    edited = frozenset(changed_check_files(change_set))
+    if not loaded.checks:
+        return ChecksPlan((), [], [], edited, notes, commit_time)
+    to_ask, decided = applicable(loaded.checks, changed_paths(change_set), commit_time, edited)
+    return ChecksPlan(loaded.checks, to_ask, decided, edited, notes, commit_time)
+
+
+class StageOutcome(NamedTuple):
+    verdicts: list[CheckVerdict]
+    notes: list[str]
+    usage: Usage | None  # of the pass's requests; None when none was sent
+
+
+def check_key(check: Check, change_set: ChangeSet, intent: str | None, settings: Settings) -> str:
+    """What a verdict depends on: the check as written, the diffs of the files under its paths, the intent, the
+    model, and our prompts and tools. The same key: the same question about the same change."""
+    from ocr_hook.agent.prompts import digest
+    from ocr_hook.agent.run import tools_digest
+    from ocr_hook.checks.load import matches
+    from ocr_hook.store.result_cache import cache_key
+
+    diffs = [f"{f.path}\0{f.old_path or ''}\0{f.status}\0{f.patch}" for f in change_set.files
+             if matches(check, f.path) or (f.old_path and matches(check, f.old_path))]
+    return cache_key({"kind": "check-verdict", "check": repr(tuple(check)), "diffs": "\0\0".join(diffs),
+                      "intent": intent or "", "model": settings.model_for("main"), "prompts": digest(),
+                      "tools": tools_digest()})
+
+
+def _cached(cache: object, key: str) -> CheckVerdict | None:
+    from ocr_hook.checks.model import verdict_from_dict
+
+    data = cache.store.read(key)  # type: ignore[attr-defined]
+    item = data.get("check_verdict") if isinstance(data, dict) else None
+    if not isinstance(item, dict):
+        return None
+    try:
+        return verdict_from_dict(item)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def run_checks(plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
+               findings: Sequence[Finding], environ: Mapping[str, str], budget: Budget | None, *,
+               intent: str | None = None, cache: object | None = None,
+               overrides: Mapping[str, object] | None = None) -> StageOutcome:
+    """Every check of the trusted revision that this change needs answered (`plan_checks`), answered.
+
+    `budget`: the pass's share (None: no request may be sent, e.g. Claude Code, whose parity is its own work);
+    `cache`: a ResultCache (None: cache off); `overrides`: check name → Override recorded for this change."""
+    notes = list(plan.notes)
+    if not plan.checks:
+        return StageOutcome([], notes, None)
+    edited, to_ask, decided, commit_time = plan.edited, plan.to_ask, plan.decided, plan.commit_time
+    answered: dict[str, CheckVerdict] = {v.name: v for v in decided}
+    keys: dict[str, str] = {}
+    if to_ask and cache is not None:
+        for check in to_ask:
+            keys[check.name] = check_key(check, change_set, intent, settings)
+            hit = _cached(cache, keys[check.name])
+            if hit is not None:
+                answered[check.name] = hit._replace(carried=True, changed_in_change=check.source in edited,
+                                                    override=None)
+    ask = [c for c in to_ask if c.name not in answered]
+    usage = None
+    if ask:
+        from ocr_hook.agent.checks_pass import ChecksTask, evaluate_checks, unanswered
+
+        if budget is None:
+            for check in ask:
+                answered[check.name] = unanswered(check, "not evaluated: this provider does not evaluate checks yet",
+                                                  edited)
+        else:
+            task = ChecksTask(change_set, snapshot, settings, ask, findings, intent, edited,
+                              rounds=1 if commit_time else max(2, settings.max_rounds))
+            outcome = evaluate_checks(task, budget, environ)
+            usage = budget.usage
+            notes += outcome.notes
+            for verdict in outcome.verdicts:
+                answered[verdict.name] = verdict
+                # Only what the model answered is kept: an unanswered check is asked again next time.
+                if cache is not None and not verdict.incomplete and verdict.reason != _no_verdict():
+                    from ocr_hook.checks.model import verdict_as_dict
+
+                    cache.store.write(keys.get(verdict.name) or check_key(  # type: ignore[attr-defined]
+                        next(c for c in ask if c.name == verdict.name), change_set, intent, settings),
+                        {"check_verdict": verdict_as_dict(verdict)})
+    carried = sum(1 for v in answered.values() if v.carried)
+    if carried:
+        notes.append(f"{carried} check verdict(s) carried from an earlier run with the same check, diffs, intent and "
+                     "model (no request sent)")
+    order = [c.name for c in plan.checks if c.name in answered]
+    verdicts = [answered[name] for name in order]
+    if overrides:
+        verdicts = [v._replace(override=overrides[v.name]) if v.name in overrides else v  # type: ignore[arg-type]
+                    for v in verdicts]
+    return StageOutcome(verdicts, notes, usage)
+
+
+def _no_verdict() -> str:
+    from ocr_hook.agent.checks_pass import NO_VERDICT
+
+    return NO_VERDICT

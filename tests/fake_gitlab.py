@@ -117,9 +117,9 @@ class FakeGitLab(FakeForge):
         return f"2026-12-05T10:{self.clock // 60:02d}:{self.clock % 60:02d}.000Z"
 
     def thread(self, iid: int, fingerprint: str) -> dict[str, Any]:
-        """The discussion whose first note carries `fingerprint`'s marker."""
-        return next(d for d in self.mrs[iid].discussions
-                    if d["notes"][0]["body"].startswith(f"<!-- ocr-hook fingerprint={fingerprint} -->"))
+        """The discussion whose first note carries `fingerprint`'s marker (a finding's, or a check's key)."""
+        return next(d for d in self.mrs[iid].discussions if d["notes"][0]["body"].startswith(
+            (f"<!-- ocr-hook fingerprint={fingerprint} -->", f"<!-- ocr-hook check={fingerprint} -->")))
 
     def reply_as(self, iid: int, fingerprint: str, username: str, body: str) -> None:
         """`username` answers in the thread of `fingerprint` (as GitLab's web page would post it)."""

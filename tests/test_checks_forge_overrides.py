@@ -120,7 +120,8 @@ def test_github(world: World, tmp_path: Path) -> None:
         event.write_text(json.dumps({"number": 7, "pull_request": {"number": 7, "head": {"sha": world.head},
                                                                    "base": {"ref": "main"}}}), encoding="utf-8")
         env = {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "octo/app", "GITHUB_EVENT_NAME": "pull_request",
-               "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": github.url, "GITHUB_TOKEN": TOKEN}
+               "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": github.url, "GITHUB_TOKEN": TOKEN,
+               "GITHUB_REF": "refs/pull/7/merge"}
         world.publish(env)
         tested, logged = (github.comment_starting(7, marker(n)) for n in (API_TESTS, CHANGELOG))
         assert (tested["path"], tested["line"], logged["line"]) == (PATH, 6, 4)
@@ -133,6 +134,13 @@ def test_github(world: World, tmp_path: Path) -> None:
         checks = world.overridden(env, "maint", "github", expected=0)
         assert checks[CHANGELOG]["override"] == {"by": "maint", "reason": "resolved the check's thread",
                                                  "where": "github"}
+    # `outcomes` counts the checks from the reviews' history: per change (the first review's line of work, pull
+    # request 7) each check's latest verdict: failed there, overridden here.
+    outcomes = world.cli({}, "outcomes", "--format", "json")
+    assert outcomes.returncode == 0, outcomes.stderr
+    by_check = json.loads(outcomes.stdout)["checks"]["by_check"]
+    assert {n: (c["changes"], c["fail"], c["overridden"], c["override_rate"]) for n, c in by_check.items()} == {
+        API_TESTS: (2, 1, 1, 0.5), CHANGELOG: (2, 1, 1, 0.5)}
 
 
 def test_gitlab(world: World) -> None:

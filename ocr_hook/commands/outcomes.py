@@ -46,6 +46,7 @@ def run(since: str | None, until: str | None, requests: Sequence[str], sources: 
     from ocr_hook.store import history
     from ocr_hook.store.memory import repository_id
     from ocr_hook.store.result_cache import run_cache_dir
+    from ocr_hook.tally.checks import count_checks
     from ocr_hook.tally.count import tally, track
     from ocr_hook.tally.render import render
 
@@ -58,9 +59,10 @@ def run(since: str | None, until: str | None, requests: Sequence[str], sources: 
     root, _head = repo_top(os.getcwd())
     settings = load(root, config_file, flags={}, environ=environ)
     cache_dir = run_cache_dir(settings.cache_dir, environ)
-    entries = history.entries(cache_dir, repository_id(root))
+    entries = list(history.entries(cache_dir, repository_id(root)))  # (read twice: findings, then checks)
     tracked, reviews = track(entries, since=start, until=end, requests=list(requests), sources=list(sources))
-    text = render(fmt, tally(tracked, reviews), _period(start, end))
+    checks = count_checks(entries, since=start, until=end, requests=list(requests), sources=list(sources))
+    text = render(fmt, tally(tracked, reviews), _period(start, end), checks)
     if output:
         from ocr_hook.store.atomic import write_atomic  # a failure is one line, exit 2
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ocr_hook.tally.checks import entry_checks
+
 if TYPE_CHECKING:
     from ocr_hook.findings import Finding
     from ocr_hook.outcome import ReviewResult
@@ -44,10 +46,13 @@ def entry_of(result: ReviewResult, *, at: float, source: str, change: str | None
     raised = [_finding(f, effort.get(f.path)) for f in result.findings if f.suppressed != "baseline"]
     resolved = [_finding(f, effort.get(f.path)) for f in result.resolved]
     complete = sorted({f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete})
-    if not raised and not resolved and not (source == "ci" and complete) and not feedback:
+    checks = entry_checks(result.checks) if result.checks else []  # (DESIGN.md 20: outcomes counts checks)
+    if not raised and not resolved and not (source == "ci" and complete) and not feedback and not checks:
         return None
     entry: dict[str, Any] = {"at": at, "source": source, "change": change or "", "request": request or "",
                              "model": model, "findings": raised, "resolved": resolved, "complete": complete}
+    if checks:
+        entry["checks"] = checks
     if feedback:
         entry["feedback"] = {fp: dict(counts) for fp, counts in feedback.items()}
     return entry

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
 from typing import Any
 
+from ocr_hook.tally.checks import CheckCounts, checks_dict, checks_text
 from ocr_hook.tally.count import DIMENSIONS, SEVERITY_ORDER, Counts, Tally
 
 FORMATS = ("text", "json", "svg", "html")
@@ -116,5 +118,12 @@ def render_html(t: Tally, period: str) -> str:
             f"{render_svg(t, period)}<pre>{text}</pre>\n</body></html>\n")
 
 
-def render(fmt: str, t: Tally, period: str) -> str:
+def render(fmt: str, t: Tally, period: str, checks: Sequence[CheckCounts] = ()) -> str:
+    """`checks`: the checks' outcomes (tally.checks), after the findings' in text and HTML, `checks` in JSON."""
+    if checks and fmt == "json":
+        return json.dumps({**as_dict(t, period), "checks": checks_dict(checks)}, indent=2) + "\n"
+    if checks and fmt == "text":
+        return render_text(t, period) + checks_text(checks)
+    if checks and fmt == "html":
+        return render_html(t, period).replace("</pre>", html.escape(checks_text(checks)) + "</pre>", 1)
     return {"text": render_text, "json": render_json, "svg": render_svg, "html": render_html}[fmt](t, period)

@@ -81,11 +81,14 @@ def _cached(cache: object, key: str) -> CheckVerdict | None:
 def run_checks(plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot, settings: Settings,
                findings: Sequence[Finding], environ: Mapping[str, str], budget: Budget | None, *,
                intent: str | None = None, cache: object | None = None,
-               overrides: Mapping[str, object] | None = None) -> StageOutcome:
+               overrides: Mapping[str, object] | None = None,
+               given: Mapping[str, CheckVerdict] | None = None) -> StageOutcome:
     """Every check of the trusted revision that this change needs answered (`plan_checks`), answered.
 
     `budget`: the pass's share (None: no request may be sent, e.g. Claude Code, whose parity is its own work);
-    `cache`: a ResultCache (None: cache off); `overrides`: check name → Override recorded for this change."""
+    `cache`: a ResultCache (None: cache off); `overrides`: check name → Override recorded for this change;
+    `given`: the verdicts a host agent reported (delegate mode), in place of the pass: no request, and a check it
+    did not answer is inconclusive, never a pass."""
     notes = list(plan.notes)
     if not plan.checks:
         return StageOutcome([], notes, None)
@@ -104,7 +107,11 @@ def run_checks(plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot, sett
     if ask:
         from ocr_hook.agent.checks_pass import ChecksTask, evaluate_checks, unanswered
 
-        if budget is None:
+        if given is not None:
+            for check in ask:
+                answered[check.name] = given[check.name] if check.name in given else unanswered(
+                    check, "no verdict: the host agent reported none for this check", edited)
+        elif budget is None:
             for check in ask:
                 answered[check.name] = unanswered(check, "not evaluated: this provider does not evaluate checks yet",
                                                   edited)

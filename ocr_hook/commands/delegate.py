@@ -50,6 +50,9 @@ def finish(session_id: str, flags: Mapping[str, Any], *, cwd: str | None = None,
     cwd = os.getcwd() if cwd is None else cwd
     environ = os.environ if environ is None else environ
     session, change_set = ops.load_fresh(cwd, session_id, environ)
+    from ocr_hook.delegate.checks import require_verdicts
+
+    require_verdicts(session)  # an applicable check without the host's verdict: exit 3, nothing reported
 
     def fixed(loaded: Settings) -> Settings:
         # start's selection and gate (finish may only make the gate stricter); never the result cache: a

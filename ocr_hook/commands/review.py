@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
+    from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.checks.stage import ChecksPlan
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
@@ -391,7 +392,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = _apply_policies(result, change_set, texts, settings)
     if checks is not None and checks.checks:
         _evaluate_checks(result, checks, change_set, snapshot, settings, environ, started, gathered,
-                         agent is None and settings.provider != "claude-code")
+                         agent is None and settings.provider != "claude-code",
+                         given=getattr(agent, "check_verdicts", None))  # a host agent's (delegate finish)
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
     return result, texts
@@ -399,7 +401,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
 def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot,
                      settings: Settings, environ: Mapping[str, str], started: float,
-                     intent: tuple[str, str] | None, may_send: bool) -> None:
+                     intent: tuple[str, str] | None, may_send: bool,
+                     given: Mapping[str, CheckVerdict] | None = None) -> None:
     """The checks stage after the files' findings are final: the pass gets what the files' reviews left of
     --max-cost, --max-tokens and --timeout (at least its share, as they were held to the rest)."""
     from ocr_hook.checks.overrides import overrides_for
@@ -426,7 +429,7 @@ def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeS
         rendered = render(*intent)[0]
     overrides = overrides_for(change_set.repo_root, settings.dismissals_file, change_set, environ)
     outcome = run_checks(plan, change_set, snapshot, settings, result.findings, environ, budget, intent=rendered,
-                         cache=cache, overrides=overrides)
+                         cache=cache, overrides=overrides, given=given)
     result.checks = outcome.verdicts
     result.notes += outcome.notes
     if budget is not None and outcome.usage is not None:

@@ -19,6 +19,7 @@ from ocr_hook.changes import git
 from ocr_hook.changes.collect import collect_changes, repo_relative_paths
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.scope import Scope
+from ocr_hook.delegate.checks import CHECKS_PASS
 from ocr_hook.delegate.session import FileState, Session, SessionError, SessionStore, new_id
 from ocr_hook.digest import sha256_hex
 from ocr_hook.errors import ConfigError, FatalError
@@ -107,12 +108,16 @@ def start(cwd: str, scope: Scope, paths: Sequence[str], config_file: str | None,
                 job.memory, job.memory_id = memory.remembered(), memory.record_key
         briefs = hosted.briefs(job)
         identity = snapshot_identity(change_set)
+        from ocr_hook.delegate import checks
+
+        checks_doc, check_names = checks.brief(change_set, snapshot, settings, job.intent if to_review else
+                                               _gather_intent(intent, change_set, settings, environ, scope.kind))
     finally:
         snapshot.close()
     session = Session(id=new_id(), repo_root=root, scope=scope, paths=relative, config_file=config_file,
                       flags=dict(flags), snapshot=identity, created=time.time(),
                       files={b.path: FileState(b.rounds, b.effort, b.context_entries, b.context_cut) for b in briefs},
-                      settings=settings)
+                      settings=settings, checks=dict.fromkeys(check_names))
     open_store(root, environ).create(session)
     # Each distinct system text once (most files share one: guidance differs only between directories), named
     # by the files that use it: ten files' output would otherwise repeat the same long text ten times.
@@ -130,6 +135,8 @@ def start(cwd: str, scope: Scope, paths: Sequence[str], config_file: str | None,
                      "incomplete": s.incomplete} for s in selected if s.action == "skip"],
         "tools": hosted.tool_contracts(),
         "notes": list(settings.notes) + list(guidance.notes),
+        # The team's checks that apply (DESIGN.md 20): answered through `--file :checks`, each with check_verdict.
+        **({"checks": checks_doc} if checks_doc is not None else {}),
     }
 
 
@@ -198,6 +205,8 @@ def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
     with store.locked(session_id):
         session = store.load(session_id)
         change_set = fresh(session, cwd, environ)
+        if path == CHECKS_PASS and path not in session.files:
+            return _call_checks(session, store, change_set, root, tool, tool_input)
         state = session.files.get(path)
         if state is None:
             listed = ", ".join(session.files) or "(none: nothing to review)"
@@ -222,6 +231,25 @@ def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
             text += "\n\n" + prompts.final_round(path)
         store.save(session)
     return CallAnswer(text, result.is_error, state.state, state.calls, state.rounds)
+
+
+def _call_checks(session: Session, store: SessionStore, change_set: ChangeSet, root: str, tool: str,
+                 tool_input: Any) -> CallAnswer:
+    """A call of the checks pass (delegate.checks), under the session's lock as a file's call."""
+    from ocr_hook.changes.snapshot import open_snapshot
+    from ocr_hook.delegate import checks
+
+    if not session.checks:
+        raise SessionError(f"delegate session {session.id[:12]}… has no check to answer (none applies to the change)")
+    snapshot = open_snapshot(root, change_set)
+    try:
+        result = checks.answer(session, change_set, snapshot, tool, tool_input)
+    finally:
+        snapshot.close()
+    store.save(session)
+    answered = sum(v is not None for v in session.checks.values())
+    state = "DONE" if session.checks_done else hosted.OPEN
+    return CallAnswer(result.text or "(empty)", result.is_error, state, answered, len(session.checks))
 
 
 def load_fresh(cwd: str, session_id: str, environ: Mapping[str, str]) -> tuple[Session, ChangeSet]:
@@ -269,11 +297,19 @@ def check_judged(session: Session, result: ReviewResult) -> None:
 
 def agent_for(session: Session) -> Callable[[ReviewJob], ReviewResult]:
     """What the review pipeline runs instead of the agent: the session's comments and states, settled."""
-    def review(job: ReviewJob) -> ReviewResult:
-        from ocr_hook.effort import profile
+    from ocr_hook.delegate.checks import host_verdicts
 
-        job.profiles = {**{path: profile(f.effort) for path, f in session.files.items()}, **(job.profiles or {})}
-        return hosted.review_settled(job, {path: f.settled() for path, f in session.files.items()},
-                                     {path: (f.context_entries, f.context_cut) for path, f in session.files.items()})
+    class Host:
+        # The checks pass's verdicts as the host reported them: the review pipeline takes them in place of the
+        # pass (commands.review reads `check_verdicts` of the agent it is handed).
+        check_verdicts = host_verdicts(session)
 
-    return review
+        def __call__(self, job: ReviewJob) -> ReviewResult:
+            from ocr_hook.effort import profile
+
+            job.profiles = {**{path: profile(f.effort) for path, f in session.files.items()}, **(job.profiles or {})}
+            return hosted.review_settled(job, {path: f.settled() for path, f in session.files.items()},
+                                         {path: (f.context_entries, f.context_cut) for path, f in
+                                          session.files.items()})
+
+    return Host()

@@ -64,6 +64,10 @@ class Session:
     # The effective settings at start: selection and gate are fixed then; finish may only make the gate
     # stricter (ocr_hook.delegate.ops.finish_settings).
     settings: Settings
+    # The checks pass (ocr_hook.delegate.checks): each applicable check's name → the host's verdict (the JSON
+    # report's form), None until it gives one; and whether the host called task_done on the pass.
+    checks: dict[str, Any] = field(default_factory=dict)
+    checks_done: bool = False
 
 
 def new_id() -> str:
@@ -93,6 +97,7 @@ def to_json(session: Session) -> dict[str, Any]:
                          "context_cut": f.context_cut, "calls": f.calls, "state": f.state,
                          "comments": [_comment_json(c) for c in f.comments]}
                   for path, f in session.files.items()},
+        "checks": session.checks, "checks_done": session.checks_done,
     }
 
 
@@ -131,7 +136,10 @@ def from_json(key: str, data: Mapping[str, Any]) -> Session:
                    paths=tuple(_strings(data["paths"])),
                    config_file=None if config_file is None else _typed(config_file, str),
                    flags=dict(_typed(data["flags"], dict)), snapshot=_typed(data["snapshot"], str),
-                   created=float(_typed(data["created"], (int, float))), files=files, settings=settings)
+                   created=float(_typed(data["created"], (int, float))), files=files, settings=settings,
+                   checks={_typed(k, str): None if v is None else _typed(v, dict)
+                           for k, v in _typed(data.get("checks", {}), dict).items()},
+                   checks_done=bool(data.get("checks_done", False)))
 
 
 class SessionStore:

@@ -157,6 +157,31 @@ _RESOLVED: dict[str, Any] = {
     },
 }
 
+# A check's verdict (DESIGN.md 20) as the JSON report's `checks` list gives it (checks.model.verdict_as_dict).
+_CHECK = {
+    "type": "object",
+    "required": ["name", "mode", "verdict", "reason", "evidence"],
+    "properties": {
+        "name": {"type": "string", "description": "The check: its file's stem under .ocr-hook/checks/."},
+        "mode": {"type": "string", "enum": ["block", "warn", "off"],
+                 "description": "block: a fail blocks the gate; warn: it never does."},
+        "verdict": {"type": "string", "enum": ["pass", "fail", "inconclusive", "not_applicable"],
+                    "description": "inconclusive is never a pass: the change alone could not settle it."},
+        "reason": {"type": "string"},
+        "source": {"type": "string"},
+        "evidence": {"type": "array", "items": {
+            "type": "object", "required": ["path", "code"],
+            "properties": {"path": {"type": "string"}, "code": {"type": "string"},
+                           "start_line": {"type": "integer", "minimum": 0},
+                           "end_line": {"type": "integer", "minimum": 0},
+                           "anchored": {"type": "boolean"}, "note": {"type": ["string", "null"]}}}},
+        "override": {"type": ["object", "null"], "description": "Who overrode a failed check for this change, why.",
+                     "properties": {"by": {"type": "string"}, "reason": {"type": "string"},
+                                    "where": {"type": "string"}}},
+        "carried": {"type": "boolean", "description": "Kept from an earlier run with the same inputs."},
+    },
+}
+
 _REASONED = {"type": "object", "required": ["path", "reason"],
              "properties": {"path": {"type": "string"}, "reason": {"type": "string"}}}
 
@@ -174,6 +199,9 @@ REVIEW_OUTPUT: dict[str, Any] = {
         "fail_on": {"type": "string", "enum": list(FAIL_ON_CHOICES)},
         "scope": {"type": "string"},
         "findings": {"type": "array", "items": _FINDING},
+        "checks": {"type": "array", "items": _CHECK,
+                   "description": "The team's checks (.ocr-hook/checks/) and their verdicts for the whole change; "
+                                  "a failed block check makes exit_code 1."},
         "resolved": {"type": "array", "items": _RESOLVED,
                      "description": "Findings of the last review that this review found fixed."},
         "coverage": {

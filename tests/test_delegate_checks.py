@@ -106,6 +106,8 @@ def test_the_mcp_review_returns_the_verdicts(tmp_path: Path, fake_api: FakeMessa
     async def main() -> Any:
         async with serving(repo, sdk_env, tmp_path / "stderr.txt") as client:
             listed = await client.session.list_tools()
+            calls = next(t for t in listed.tools if t.name == "delegate_call")
+            assert "check_verdict" in calls.input_schema["properties"]["tool"]["enum"]  # the host answers checks
             return await client.call("review", {}), next(t for t in listed.tools if t.name == "review")
 
     result, tool = anyio.run(main)

@@ -19,6 +19,7 @@ DELEGATE_START = "delegate_start"
 DELEGATE_CALL = "delegate_call"
 DELEGATE_FINISH = "delegate_finish"
 REVIEW_TOOLS = ("task_done", "code_comment", "file_read", "file_read_diff", "file_find", "code_search")
+CHECKS_TOOL = "check_verdict"  # the checks pass's own (file `:checks`, DESIGN.md 20)
 
 _REF = {"type": "string", "minLength": 1}
 
@@ -332,8 +333,9 @@ DELEGATE_CALL_INPUT: dict[str, Any] = {
     "properties": {
         "session": _SESSION,
         "file": {"type": "string", "minLength": 1,
-                 "description": "The path of the session's file under review, as delegate_start listed it."},
-        "tool": {"type": "string", "enum": list(REVIEW_TOOLS),
+                 "description": "The path of the session's file under review, as delegate_start listed it, or "
+                                ":checks for the team's checks (delegate_start's `checks`)."},
+        "tool": {"type": "string", "enum": [*REVIEW_TOOLS, CHECKS_TOOL],
                  "description": "The review tool to run, as delegate_start's `tools` describe it."},
         "input": {"type": "object",
                   "description": "The tool's input, following its input_schema from delegate_start (e.g. "

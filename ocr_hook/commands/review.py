@@ -22,11 +22,11 @@ from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
+    from ocr_hook.agent.checks_stage import ChecksPlan
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
-    from ocr_hook.checks.stage import ChecksPlan
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
@@ -362,7 +362,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
     checks = None
     if not change_set.scan:  # (a scan has no change for a check to judge)
-        from ocr_hook.checks.stage import plan_checks
+        from ocr_hook.agent.checks_stage import plan_checks
 
         checks = plan_checks(change_set, commit_time=change_set.target is None)
     share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
@@ -397,8 +397,8 @@ def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeS
                      intent: tuple[str, str] | None, may_send: bool) -> None:
     """The checks stage after the files' findings are final: the pass gets what the files' reviews left of
     --max-cost, --max-tokens and --timeout (at least its share, as they were held to the rest)."""
+    from ocr_hook.agent.checks_stage import run_checks
     from ocr_hook.checks.overrides import overrides_for
-    from ocr_hook.checks.stage import run_checks
 
     budget = None
     if may_send and plan.to_ask:

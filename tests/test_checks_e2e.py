@@ -7,6 +7,7 @@ evaluation that never answers (inconclusive, never pass), and an override (`dism
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import hermetic
@@ -161,3 +162,22 @@ def test_checks_lists_what_applies_and_doctor_validates_every_file(world: Any) -
     assert any("bad.md: 'mode' must be one of block, warn, off" in line for line in lines), doctor.stdout
     assert any("bad.md: the instruction" in line and "is empty" in line for line in lines)
     assert any("docs-settings.md: its paths (docs/**) match no file" in line for line in lines)
+
+
+def test_commit_time_asks_only_when_commit_checks_in_one_request(world: Any, tmp_path: Path) -> None:
+    fake = world["fake"]
+    repo = make_repo(tmp_path / "staged")
+    write(repo, ".ocr-hook/checks/endpoint-test.md", ENDPOINT_CHECK)  # when: ci: not at commit time
+    write(repo, ".ocr-hook/checks/no-print.md", "---\nwhen: commit\nmode: block\n---\nNo print() calls in api/.\n")
+    commit_all(repo, "checks")
+    write(repo, "api/users.py", "print('hi')\n")
+    git(repo, "add", "api/users.py")
+    fake.script(PASS_OPENING + " below for this change (staged", [Reply([tool_use("check_verdict", {
+        "check": "no-print", "verdict": "fail", "reason": "api/users.py prints.",
+        "evidence": [{"path": "api/users.py", "code": "print('hi')"}]})])])
+    before = len(fake.requests)
+    proc = run_cli(repo, "review", "--format", "json", env=world["env"])
+    assert proc.returncode == 1, proc.stderr
+    asked = [r for r in fake.requests[before:] if PASS_OPENING in r.first_user_text]
+    assert len(asked) == 1 and "endpoint-test" not in asked[0].first_user_text
+    assert [(c["name"], c["verdict"]) for c in json.loads(proc.stdout)["checks"]] == [("no-print", "fail")]

@@ -15,7 +15,7 @@ import pytest
 from conftest import TEST_API_KEY, _isolate_sdk
 from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
-from validators import validate_sarif
+from validators import validate_gitlab, validate_sarif
 
 ENDPOINT_CHECK = ("---\npaths: [\"api/**\"]\nmode: block\n---\n"
                   "Every new HTTP endpoint in api/ has a test under tests/ that calls it.\n")
@@ -52,12 +52,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
     fake.script(PASS_OPENING, [_fail_verdict(), task_done()])
     sarif = tmp / "out.sarif"
     args = ("review", "--base", "main", "--intent", INTENT)
-    first = run_cli(repo, *args, "--format", "json", "--sarif-output", str(sarif), env=env)
+    gitlab = tmp / "gl.json"
+    first = run_cli(repo, *args, "--format", "json", "--sarif-output", str(sarif), "--gitlab-output", str(gitlab),
+                    env=env)
     first_requests = list(fake.requests)
     text = run_cli(repo, *args, env=env)  # unchanged: every verdict from the cache
     text_requests = fake.requests[len(first_requests):]
     yield {"repo": repo, "fake": fake, "first": first, "first_requests": first_requests, "sarif": sarif,
-           "text": text, "text_requests": text_requests, "args": args, "env": env}
+           "text": text, "text_requests": text_requests, "gitlab": gitlab, "args": args, "env": env}
     fake.close()
     mp.undo()
 
@@ -98,6 +100,14 @@ def test_sarif_has_the_check_rule_and_a_result_at_the_anchored_line(world: Any) 
     results = [r for r in run["results"] if r["ruleId"] == "ocr-hook/check/endpoint-test"]
     assert [(r["level"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == \
         [("error", 4)]
+
+
+def test_gitlab_code_quality_has_the_failed_check_at_its_evidence(world: Any) -> None:
+    entries = json.loads(world["gitlab"].read_text())
+    validate_gitlab(entries)
+    found = [e for e in entries if e["check_name"] == "ocr-hook/check/endpoint-test"]
+    assert [(e["location"]["path"], e["location"]["lines"]["begin"], e["severity"]) for e in found] == [
+        ("api/users.py", 4, "major")]
 
 
 def test_a_rerun_sends_nothing_and_says_the_verdict_was_carried(world: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import hermetic
 import pytest
 from conftest import TEST_API_KEY, _isolate_sdk
-from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 from validators import validate_gitlab, validate_sarif
 
@@ -191,3 +191,18 @@ def test_commit_time_asks_only_when_commit_checks_in_one_request(world: Any, tmp
     asked = [r for r in fake.requests[before:] if PASS_OPENING in r.first_user_text]
     assert len(asked) == 1 and "endpoint-test" not in asked[0].first_user_text
     assert [(c["name"], c["verdict"]) for c in json.loads(proc.stdout)["checks"]] == [("no-print", "fail")]
+
+
+def test_an_evaluation_cut_short_is_incomplete_exit_3(world: Any) -> None:
+    repo, fake = world["repo"], world["fake"]
+    fake.script(PASS_OPENING, [Fault(400, times=10)])  # (400: the SDK does not retry it)
+    try:
+        proc = run_cli(repo, "review", "--base", "main", "--intent", "Another intent: the check is asked again.",
+                       "--format", "json", env=world["env"])
+    finally:
+        fake.script(PASS_OPENING, [_fail_verdict(), task_done()])
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 3, proc.stderr
+    verdict = next(c for c in report["checks"] if c["name"] == "endpoint-test")
+    assert (verdict["verdict"], verdict["incomplete"]) == ("inconclusive", True)
+    assert report["status"] == "incomplete" and "check(s) not evaluated" in report["verdict"]

@@ -48,6 +48,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
     git(repo, "checkout", "-q", "-b", "feature")
     write(repo, "api/users.py", f"from api import app\n\n\n{ROUTE}\ndef users():\n    return []\n")
     write(repo, ".ocr-hook/checks/endpoint-test.md", "---\nmode: off\n---\nNothing to check.\n")  # the PR weakens it
+    write(repo, "api/.env", "API_TOKEN=hunter2-never-sent\n")  # sensitive: under the check's paths, never sent
     commit_all(repo, "users endpoint")
     fake.script(PASS_OPENING, [_fail_verdict(), task_done()])
     sarif = tmp / "out.sarif"
@@ -90,6 +91,7 @@ def test_only_applicable_checks_reach_the_model_with_a_strict_enum(world: Any) -
     assert "code_comment" not in tools and {"file_read", "code_search", "task_done"} <= set(tools)
     checks_part = asked[0].first_user_text.split("# The checks")[1].split("# The change")[0]
     assert "Every new HTTP endpoint" in checks_part and "Nothing to check" not in checks_part  # the trusted one
+    assert "api/.env" in asked[0].first_user_text and "hunter2" not in json.dumps(asked[0].body)
 
 
 def test_sarif_has_the_check_rule_and_a_result_at_the_anchored_line(world: Any) -> None:

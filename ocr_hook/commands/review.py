@@ -386,7 +386,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = _apply_policies(result, change_set, texts, settings)
     if checks is not None and checks.checks:
         _evaluate_checks(result, checks, change_set, snapshot, settings, environ, started, gathered,
-                         agent is None and settings.provider != "claude-code")
+                         agent is None and settings.provider != "claude-code", on_budget)
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
     return result, texts
@@ -394,7 +394,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
 def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot,
                      settings: Settings, environ: Mapping[str, str], started: float,
-                     intent: tuple[str, str] | None, may_send: bool) -> None:
+                     intent: tuple[str, str] | None, may_send: bool,
+                     on_budget: Callable[[Budget], None] | None = None) -> None:
     """The checks stage after the files' findings are final: the pass gets what the files' reviews left of
     --max-cost, --max-tokens and --timeout (at least its share, as they were held to the rest)."""
     from ocr_hook.agent.checks_stage import run_checks
@@ -409,6 +410,8 @@ def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeS
                         max_tokens=max(0, settings.max_tokens - spent.input_tokens - spent.output_tokens
                                        - spent.cache_creation_input_tokens - spent.cache_read_input_tokens),
                         deadline=started + settings.timeout, pricing=settings.pricing, time_limit=settings.timeout)
+        if on_budget is not None:  # the caller's stop (an MCP cancel) reaches the checks pass too
+            on_budget(budget)
     cache = None
     if settings.cache and plan.to_ask:
         from ocr_hook.store.result_cache import ResultCache, run_cache_dir

@@ -193,6 +193,15 @@ def test_commit_time_asks_only_when_commit_checks_in_one_request(world: Any, tmp
     asked = [r for r in fake.requests[before:] if PASS_OPENING in r.first_user_text]
     assert len(asked) == 1 and "endpoint-test" not in asked[0].first_user_text
     assert [(c["name"], c["verdict"]) for c in json.loads(proc.stdout)["checks"]] == [("no-print", "fail")]
+    # An override of the staged change still holds once its own record is staged for the same commit.
+    done = run_cli(repo, "dismiss", "--check", "no-print", "--reason", "a debugging aid, removed next",
+                   env=world["env"])
+    assert done.returncode == 0, done.stderr
+    git(repo, "add", ".ocr-hook/dismissed.yaml")
+    again = run_cli(repo, "review", "--format", "json", env=world["env"])
+    assert again.returncode == 0, again.stderr
+    override = json.loads(again.stdout)["checks"][0]["override"]
+    assert override["reason"] == "a debugging aid, removed next"
 
 
 def test_an_evaluation_cut_short_is_incomplete_exit_3(world: Any) -> None:

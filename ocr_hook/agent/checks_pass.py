@@ -238,8 +238,13 @@ class _Pass:
             elif name == "check_verdict":
                 result = ToolResult(self._take(tool_input))
             else:
-                shown = await asyncio.wait_for(asyncio.to_thread(run_tool, name, dict(tool_input), self.ctx),
-                                               timeout=max(0.1, self.budget.remaining_seconds()))
+                try:
+                    shown = await asyncio.wait_for(asyncio.to_thread(run_tool, name, dict(tool_input), self.ctx),
+                                                   timeout=max(0.1, self.budget.remaining_seconds()))
+                except TimeoutError:  # the run's clock, as in the files' loop: the pass is cut short
+                    from ocr_hook.agent.client import BudgetStop
+
+                    raise BudgetStop(self.budget.exhausted_reason or self.budget.time_limit_reached) from None
                 result = as_shown(shown, self.mask)
             blocks.append(tool_result_block(call.id, result.text or "(empty)", result.is_error))
         return blocks, done

@@ -203,6 +203,31 @@ def _check_tools(tools: Any) -> None:
         schema = tool.get("input_schema")
         if not isinstance(schema, dict) or schema.get("type") != "object":
             raise _Invalid(f"tools.{i}.input_schema: Field required (a JSON schema with \"type\": \"object\")")
+        if tool.get("strict") is True:
+            _check_strict_schema(schema, f"tools.{i}.custom.input_schema")
+
+
+def _check_strict_schema(node: Any, where: str) -> None:
+    """What strict tool use demands of a schema, as the real API answers it (400): every object closed, every
+    enum a non-empty list of distinct values (a check_verdict whose `check` enum is empty is refused)."""
+    if isinstance(node, list):
+        for n, item in enumerate(node):
+            _check_strict_schema(item, f"{where}.{n}")
+        return
+    if not isinstance(node, dict):
+        return
+    if node.get("type") == "object" and node.get("additionalProperties") is not False:
+        raise _Invalid(f"{where}: For 'object' type, 'additionalProperties' must be explicitly set to false")
+    if "enum" in node:
+        values = node["enum"]
+        if not isinstance(values, list) or not values or len({json.dumps(v) for v in values}) != len(values):
+            raise _Invalid(f"{where}.enum: must be a non-empty list of distinct values")
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            for name, sub in value.items():
+                _check_strict_schema(sub, f"{where}.{key}.{name}")
+        elif key in ("items", "anyOf", "allOf", "oneOf"):
+            _check_strict_schema(value, f"{where}.{key}")
 
 
 def _check_blocks(i: int, content: Any) -> list[dict[str, Any]]:

@@ -7,14 +7,15 @@ evaluation that never answers (inconclusive, never pass), and an override (`dism
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import hermetic
 import pytest
 from conftest import TEST_API_KEY, _isolate_sdk
-from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
-from validators import validate_sarif
+from validators import validate_gitlab, validate_sarif
 
 ENDPOINT_CHECK = ("---\npaths: [\"api/**\"]\nmode: block\n---\n"
                   "Every new HTTP endpoint in api/ has a test under tests/ that calls it.\n")
@@ -47,16 +48,19 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
     git(repo, "checkout", "-q", "-b", "feature")
     write(repo, "api/users.py", f"from api import app\n\n\n{ROUTE}\ndef users():\n    return []\n")
     write(repo, ".ocr-hook/checks/endpoint-test.md", "---\nmode: off\n---\nNothing to check.\n")  # the PR weakens it
+    write(repo, "api/.env", "API_TOKEN=hunter2-never-sent\n")  # sensitive: under the check's paths, never sent
     commit_all(repo, "users endpoint")
     fake.script(PASS_OPENING, [_fail_verdict(), task_done()])
     sarif = tmp / "out.sarif"
     args = ("review", "--base", "main", "--intent", INTENT)
-    first = run_cli(repo, *args, "--format", "json", "--sarif-output", str(sarif), env=env)
+    gitlab = tmp / "gl.json"
+    first = run_cli(repo, *args, "--format", "json", "--sarif-output", str(sarif), "--gitlab-output", str(gitlab),
+                    env=env)
     first_requests = list(fake.requests)
     text = run_cli(repo, *args, env=env)  # unchanged: every verdict from the cache
     text_requests = fake.requests[len(first_requests):]
     yield {"repo": repo, "fake": fake, "first": first, "first_requests": first_requests, "sarif": sarif,
-           "text": text, "text_requests": text_requests, "args": args, "env": env}
+           "text": text, "text_requests": text_requests, "gitlab": gitlab, "args": args, "env": env}
     fake.close()
     mp.undo()
 
@@ -87,6 +91,7 @@ def test_only_applicable_checks_reach_the_model_with_a_strict_enum(world: Any) -
     assert "code_comment" not in tools and {"file_read", "code_search", "task_done"} <= set(tools)
     checks_part = asked[0].first_user_text.split("# The checks")[1].split("# The change")[0]
     assert "Every new HTTP endpoint" in checks_part and "Nothing to check" not in checks_part  # the trusted one
+    assert "api/.env" in asked[0].first_user_text and "hunter2" not in json.dumps(asked[0].body)
 
 
 def test_sarif_has_the_check_rule_and_a_result_at_the_anchored_line(world: Any) -> None:
@@ -97,6 +102,14 @@ def test_sarif_has_the_check_rule_and_a_result_at_the_anchored_line(world: Any) 
     results = [r for r in run["results"] if r["ruleId"] == "ocr-hook/check/endpoint-test"]
     assert [(r["level"], r["locations"][0]["physicalLocation"]["region"]["startLine"]) for r in results] == \
         [("error", 4)]
+
+
+def test_gitlab_code_quality_has_the_failed_check_at_its_evidence(world: Any) -> None:
+    entries = json.loads(world["gitlab"].read_text())
+    validate_gitlab(entries)
+    found = [e for e in entries if e["check_name"] == "ocr-hook/check/endpoint-test"]
+    assert [(e["location"]["path"], e["location"]["lines"]["begin"], e["severity"]) for e in found] == [
+        ("api/users.py", 4, "major")]
 
 
 def test_a_rerun_sends_nothing_and_says_the_verdict_was_carried(world: Any) -> None:
@@ -161,3 +174,46 @@ def test_checks_lists_what_applies_and_doctor_validates_every_file(world: Any) -
     assert any("bad.md: 'mode' must be one of block, warn, off" in line for line in lines), doctor.stdout
     assert any("bad.md: the instruction" in line and "is empty" in line for line in lines)
     assert any("docs-settings.md: its paths (docs/**) match no file" in line for line in lines)
+
+
+def test_commit_time_asks_only_when_commit_checks_in_one_request(world: Any, tmp_path: Path) -> None:
+    fake = world["fake"]
+    repo = make_repo(tmp_path / "staged")
+    write(repo, ".ocr-hook/checks/endpoint-test.md", ENDPOINT_CHECK)  # when: ci: not at commit time
+    write(repo, ".ocr-hook/checks/no-print.md", "---\nwhen: commit\nmode: block\n---\nNo print() calls in api/.\n")
+    commit_all(repo, "checks")
+    write(repo, "api/users.py", "print('hi')\n")
+    git(repo, "add", "api/users.py")
+    fake.script(PASS_OPENING + " below for this change (staged", [Reply([tool_use("check_verdict", {
+        "check": "no-print", "verdict": "fail", "reason": "api/users.py prints.",
+        "evidence": [{"path": "api/users.py", "code": "print('hi')"}]})])])
+    before = len(fake.requests)
+    proc = run_cli(repo, "review", "--format", "json", env=world["env"])
+    assert proc.returncode == 1, proc.stderr
+    asked = [r for r in fake.requests[before:] if PASS_OPENING in r.first_user_text]
+    assert len(asked) == 1 and "endpoint-test" not in asked[0].first_user_text
+    assert [(c["name"], c["verdict"]) for c in json.loads(proc.stdout)["checks"]] == [("no-print", "fail")]
+    # An override of the staged change still holds once its own record is staged for the same commit.
+    done = run_cli(repo, "dismiss", "--check", "no-print", "--reason", "a debugging aid, removed next",
+                   env=world["env"])
+    assert done.returncode == 0, done.stderr
+    git(repo, "add", ".ocr-hook/dismissed.yaml")
+    again = run_cli(repo, "review", "--format", "json", env=world["env"])
+    assert again.returncode == 0, again.stderr
+    override = json.loads(again.stdout)["checks"][0]["override"]
+    assert override["reason"] == "a debugging aid, removed next"
+
+
+def test_an_evaluation_cut_short_is_incomplete_exit_3(world: Any) -> None:
+    repo, fake = world["repo"], world["fake"]
+    fake.script(PASS_OPENING, [Fault(400, times=10)])  # (400: the SDK does not retry it)
+    try:
+        proc = run_cli(repo, "review", "--base", "main", "--intent", "Another intent: the check is asked again.",
+                       "--format", "json", env=world["env"])
+    finally:
+        fake.script(PASS_OPENING, [_fail_verdict(), task_done()])
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 3, proc.stderr
+    verdict = next(c for c in report["checks"] if c["name"] == "endpoint-test")
+    assert (verdict["verdict"], verdict["incomplete"]) == ("inconclusive", True)
+    assert report["status"] == "incomplete" and "check(s) not evaluated" in report["verdict"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitrepo import commit_all, make_repo, write
+from gitrepo import commit_all, git, make_repo, write
 
 from ocr_hook.checks.load import applicable, load_at, load_worktree, matches, parse_check
 
@@ -54,3 +54,25 @@ def test_applicability_by_paths_subtree_and_when(repo: Path) -> None:
 def test_an_over_long_instruction_is_refused() -> None:
     check, problems = parse_check(".ocr-hook/checks/long.md", "x" * 4001)
     assert check is None and "at most 4,000" in problems[0]
+
+
+def test_a_change_that_deletes_its_check_is_still_judged_by_it(tmp_path: Path) -> None:
+    import os
+
+    from ocr_hook.changes.collect import collect_changes
+    from ocr_hook.changes.scope import Scope
+    from ocr_hook.checks.load import change_notes, trusted_checks
+
+    root = make_repo(tmp_path / "repo")
+    write(root, ".ocr-hook/checks/endpoint-test.md", ENDPOINT)
+    write(root, "api/__init__.py", "")
+    commit_all(root, "base")
+    git(root, "checkout", "-q", "-b", "feature")
+    git(root, "rm", "-q", ".ocr-hook/checks/endpoint-test.md")
+    write(root, "api/users.py", "x = 1\n")
+    commit_all(root, "no check, new endpoint")
+    change_set = collect_changes(str(root), Scope("base", base="main"), [], os.environ)
+    loaded = trusted_checks(change_set)
+    assert [(c.name, c.mode) for c in loaded.checks] == [("endpoint-test", "block")]
+    assert applicable(loaded.checks, ["api/users.py"], commit_time=False)[0] == list(loaded.checks)
+    assert "edits check file .ocr-hook/checks/endpoint-test.md" in change_notes(loaded, change_set)[0]

@@ -387,3 +387,19 @@ def test_current_models_reject_sampling_and_unsupported_settings(fake_api: FakeM
                            output_config={"effort": "high"}, thinking={"type": "adaptive"})
     assert ok.stop_reason
     assert [r.status for r in fake_api.requests] == [400] * len(bad) + [200, 200]
+
+
+def test_strict_tools_are_refused_as_the_api_refuses_them(fake_api: FakeMessagesAPI) -> None:
+    """check_verdict's schema as the checks pass sends it is accepted; an open object or an empty enum (a pass
+    with no check to answer) is a 400, as strict tool use answers it."""
+    from ocr_hook.agent.checks_pass import check_tools
+
+    c = client(fake_api)
+    opening = [{"role": "user", "content": "x"}]
+    tools = check_tools(["endpoint-test"])
+    assert c.messages.create(model="claude-test", max_tokens=64, messages=opening, tools=tools).id  # type: ignore[arg-type]
+    with pytest.raises(anthropic.BadRequestError, match="enum: must be a non-empty list"):
+        c.messages.create(model="claude-test", max_tokens=64, messages=opening, tools=check_tools([]))  # type: ignore[arg-type]
+    open_object = {**tools[0], "input_schema": {"type": "object", "properties": {}}}
+    with pytest.raises(anthropic.BadRequestError, match="additionalProperties"):
+        c.messages.create(model="claude-test", max_tokens=64, messages=opening, tools=[open_object])  # type: ignore[arg-type]

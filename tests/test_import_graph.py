@@ -196,6 +196,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("cienv", "hookenv"),  # what the CI system says (`--base auto`, memory's line of work); which git hook runs us
     ("changes",),
     ("findings",),  # pure, shared by everything above: the agent, the store, the reports, the commands
+    ("checks",),  # the team's checks (DESIGN.md 20): their types, files and overrides; the pass is the agent's
     ("outcome",),  # what a run produced
     ("tally",),  # what became of the findings (DESIGN.md 18): history entries, counts, charts; pure
     ("guidance",),

@@ -47,7 +47,7 @@ def example_in(message: str) -> dict[str, Any]:
 
 
 def test_the_six_tools_are_defined_in_a_stable_order():
-    assert list(load_tool_specs()) == SIX
+    assert list(load_tool_specs()) == [*SIX, "check_verdict"]  # check_verdict: the checks pass's own (DESIGN 20)
     assert [s.name for s in tools_for_phase("main")] == SIX  # same order every call
     assert load_tool_specs() == build_specs(shipped_data())
 
@@ -56,6 +56,7 @@ def test_the_six_tools_are_defined_in_a_stable_order():
     ("plan", ["file_read_diff", "file_find", "code_search"]),
     ("main", SIX),
     ("final", ["task_done", "code_comment"]),
+    ("checks", ["task_done", "file_read", "file_read_diff", "file_find", "code_search", "check_verdict"]),
 ])
 def test_phase_tool_sets(phase: str, expected: list[str]):
     assert [spec.name for spec in tools_for_phase(phase)] == expected
@@ -325,4 +326,4 @@ def test_specs_are_cached_and_cannot_be_changed_through_the_returned_dict():
     first = load_tool_specs()
     first.pop("task_done")
     assert "task_done" in load_tool_specs()
-    assert registry.implemented_tools() == frozenset(SIX)
+    assert registry.implemented_tools() == frozenset([*SIX, "check_verdict"])

@@ -10,7 +10,7 @@ from ocr_hook.reports import ReportContext, renderer
 render = renderer("json")
 
 TOP_KEYS = ["schema_version", "tool", "status", "exit_code", "verdict", "fail_on", "scope", "findings",
-            "resolved", "coverage", "usage", "dropped", "notes", "elapsed_s"]
+            "resolved", "coverage", "usage", "dropped", "checks", "notes", "elapsed_s"]
 FINDING_KEYS = ["path", "start_line", "end_line", "severity", "category", "message", "suggestion", "anchored",
                 "fingerprint", "suppressed", "suppression_reason", "anchor_note", "fix", "status"]
 

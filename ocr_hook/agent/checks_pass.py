@@ -64,11 +64,12 @@ def check_tools(names: Sequence[str]) -> list[dict[str, Any]]:
     return tools
 
 
-def _diff_section(change_set: ChangeSet, checks: Sequence[Check], mask: Any) -> tuple[str, str]:
+def _diff_section(change_set: ChangeSet, checks: Sequence[Check], mask: Any, settings: Settings) -> tuple[str, str]:
     """The file list, and the diffs within MAX_DIFF_CHARS: those under a check's paths first; what did not fit is
-    named, so the model knows to ask (file_read_diff)."""
+    named, so the model knows to ask (file_read_diff). A sensitive file's diff never leaves the machine."""
     from ocr_hook.agent.prompts import fence
     from ocr_hook.changes.names import shown
+    from ocr_hook.changes.selection import is_sensitive
     from ocr_hook.checks.load import matches
 
     files = change_set.files
@@ -79,7 +80,8 @@ def _diff_section(change_set: ChangeSet, checks: Sequence[Check], mask: Any) -> 
     left: list[str] = []
     room = MAX_DIFF_CHARS
     for change in order:
-        if change.is_binary or not change.patch:
+        if change.is_binary or not change.patch or is_sensitive(change.path, settings) or \
+                (change.old_path is not None and is_sensitive(change.old_path, settings)):
             continue
         text = f"## {shown(change.path)}\n\n{fence(mask(change.patch), 'diff')}\n"
         if len(text) > room:
@@ -118,9 +120,9 @@ def _findings_text(findings: Sequence[Finding]) -> str:
 def first_message(task: ChecksTask, mask: Any, rounds: int) -> str:
     from ocr_hook.agent.prompts import render
 
-    listing, diffs = _diff_section(task.change_set, task.checks, mask)
+    listing, diffs = _diff_section(task.change_set, task.checks, mask, task.settings)
     intent = f"\n{task.intent}\n" if task.intent else ""
-    return render("checks.md", scope=task.change_set.description, rounds=rounds, checks=_checks_text(task.checks),
+    return render("checks.md", scope=task.change_set.description, rounds=rounds, checks=mask(_checks_text(task.checks)),
                   count=len(task.change_set.files), files=listing, diffs=diffs, intent=intent,
                   findings=mask(_findings_text(task.findings)))
 
@@ -236,8 +238,13 @@ class _Pass:
             elif name == "check_verdict":
                 result = ToolResult(self._take(tool_input))
             else:
-                shown = await asyncio.wait_for(asyncio.to_thread(run_tool, name, dict(tool_input), self.ctx),
-                                               timeout=max(0.1, self.budget.remaining_seconds()))
+                try:
+                    shown = await asyncio.wait_for(asyncio.to_thread(run_tool, name, dict(tool_input), self.ctx),
+                                                   timeout=max(0.1, self.budget.remaining_seconds()))
+                except TimeoutError:  # the run's clock, as in the files' loop: the pass is cut short
+                    from ocr_hook.agent.client import BudgetStop
+
+                    raise BudgetStop(self.budget.exhausted_reason or self.budget.time_limit_reached) from None
                 result = as_shown(shown, self.mask)
             blocks.append(tool_result_block(call.id, result.text or "(empty)", result.is_error))
         return blocks, done

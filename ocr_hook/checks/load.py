@@ -199,9 +199,11 @@ def load_worktree(repo_root: str) -> LoadedChecks:
 def trusted_checks(change_set: ChangeSet) -> LoadedChecks:
     """The checks that judge `change_set`: read at the trusted revision (guidance's rule, DESIGN 5), never from
     the change itself. Before the first commit there is none, and so no check."""
-    from ocr_hook.guidance.resolve import trusted_revision
+    from ocr_hook.changes import git
 
-    revision = trusted_revision(change_set)
+    # As guidance's trusted revision (guidance.resolve.trusted_revision): the change's old side; none before the
+    # first commit. (A scan has no change to judge: the stage is not run for one.)
+    revision = None if git.is_empty_tree(change_set.base) else change_set.base
     if revision is None:
         return LoadedChecks((), (), None)
     return load_at(change_set.repo_root, revision)

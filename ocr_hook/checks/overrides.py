@@ -29,18 +29,22 @@ class CheckOverride(NamedTuple):
         return {"check": self.check, "change": self.change, "reason": self.reason, "by": self.by, "on": self.on}
 
 
-def change_id(change_set: ChangeSet, environ: Mapping[str, str]) -> str:
-    """Names the change an override is for: the pull request in CI, else the staged tree (what the commit will
-    hold), else the reviewed range."""
+def change_id(change_set: ChangeSet, environ: Mapping[str, str], dismissals_file: str) -> str:
+    """Names the change an override is for: the pull request in CI, else the staged change (what the commit will
+    change, the dismissals file left out: staging the override must not make it miss), else the reviewed range."""
     from ocr_hook.changes import git
     from ocr_hook.cienv import request_number, running
+    from ocr_hook.digest import sha256_hex
 
     number = request_number(environ)
     system = running(environ)
     if number:
         return f"pull request {number}" + (f" ({system})" if system else "")
     if change_set.target is None:
-        return "staged tree " + git.git_text(change_set.repo_root, ["write-tree"]).strip()
+        base = ["HEAD"] if git.has_head(change_set.repo_root) else [git.empty_tree(change_set.repo_root)]
+        raw = git.git_text(change_set.repo_root, ["diff", "--cached", "--raw", "-z", "--no-renames", *base, "--", ".",
+                                                  f":(exclude,literal){dismissals_file}"])
+        return "staged change " + sha256_hex(raw.encode("utf-8", "surrogateescape"))[:16]
     return f"range {change_set.base}..{change_set.target}"
 
 
@@ -96,5 +100,5 @@ def overrides_for(repo_root: str, name: str, change_set: ChangeSet, environ: Map
     entries = read(repo_root, name)
     if not entries:
         return {}
-    here = change_id(change_set, environ)
+    here = change_id(change_set, environ, name)
     return {e.check: Override(by=e.by, reason=e.reason, where=name) for e in entries if e.change == here}

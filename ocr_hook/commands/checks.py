@@ -17,12 +17,12 @@ OUTPUT_ALLOWANCE = 1_500
 
 def run(scope: Scope, paths: Sequence[str], config_file: str | None, fmt: str, *,
         environ: Mapping[str, str] | None = None) -> int:
+    from ocr_hook.agent.checks_stage import plan_checks
     from ocr_hook.budget.tokens import estimate_tokens
     from ocr_hook.changes import collect_changes
     from ocr_hook.changes.collect import repo_relative_paths, resolve_sides
     from ocr_hook.changes.git import repo_top
     from ocr_hook.checks.load import matches
-    from ocr_hook.checks.stage import plan_checks
     from ocr_hook.commands.preview import _write
     from ocr_hook.guidance.settings_file import load_for_sides
     from ocr_hook.settings import load

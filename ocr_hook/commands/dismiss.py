@@ -293,7 +293,7 @@ def run_check(name: str, reason: str | None, base: str | None, config_file: str 
         raise ConfigError(f"--check {name!r}: a check's name is its file's stem (letters, digits, '.', '_', '-')")
     root, _head = repo_top(os.getcwd())
     settings = load(root, config_file, flags={}, environ=environ)
-    change = change_id(_check_change_set(root, base), environ)
+    change = change_id(_check_change_set(root, base), environ, settings.dismissals_file)
     entry = CheckOverride(name, change, " ".join((reason or "").split()), _user_email(root) or "unknown", today or
                           dt.date.today())
     with _dismissals_lock(root):

@@ -22,12 +22,12 @@ from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
+    from ocr_hook.agent.checks_stage import ChecksPlan
     from ocr_hook.budget.ledger import Budget
     from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.selection import Selected
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.checks.model import CheckVerdict
-    from ocr_hook.checks.stage import ChecksPlan
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
@@ -368,7 +368,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
     checks = None
     if not change_set.scan:  # (a scan has no change for a check to judge)
-        from ocr_hook.checks.stage import plan_checks
+        from ocr_hook.agent.checks_stage import plan_checks
 
         checks = plan_checks(change_set, commit_time=change_set.target is None)
     share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
@@ -392,7 +392,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = _apply_policies(result, change_set, texts, settings)
     if checks is not None and checks.checks:
         _evaluate_checks(result, checks, change_set, snapshot, settings, environ, started, gathered,
-                         agent is None and settings.provider != "claude-code",
+                         agent is None and settings.provider != "claude-code", on_budget,
                          given=getattr(agent, "check_verdicts", None))  # a host agent's (delegate finish)
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)
@@ -402,11 +402,12 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot,
                      settings: Settings, environ: Mapping[str, str], started: float,
                      intent: tuple[str, str] | None, may_send: bool,
+                     on_budget: Callable[[Budget], None] | None = None,
                      given: Mapping[str, CheckVerdict] | None = None) -> None:
     """The checks stage after the files' findings are final: the pass gets what the files' reviews left of
     --max-cost, --max-tokens and --timeout (at least its share, as they were held to the rest)."""
+    from ocr_hook.agent.checks_stage import run_checks
     from ocr_hook.checks.overrides import overrides_for
-    from ocr_hook.checks.stage import run_checks
 
     budget = None
     if may_send and plan.to_ask:
@@ -417,6 +418,8 @@ def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeS
                         max_tokens=max(0, settings.max_tokens - spent.input_tokens - spent.output_tokens
                                        - spent.cache_creation_input_tokens - spent.cache_read_input_tokens),
                         deadline=started + settings.timeout, pricing=settings.pricing, time_limit=settings.timeout)
+        if on_budget is not None:  # the caller's stop (an MCP cancel) reaches the checks pass too
+            on_budget(budget)
     cache = None
     if settings.cache and plan.to_ask:
         from ocr_hook.store.result_cache import ResultCache, run_cache_dir

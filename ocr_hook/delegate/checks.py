@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from ocr_hook.errors import FatalError
 
 if TYPE_CHECKING:
+    from ocr_hook.agent.checks_stage import ChecksPlan
     from ocr_hook.agent.tool_api import ToolResult
     from ocr_hook.changes.model import ChangeSet
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.checks.model import Check, CheckVerdict
-    from ocr_hook.checks.stage import ChecksPlan
     from ocr_hook.delegate.session import Session
     from ocr_hook.settings import Settings
 
@@ -37,7 +37,7 @@ def plan(change_set: ChangeSet) -> ChecksPlan | None:
     """The checks this change needs answered (None: a scan, which has no change to judge)."""
     if change_set.scan:
         return None
-    from ocr_hook.checks.stage import plan_checks
+    from ocr_hook.agent.checks_stage import plan_checks
 
     return plan_checks(change_set, commit_time=change_set.target is None)
 

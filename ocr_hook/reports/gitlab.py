@@ -111,6 +111,24 @@ def entries(result: ReviewResult) -> list[dict[str, Any]]:
             "engine_name": TOOL_NAME,
             "location": {"path": cov.path, "lines": {"begin": 1, "end": 1}},
         })
+    for verdict in result.checks:  # DESIGN.md 20: a failed or inconclusive check at each piece of its evidence
+        if verdict.verdict not in ("fail", "inconclusive"):
+            continue
+        places = [(e.path, e.start_line, max(e.start_line, e.end_line)) for e in verdict.evidence if e.anchored]
+        overridden = f" (overridden by {verdict.override.by}: {verdict.override.reason})" if verdict.override else ""
+        for path, start, end in places or [(verdict.source or ".ocr-hook", 1, 1)]:
+            out.append({
+                "type": "issue",
+                "check_name": f"{TOOL_NAME}/check/{verdict.name}",
+                "description": f"check {verdict.name} ({verdict.mode}): {verdict.verdict}{overridden}: "
+                               f"{verdict.reason}",
+                "categories": ["Bug Risk"],
+                "severity": "info" if verdict.override else "major" if verdict.blocks else "minor",
+                "fingerprint": unique_fingerprint(_digest(f"{TOOL_NAME}/check/{verdict.name}", f"{path}:{start}"),
+                                                  taken),
+                "engine_name": TOOL_NAME,
+                "location": {"path": path, "lines": {"begin": start, "end": end}},
+            })
     for note in sorted(result.file_notes, key=lambda n: (n.path, n.text)):
         out.append({
             "type": "issue",

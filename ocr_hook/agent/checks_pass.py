@@ -282,7 +282,12 @@ async def evaluate_checks_async(task: ChecksTask, api: Api, budget: Budget, mask
 
 
 def evaluate_checks(task: ChecksTask, budget: Budget, environ: Mapping[str, str]) -> ChecksOutcome:
-    """The pass with its own client, from synchronous code (the CLI's review, any entry point)."""
+    """The pass with its own client, from synchronous code (the CLI's review, any entry point); through the
+    Claude Code CLI under provider: claude-code (agent.claude_code_checks: the same tools and answers)."""
+    if task.settings.provider == "claude-code":
+        from ocr_hook.agent.claude_code_checks import evaluate_checks_claude_code
+
+        return asyncio.run(evaluate_checks_claude_code(task, budget, environ))
     from ocr_hook.agent.client import open_api
     from ocr_hook.agent.conversation import SecretMasker
     from ocr_hook.secrets_mask import mask_secrets

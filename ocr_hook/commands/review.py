@@ -392,7 +392,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result = _apply_policies(result, change_set, texts, settings)
     if checks is not None and checks.checks:
         _evaluate_checks(result, checks, change_set, snapshot, settings, environ, started, gathered,
-                         agent is None and settings.provider != "claude-code", on_budget,
+                         agent is None, on_budget,
                          given=getattr(agent, "check_verdicts", None))  # a host agent's (delegate finish)
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance)

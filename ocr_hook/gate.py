@@ -49,7 +49,8 @@ def unreviewed_files(result: ReviewResult) -> list[FileCoverage]:
 def exit_code(result: ReviewResult, fail_on: str, on_error: str) -> int:
     """0 clean · 1 blocking findings · 3 incomplete (0 with on_error="warn"). Blocking wins over 3."""
     _check(fail_on, on_error)
-    if blocking_findings(result.findings, fail_on, result.late_findings):
+    if blocking_findings(result.findings, fail_on, result.late_findings) or any(
+            e.blocking for e in result.exemptions):  # change_exemptions: block (issue 58)
         return EXIT_BLOCKING
     if not result.complete and on_error != "warn":
         return EXIT_INCOMPLETE
@@ -87,6 +88,14 @@ def verdict_line(result: ReviewResult, fail_on: str, on_error: str) -> str:
             f"FAILED — {len(blocking)} blocking finding{'s' if len(blocking) != 1 else ''} at or above "
             f"'{fail_on}' ({_severity_counts(blocking)})"
         )
+    exempted = None
+    if result.exemptions:
+        from ocr_hook.findings.exemptions import verdict_part
+
+        exempted = verdict_part(result.exemptions)
+        if any(e.blocking for e in result.exemptions):
+            parts.append(exempted or "")
+            exempted = None
     incomplete = incomplete_line(result)
     if incomplete:
         if code == EXIT_CLEAN:
@@ -97,6 +106,8 @@ def verdict_line(result: ReviewResult, fail_on: str, on_error: str) -> str:
             parts.append("PASSED — review complete; the gate is off (fail_on: never)")
         else:
             parts.append(f"PASSED — review complete, no finding at or above '{fail_on}'")
+    if exempted:
+        parts.append(exempted)
     return " · ".join(parts) + f" [exit {code}]"
 
 

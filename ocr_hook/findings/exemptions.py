@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from ocr_hook.changes.model import ChangeSet
+    from ocr_hook.changes.model import ChangeSet, FileChange
     from ocr_hook.changes.selection import Rules, Selected
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
@@ -125,14 +125,13 @@ def silenced_findings(findings: Iterable[Finding], change_set: ChangeSet, texts:
     return out
 
 
-def _added_marker_line(f: Finding, change: object, text: str | None) -> int | None:
+def _added_marker_line(f: Finding, change: FileChange | None, text: str | None) -> int | None:
     """The line carrying the marker that suppresses `f`, when the change added that line."""
     from ocr_hook.findings.suppress import marker_lines
 
     if change is None or text is None:
         return None
-    added = {line.new_no for hunk in change.hunks for line in hunk.lines  # type: ignore[attr-defined]
-             if line.kind == "+" and line.new_no is not None}
+    added = {line.new_no for hunk in change.hunks for line in hunk.lines if line.kind == "+" and line.new_no}
     return next((n for n in marker_lines(f, text) if n in added), None)
 
 

@@ -159,6 +159,13 @@ def test_what_a_change_does_to_exempt_its_own_code_is_named(runs: dict[str, Run]
     assert f"app/inline.py (an inline 'ocr-hook: ignore' it added at line 5, {silenced})" in verdict
     gitlab = json.dumps(run.gitlab)  # GitLab shows the notes about one file, at that file
     assert all(f"the change exempts its own code: {path} (" in gitlab for path in EXEMPTED)
+    # The pull request's summary, as `ocr-hook publish --from` writes it from this report, leads with the verdict.
+    from ocr_hook.findings.serial import load_report
+    from ocr_hook.publish.plan import Earlier, plan_publish, summary_body
+
+    body, _ = summary_body(plan_publish(load_report(str(run.out_dir / "report.json")), {}, Earlier()),
+                           max_chars=65_000)
+    assert all(f"{path} (" in body for path in EXEMPTED), body
 
 
 def test_under_block_each_exemption_fails_the_gate(repo: Path, env: dict[str, str], tmp_path: Path) -> None:

@@ -58,7 +58,7 @@ BRANCHES: dict[str, dict[str, str]] = {
         "app/evil_pb2.py": EVIL,
     },
     # item 8: a revision whose own settings turn the gate off, scanned from a work tree at main
-    "gate-off": {"app/evil.py": EVIL, ".ocr-hook.yaml": "fail_on: never\n"},
+    "gate-off": {"app/evil.py": EVIL, ".ocr-hook.yaml": "fail_on: never\neffort: quick\n"},
 }
 EXEMPTED = {"gen/evil.py": "generated marker '@generated' the change wrote",
             "app/inline.py": "an inline 'ocr-hook: ignore' it added at line 5",
@@ -198,6 +198,10 @@ def test_scan_rev_judges_the_revision_by_its_own_settings(repo: Path, env: dict[
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report: dict[str, Any] = json.loads(proc.stdout)
     assert report["fail_on"] == "never" and len(report["findings"]) == 1
+    # its preview reads the same settings (gate-off's effort: quick)
+    preview = run_cli(repo, "preview", "--scan", "--rev", "gate-off", "--format", "json", "app/evil.py", env=env)
+    assert preview.returncode == 0, preview.stderr
+    assert [f["effort"] for f in json.loads(preview.stdout)["files"]] == ["quick"]
 
 
 class _Host:

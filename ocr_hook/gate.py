@@ -67,7 +67,8 @@ def decide(result: ReviewResult, fail_on: str, on_error: str) -> Verdict:
     checks = result.checks
     blocking_checks = tuple(c for c in checks if c.blocks)
     warning_checks = tuple(c for c in checks if c.warns)
-    if blocking or blocking_checks:
+    exempted = any(e.blocking for e in result.exemptions)  # change_exemptions: block (issue 58)
+    if blocking or blocking_checks or exempted:
         code = EXIT_BLOCKING
     elif not result.complete and on_error != "warn":
         code = EXIT_INCOMPLETE
@@ -124,6 +125,14 @@ def _line(result: ReviewResult, fail_on: str, code: int, blocking: tuple[Finding
         more = f" and {len(blocking_checks) - _SHOWN_FILES} more" if len(blocking_checks) > _SHOWN_FILES else ""
         parts.append(f"FAILED — {len(blocking_checks)} blocking check{'s' if len(blocking_checks) != 1 else ''}: "
                      f"{names}{more}")
+    exempted = None
+    if result.exemptions:
+        from ocr_hook.findings.exemptions import verdict_part
+
+        exempted = verdict_part(result.exemptions)
+        if any(e.blocking for e in result.exemptions):
+            parts.append(exempted or "")
+            exempted = None
     incomplete = incomplete_line(result)
     if incomplete:
         if code == EXIT_CLEAN:
@@ -142,6 +151,8 @@ def _line(result: ReviewResult, fail_on: str, code: int, blocking: tuple[Finding
     overridden = sum(1 for c in result.checks if c.override is not None)
     if overridden:
         parts.append(f"{overridden} check(s) overridden")
+    if exempted:
+        parts.append(exempted)
     return " · ".join(parts) + f" [exit {code}]"
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:  # annotations only: a run with no finding (nothing staged) never loads the findings' types
     from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.findings import Finding
+    from ocr_hook.findings.exemptions import Exemption
 
 
 def _fields_repr(self: Any) -> str:
@@ -105,13 +106,14 @@ class ReviewResult:
 
     __slots__ = ("findings", "files", "usage", "scope", "notes",  # noqa: RUF023  (the repr's order)
                  "file_notes", "dropped", "dropped_comments", "elapsed_s", "resolved", "late_findings",
-                 "checks")
+                 "checks", "exemptions")
 
     def __init__(self, findings: list[Finding], files: list[FileCoverage], usage: Usage | None = None,
                  scope: str = "", notes: list[str] | None = None, file_notes: list[FileNote] | None = None,
                  dropped: dict[str, int] | None = None, dropped_comments: list[DroppedComment] | None = None,
                  elapsed_s: float = 0.0, resolved: list[Finding] | None = None,
-                 late_findings: str = "advisory", checks: list[CheckVerdict] | None = None) -> None:
+                 late_findings: str = "advisory", checks: list[CheckVerdict] | None = None,
+                 exemptions: list[Exemption] | None = None) -> None:
         self.findings = findings
         self.files = files
         self.usage = Usage() if usage is None else usage
@@ -127,6 +129,8 @@ class ReviewResult:
         self.late_findings = late_findings
         # Checks (DESIGN.md 20): one verdict per check that applies to the change, in the checks' order.
         self.checks = [] if checks is None else checks
+        # What the change under review does to exempt its own code (ocr_hook.findings.exemptions; issue 58).
+        self.exemptions = [] if exemptions is None else exemptions
 
     __repr__ = _fields_repr
     __eq__ = _fields_eq

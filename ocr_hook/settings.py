@@ -23,6 +23,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "provider": ("auto", "anthropic", "bedrock", "vertex", "claude-code"),
     "effort": ("auto", "quick", "standard", "deep"),  # DESIGN.md section 8 (ocr_hook.effort)
     "late_findings": ("advisory", "block"),
+    "change_exemptions": ("allow", "block"),  # issue 58: what a change does to exempt its own code
     "warm": ("auto", "on", "off"),  # DESIGN.md section 14 (ocr_hook.warm)
     "summary_below": ("critical", "high", "medium", "low"),  # DESIGN.md 18: publishing's routing
 }
@@ -113,6 +114,8 @@ class Settings(NamedTuple):
     risk_paths: tuple[str, ...] = ()  # gitignore-style globs auto reviews one level deeper
     memory: bool = True  # review memory: a re-review starts from the last one (DESIGN.md 7)
     late_findings: str = "advisory"  # findings raised late on unchanged lines: advisory | block
+    # A review of a range: what the change does to exempt its own code is named; block: it fails the gate too.
+    change_exemptions: str = "allow"
     dismissals_file: str = ".ocr-hook/dismissed.yaml"  # repo-relative (DESIGN.md 9, ocr_hook.findings.dismissals)
     notes: tuple[str, ...] = ()  # not a setting: what loading ignored (e.g. the repository's cache_dir), for reports
     warm: str = "auto"  # the warm worker for commit-time reviews: auto | on | off (DESIGN.md 14, ocr_hook.warm)

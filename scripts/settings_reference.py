@@ -114,6 +114,12 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("late_findings", "`block`: findings raised now on lines unchanged since the last review block too."),
         ("checks_budget", "The share (0 to 1) of `max_cost`, `max_tokens` and `timeout` kept for evaluating the "
                           "team's checks when any apply; the files' reviews get the rest (see [Checks](checks.md))."),
+        ("change_exemptions", "In a review of a range, what the change does to exempt its own code is named "
+         "in the verdict line and every output: a file it adds or modifies that a built-in path rule skips "
+         "(vendored, generated, build output, minified), a generated marker it writes, an inline "
+         "`ocr-hook: ignore` on a line it adds, a dismissal it adds. `block`: each also fails the gate until it is "
+         "on the trusted revision. Read, like every repository setting of a range, at the trusted revision "
+         "([security](security.md#what-a-pull-request-can-and-cannot-change))."),
         ("warm", "The warm worker for commit-time reviews: `auto` is on at commit time (a git hook) on Linux "
                  "and macOS, never in CI or on Windows (see [Warm worker](warm-worker.md))."),
         ("warm_idle", "Seconds without a run after which the warm worker exits."),
@@ -240,6 +246,10 @@ def _lists(defaults: dict[str, Any]) -> list[str]:
             "Never reviewed, read, diffed or searched, whatever `include` or `exclude` say; matched against the "
             "new and the old path (`config/selection.yaml`), plus your `sensitive` globs:", "",
             *_bullets(selection["sensitive"]),
+            "These match by a name's stem, and so never match source code (a file ending in one of "
+            f"{', '.join(f'`{x}`' for x in selection['source_suffixes'])}: `secrets.py` is reviewed, its "
+            "high-confidence secrets masked):", "",
+            *_bullets(selection["sensitive_by_stem"]),
             "### Skipped by default", "",
             "Each is listed with its reason in every output; an `exclude` entry `!PATTERN` re-includes one.", "",
             "| reason | globs |", "|---|---|"]

@@ -298,12 +298,12 @@ def test_a_baselined_finding_stays_suppressed_after_a_rename_and_a_rewrap(tmp_pa
                                                                           sdk_env: dict[str, str]) -> None:
     repo = make_repo(tmp_path / "repo")
     write(repo, "app/calc.py", WRAPPED)
-    base = commit_all(repo, "legacy")
+    commit_all(repo, "legacy")
     quoted = comment("compute() may return None here.", "value = compute(a,\n                    b)", severity="high")
     fake_api.script("def total(a, b)", [comment_turn(quoted), task_done()])
     adopt = run_cli(repo, "scan", "--baseline-output", ".ocr-hook/baseline.json", "--format", "json", env=sdk_env)
     assert adopt.returncode == 0, adopt.stderr
-    commit_all(repo, "adopt ocr-hook")
+    adopted = commit_all(repo, "adopt ocr-hook")  # the baseline on the trusted side of the review below
 
     # `git mv` plus an edit next to the finding, and a formatter that joins the quoted lines.
     git(repo, "mv", "app/calc.py", "app/sums.py")
@@ -311,7 +311,7 @@ def test_a_baselined_finding_stays_suppressed_after_a_rename_and_a_rewrap(tmp_pa
     commit_all(repo, "rename and format")
     again = comment("compute() may return None here.", "value = compute(a, b)", severity="high")
     fake_api.script("the sum of both", [comment_turn(again), task_done()])
-    proc = run_cli(repo, "review", "--base", base, "--baseline", ".ocr-hook/baseline.json", "--format", "json",
+    proc = run_cli(repo, "review", "--base", adopted, "--baseline", ".ocr-hook/baseline.json", "--format", "json",
                    env=sdk_env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (finding,) = json.loads(proc.stdout)["findings"]
@@ -324,10 +324,10 @@ def test_a_baseline_of_the_earlier_fingerprint_form_still_matches(tmp_path: Path
 
     repo = make_repo(tmp_path / "repo")
     write(repo, "app/calc.py", WRAPPED)
-    base = commit_all(repo, "legacy")
     code = "value = compute(a,\n                    b)"
     written_before = legacy_fingerprint("app/calc.py", "bug", code)  # what ocr-hook wrote until now
     write(repo, ".ocr-hook/baseline.json", json.dumps({"version": 1, "fingerprints": [written_before]}))
+    base = commit_all(repo, "legacy")  # the baseline on the trusted side of the review below
     write(repo, "app/calc.py", WRAPPED + "\n\ndef other():\n    return 2\n")
     commit_all(repo, "more")
     fake_api.script("def other()", [comment_turn(comment("compute() may return None here.", code)), task_done()])

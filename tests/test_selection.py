@@ -61,6 +61,9 @@ def test_sensitive_files_are_never_reviewed(repo: Path) -> None:
         assert chosen[path].reason.startswith("sensitive") and not chosen[path].incomplete
         assert is_sensitive(path, config)
     assert not is_sensitive("app.py", config)
+    # A glob that matches by a name's stem never matches source code (issue 58.5): that is code to review.
+    assert not [p for p in ("app/secrets.py", "web/secrets.ts", "id_rsa.go", ".env.js") if is_sensitive(p, config)]
+    assert is_sensitive("home/.ssh/secrets.py", config)  # a directory rule still holds everything under it
 
 
 def test_user_sensitive_globs_and_renamed_secrets(repo: Path) -> None:

@@ -13,6 +13,7 @@ from ocr_hook.errors import FatalError, GitError
 
 if TYPE_CHECKING:
     from ocr_hook.changes.ci_base import AutoBase
+    from ocr_hook.changes.diff_parse import RawEntry
 
 AUTO_BASE = "auto"  # `--base auto`: the CI system's pull/merge request base (ocr_hook.cienv)
 
@@ -238,10 +239,10 @@ def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str],
     return out
 
 
-def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_unmerged: bool
-              ) -> list[FileChange]:
-    args = diff_args(base, target)
-    out = git.git_text(repo, [*diff_args(base, target), "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *spec])
+def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_unmerged: bool,
+              text: bool = False) -> list[FileChange]:
+    args = [*diff_args(base, target), *(["--text"] if text else [])]
+    out = git.git_text(repo, [*args, "--raw", "-z", "--no-abbrev", *git.PATCH_OPTIONS, *spec])
     if not out:
         # A conflicted path is always in the index's raw listing (status U), so an empty one proves
         # there is none: the idle run of a hook (nothing staged) needs no other git call.
@@ -271,9 +272,29 @@ def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_u
         for entry, group in zip(entries, groups, strict=True):
             late = deadline.passed()  # --timeout counts the preparation too: the rest are listed, not parsed
             changes.append(unread_change(entry, late) if late else build_change(entry, group))
-        return changes
     except DiffParseError as exc:
         raise GitError(f"cannot read the diff: {exc}") from None
+    if not text and any(c.is_binary for c in changes):
+        changes = _binary_by_content(repo, base, target, entries, changes)
+    return changes
+
+
+def _binary_by_content(repo: str, base: str, target: str | None, entries: Sequence[RawEntry],
+                       changes: list[FileChange]) -> list[FileChange]:
+    """git calls a file binary by its attributes too, and `git diff` reads them from the work tree: in a review
+    of a pull request those are the pull request's, so its own `.gitattributes` (`* -diff`, `evil.py binary`)
+    would keep its code from review (issue 58.1). A file is binary here only by its content, as git's own
+    test without attributes decides it (a NUL byte in the first 8,000 bytes of either side); the others
+    are diffed again as text."""
+    text_paths: list[str] = []
+    for entry, change in zip(entries, changes, strict=True):
+        if change.is_binary and not any(b"\0" in git.blob_head(repo, sha)
+                                        for sha in (entry.old_sha, entry.new_sha) if sha is not None):
+            text_paths += dict.fromkeys((entry.old_path, entry.new_path))
+    if not text_paths:
+        return changes
+    again = {c.path: c for c in _diff_all(repo, base, target, literal_pathspecs(text_paths), False, text=True)}
+    return [again.get(c.path, c) if c.is_binary else c for c in changes]
 
 
 def _patches_of(repo: str, args: list[str], old_path: str, new_path: str) -> list[str]:

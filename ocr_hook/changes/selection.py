@@ -30,8 +30,29 @@ class Selected(NamedTuple):
     incomplete: bool  # a skip that leaves the review incomplete (limits), not a policy skip
 
 
+class SensitiveGlobs(NamedTuple):
+    """The sensitive-file globs: those that match any file, and those that match by a name's stem, which
+    never match source code (config/selection.yaml: sensitive_by_stem)."""
+
+    globs: GitIgnoreGlobs  # the built-in list and the user's `sensitive`
+    by_stem: GitIgnoreGlobs
+    source_suffixes: frozenset[str]
+
+    def match(self, path: str) -> str | None:
+        """The glob `path` matches, or None."""
+        result = self.globs.check_file(path)
+        if result.include and result.index is not None:
+            return self.globs.patterns[result.index]
+        result = self.by_stem.check_file(path)
+        if result.include and result.index is not None:
+            dot = path.rfind(".")
+            if dot <= path.rfind("/") or path[dot:].lower() not in self.source_suffixes:
+                return self.by_stem.patterns[result.index]
+        return None
+
+
 class Rules(NamedTuple):
-    sensitive: GitIgnoreGlobs
+    sensitive: SensitiveGlobs
     sensitive_patterns: tuple[str, ...]
     skip: GitIgnoreGlobs
     skip_patterns: tuple[str, ...]
@@ -79,16 +100,12 @@ def load_rules(settings: Settings) -> Rules:
 
 def sensitive_pattern(path: str, rules: Rules) -> str | None:
     """The sensitive glob `path` matches, or None. Tools must refuse to show such a file too."""
-    result = rules.sensitive.check_file(path)
-    if result.include and result.index is not None:
-        return rules.sensitive_patterns[result.index]
-    return None
+    return rules.sensitive.match(path)
 
 
 def is_sensitive(path: str, settings: Settings) -> bool:
     """True for files whose content must never leave the machine (built-in list plus `sensitive`)."""
-    result = _sensitive_spec(tuple(settings.sensitive)).check_file(path)
-    return bool(result.include)
+    return _sensitive_spec(tuple(settings.sensitive)).match(path) is not None
 
 
 def _sensitive_patterns(extra: tuple[str, ...]) -> tuple[str, ...]:
@@ -97,10 +114,12 @@ def _sensitive_patterns(extra: tuple[str, ...]) -> tuple[str, ...]:
 
 
 @functools.cache
-def _sensitive_spec(extra: tuple[str, ...]) -> GitIgnoreGlobs:
+def _sensitive_spec(extra: tuple[str, ...]) -> SensitiveGlobs:
     """Built once per run: file selection and the tools' is_hidden check share it (and what it compiled)."""
     _check_setting("sensitive", [p for p in extra if not p.lstrip().startswith("!")])
-    return GitIgnoreGlobs(_sensitive_patterns(extra))
+    data = config_files.read_yaml("selection.yaml")
+    return SensitiveGlobs(GitIgnoreGlobs(_sensitive_patterns(extra)), GitIgnoreGlobs(data["sensitive_by_stem"]),
+                          frozenset(data["source_suffixes"]))
 
 
 def _check_setting(name: str, patterns: Sequence[str]) -> None:
@@ -147,7 +166,7 @@ def classify(change: FileChange, snapshot: Snapshot, settings: Settings, rules: 
         return Selected(change, "skip", "Git LFS pointer: the file's content is stored outside the repository", False)
     forced = rules.skip.check_file(change.path).include is False  # re-included by the user's "!pattern"
     if not forced:
-        marker = _generated_marker(content, rules)
+        marker = generated_marker(content, rules)
         if marker is not None:
             return Selected(change, "skip", f"generated ({marker!r} in the first lines)", False)
     limit = _over_limit(change, content, settings)
@@ -205,7 +224,7 @@ def _is_lfs_pointer(content: bytes) -> bool:
     return len(content) < 1024 and content.startswith(_LFS_POINTER) and b"\noid sha256:" in content
 
 
-def _generated_marker(content: bytes, rules: Rules) -> str | None:
+def generated_marker(content: bytes, rules: Rules) -> str | None:
     head = b"\n".join(content.split(b"\n", rules.marker_lines)[: rules.marker_lines])
     for marker in rules.markers:
         if marker in head:

@@ -15,7 +15,7 @@ from ocr_hook.budget.tokens import estimate_tokens
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
 from ocr_hook.changes.ci_base import AutoBase
 from ocr_hook.changes.collect import repo_relative_paths
-from ocr_hook.changes.git import repo_top
+from ocr_hook.changes.git import repo_top, resolve_commit
 from ocr_hook.changes.model import ChangeSet
 from ocr_hook.changes.scope import SCAN, Scope
 from ocr_hook.changes.selection import Selected
@@ -85,6 +85,10 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
         sides = resolve_sides(root, scope, environ, head=head)
     if sides is not None:  # as review reads them: a range's settings at its trusted side (DESIGN.md 5)
         settings = load_for_sides(root, sides, config_file, flags or {}, environ)
+    elif scope.kind == SCAN and scope.rev is not None and resolve_commit(root, scope.rev) != head:
+        from ocr_hook.guidance.settings_file import load_for_scan  # REV's own settings, as its scan reads them
+
+        settings = load_for_scan(root, scope.rev, config_file, flags or {}, environ, SCAN_DEFAULTS)
     else:
         settings = load(root, config_file, flags=flags or {}, environ=environ,
                         command_defaults=SCAN_DEFAULTS if scope.kind == SCAN else None)

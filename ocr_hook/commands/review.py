@@ -156,6 +156,10 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
             from ocr_hook.guidance.settings_file import load_for_sides
 
             settings = load_for_sides(root, sides, config_file, flags, environ)
+        elif scope.kind == SCAN and scope.rev is not None and git.resolve_commit(root, scope.rev) != head:
+            from ocr_hook.guidance.settings_file import load_for_scan  # REV's own settings file (issue 58.8)
+
+            settings = load_for_scan(root, scope.rev, config_file, flags, environ, SCAN_DEFAULTS)
         else:
             settings = load(root, config_file, flags, environ, command_defaults=SCAN_DEFAULTS if scope.kind == SCAN
                             else None)
@@ -389,7 +393,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result.late_findings = settings.late_findings
     texts = _file_texts(result, snapshot)
     _apply_dismissals(result, dismissed, guidance, settings)
-    result = _apply_policies(result, change_set, texts, settings)
+    result = _apply_policies(result, change_set, texts, settings, guidance.revision)
+    _name_exemptions(result, change_set, selected, texts, dismissed, guidance, settings)
     if checks is not None and checks.checks:
         _evaluate_checks(result, checks, change_set, snapshot, settings, environ, started, gathered,
                          agent is None, on_budget,
@@ -602,10 +607,16 @@ def _scan_progress(on_event: Callable[[str, str, str], None], total: int,
 
 
 def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
-                    settings: Settings) -> ReviewResult:
+                    settings: Settings, revision: str | None = None) -> ReviewResult:
     from ocr_hook.findings.suppress import apply_suppressions, load_baseline
 
-    baseline = load_baseline(settings.baseline) if settings.baseline else frozenset()  # a bad file is an error
+    trusted = None
+    if settings.baseline:  # a bad file is an error
+        from ocr_hook.findings.exemptions import trusted_baseline
+
+        trusted = trusted_baseline(change_set, settings, revision)  # a range: the trusted revision's (issue 58.4)
+    baseline = trusted.honoured if trusted is not None else (
+        load_baseline(settings.baseline) if settings.baseline else frozenset())
     if not result.findings:  # a clean (e.g. cached) run need not load the filter and its anchoring code
         return result
     from ocr_hook.findings import filter_mode
@@ -616,7 +627,35 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[
     from ocr_hook.findings.fixes import settle
 
     result.findings = settle(apply_suppressions(kept, baseline, texts))
+    if trusted is not None:
+        from ocr_hook.findings.exemptions import baseline_notes
+
+        result.notes += baseline_notes(result.findings, trusted, settings.baseline or "")
     return result
+
+
+def _name_exemptions(result: ReviewResult, change_set: ChangeSet, selected: Sequence[Selected],
+                     texts: Mapping[str, str], dismissed: Sequence[Dismissal], guidance: GuidancePlan,
+                     settings: Settings) -> None:
+    """What the change under review does to exempt its own code, named in every output; under
+    `change_exemptions: block` each fails the gate (issue 58, DESIGN.md 5)."""
+    from ocr_hook.findings import exemptions
+
+    if not exemptions.applies(change_set):
+        return
+    from ocr_hook.changes.selection import load_rules
+    from ocr_hook.outcome import FileNote
+
+    found = [*exemptions.skipped_files(change_set, selected, load_rules(settings), guidance.revision),
+             *exemptions.silenced_findings(result.findings, change_set, texts, dismissed,
+                                           guidance.trusted_dismissals)]
+    block = settings.change_exemptions == "block"
+    for item in found:
+        item = item._replace(blocking=block)
+        result.exemptions.append(item)
+        text = exemptions.note(item)
+        result.notes.append(text)
+        result.file_notes.append(FileNote(item.path, text))
 
 
 def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:

@@ -40,6 +40,11 @@ def load_baseline(path: str | os.PathLike[str]) -> frozenset[str]:
         raise ConfigError(f"cannot read baseline file {where}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"baseline file {where}: not UTF-8 text") from None
+    return baseline_entries(raw, where)
+
+
+def baseline_entries(raw: str, where: str) -> frozenset[str]:
+    """The fingerprints in a baseline file's text; any problem is a one-line ConfigError naming `where`."""
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -55,11 +60,16 @@ def load_baseline(path: str | os.PathLike[str]) -> frozenset[str]:
 
 def has_inline_marker(finding: Finding, file_text: str | None) -> bool:
     """True when the finding's first line or the line above it carries the marker."""
+    return bool(marker_lines(finding, file_text))
+
+
+def marker_lines(finding: Finding, file_text: str | None) -> list[int]:
+    """The lines (1-based) among the finding's first line and the one above it that carry the marker."""
     if file_text is None or not finding.anchored or finding.start_line < 1:
-        return False
+        return []
     lines = file_text.splitlines()
-    candidates = lines[max(0, finding.start_line - 2) : finding.start_line]
-    return any(_MARKER.search(line) for line in candidates)
+    first = max(1, finding.start_line - 1)
+    return [n for n in range(first, finding.start_line + 1) if n <= len(lines) and _MARKER.search(lines[n - 1])]
 
 
 def apply_suppressions(

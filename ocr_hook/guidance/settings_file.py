@@ -33,11 +33,11 @@ def repo_file(change_set: ChangeSet) -> RepoFile | None:
     return repo_file_at(change_set.repo_root, trusted_revision(change_set))
 
 
-def repo_file_at(repo_root: str, revision: str | None) -> RepoFile:
+def repo_file_at(repo_root: str, revision: str | None, side: str = "the side before the change") -> RepoFile:
     """The settings file as `revision` (a range's trusted side; None: the range starts at the empty tree) has it."""
     if revision is None:  # the range starts at the empty tree: no side of it is trusted
         return RepoFile(None, "(none: the range starts before the first commit)")
-    label = f"{revision[:12]} (the side before the change)"
+    label = f"{revision[:12]} ({side})"
     listed = git.git_text(repo_root, ["ls-tree", "-z", "--full-tree", revision, "--", REPO_CONFIG_NAME])
     entry = next((line for line in listed.split("\0") if line), None)
     if entry is None:
@@ -69,3 +69,12 @@ def load_for(change_set: ChangeSet, config_file: str | None, flags: Mapping[str,
              environ: Mapping[str, str]) -> Settings:
     """The run's settings, the repository's layer read as `repo_file` says."""
     return load(change_set.repo_root, config_file, flags, environ, repo_file=repo_file(change_set))
+
+
+def load_for_scan(repo_root: str, rev: str, config_file: str | None, flags: Mapping[str, Any],
+                  environ: Mapping[str, str], command_defaults: Mapping[str, Any]) -> Settings:
+    """`scan --rev REV` of another commit than HEAD judges REV with REV's own settings file, not the work tree's
+    (docs/scan.md; issue 58.8): the work tree holds another revision's settings, or edits nobody committed."""
+    revision = git.resolve_commit(repo_root, rev)
+    return load(repo_root, config_file, flags, environ, command_defaults=command_defaults,
+                repo_file=repo_file_at(repo_root, revision, "the scanned revision"))

@@ -13,7 +13,7 @@ from typing import Any
 import hermetic
 import pytest
 from conftest import TEST_API_KEY, _isolate_sdk
-from fake_api import FakeMessagesAPI, Fault, Reply, task_done, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, check_verdict, task_done
 from gitrepo import commit_all, git, make_repo, run_cli, write
 from validators import validate_gitlab, validate_sarif
 
@@ -26,9 +26,8 @@ INTENT = "Adds the users endpoint."
 
 
 def _fail_verdict() -> Reply:
-    return Reply([tool_use("check_verdict", {
-        "check": "endpoint-test", "verdict": "fail", "reason": "api/users.py adds GET /users and no test calls it.",
-        "evidence": [{"path": "api/users.py", "code": ROUTE}, {"path": "api/users.py", "code": "not in the file"}]})])
+    return check_verdict("endpoint-test", "fail", "api/users.py adds GET /users and no test calls it.",
+                         [("api/users.py", ROUTE), ("api/users.py", "not in the file")])
 
 
 @pytest.fixture(scope="module")
@@ -184,9 +183,8 @@ def test_commit_time_asks_only_when_commit_checks_in_one_request(world: Any, tmp
     commit_all(repo, "checks")
     write(repo, "api/users.py", "print('hi')\n")
     git(repo, "add", "api/users.py")
-    fake.script(PASS_OPENING + " below for this change (staged", [Reply([tool_use("check_verdict", {
-        "check": "no-print", "verdict": "fail", "reason": "api/users.py prints.",
-        "evidence": [{"path": "api/users.py", "code": "print('hi')"}]})])])
+    fake.script(PASS_OPENING + " below for this change (staged", [
+        check_verdict("no-print", "fail", "api/users.py prints.", [("api/users.py", "print('hi')")])])
     before = len(fake.requests)
     proc = run_cli(repo, "review", "--format", "json", env=world["env"])
     assert proc.returncode == 1, proc.stderr

@@ -148,6 +148,8 @@ def test_a_pass_that_never_answers_is_inconclusive_never_pass(world: Any) -> Non
 def test_dismiss_check_overrides_one_check_and_says_who_and_why(world: Any) -> None:
     repo = world["repo"]
     git(repo, "config", "user.email", "lead@example.com")
+    typo = run_cli(repo, "dismiss", "--check", "endpoint-tests", "--reason", "x", "--base", "main", env=world["env"])
+    assert typo.returncode == 2 and "no such check" in typo.stderr and "endpoint-test" in typo.stderr
     done = run_cli(repo, "dismiss", "--check", "endpoint-test", "--reason", "tested by the e2e suite", "--base", "main",
                    env=world["env"])
     assert done.returncode == 0, done.stderr

@@ -80,6 +80,17 @@ def task_done(state: str = "DONE") -> Reply:
     return Reply([tool_use("task_done", {"state": state})])
 
 
+def check_verdict(check: str, verdict: str, reason: str, evidence: Sequence[tuple[str, str]] = (),
+                  then_done: bool = False) -> Reply:
+    """One check_verdict call of the checks pass (DESIGN.md 20); `evidence` as (path, quoted code) pairs;
+    `then_done`: task_done in the same turn."""
+    blocks = [tool_use("check_verdict", {"check": check, "verdict": verdict, "reason": reason,
+                                         "evidence": [{"path": p, "code": c} for p, c in evidence]})]
+    if then_done:
+        blocks.append(tool_use("task_done", {"state": "DONE"}))
+    return Reply(blocks)
+
+
 @dataclass
 class Reply:
     """A 200 answer. `usage` entries override the simulated ones; `delay_s` answers that much later;

@@ -13,9 +13,9 @@ from typing import Any
 import hermetic
 import pytest
 from conftest import TEST_API_KEY, _isolate_sdk
-from fake_api import FakeMessagesAPI, Fault, Reply, task_done, tool_use
+from fake_api import FakeMessagesAPI, Fault, Reply, check_verdict, task_done
 from gitrepo import commit_all, git, make_repo, run_cli, write
-from validators import validate_gitlab, validate_sarif
+from validators import schema_errors, validate_gitlab
 
 ENDPOINT_CHECK = ("---\npaths: [\"api/**\"]\nmode: block\n---\n"
                   "Every new HTTP endpoint in api/ has a test under tests/ that calls it.\n")
@@ -26,9 +26,8 @@ INTENT = "Adds the users endpoint."
 
 
 def _fail_verdict() -> Reply:
-    return Reply([tool_use("check_verdict", {
-        "check": "endpoint-test", "verdict": "fail", "reason": "api/users.py adds GET /users and no test calls it.",
-        "evidence": [{"path": "api/users.py", "code": ROUTE}, {"path": "api/users.py", "code": "not in the file"}]})])
+    return check_verdict("endpoint-test", "fail", "api/users.py adds GET /users and no test calls it.",
+                         [("api/users.py", ROUTE), ("api/users.py", "not in the file")])
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +94,8 @@ def test_only_applicable_checks_reach_the_model_with_a_strict_enum(world: Any) -
 
 
 def test_sarif_has_the_check_rule_and_a_result_at_the_anchored_line(world: Any) -> None:
-    log = validate_sarif(world["sarif"])
+    log = json.loads(world["sarif"].read_text())
+    assert schema_errors(log) == []  # (GitHub's rules are checked on such results in test_reports_sarif.py)
     run = log["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
     assert "Every new HTTP endpoint" in rules["ocr-hook/check/endpoint-test"]["help"]["text"]
@@ -149,6 +149,8 @@ def test_a_pass_that_never_answers_is_inconclusive_never_pass(world: Any) -> Non
 def test_dismiss_check_overrides_one_check_and_says_who_and_why(world: Any) -> None:
     repo = world["repo"]
     git(repo, "config", "user.email", "lead@example.com")
+    typo = run_cli(repo, "dismiss", "--check", "endpoint-tests", "--reason", "x", "--base", "main", env=world["env"])
+    assert typo.returncode == 2 and "no such check" in typo.stderr and "endpoint-test" in typo.stderr
     done = run_cli(repo, "dismiss", "--check", "endpoint-test", "--reason", "tested by the e2e suite", "--base", "main",
                    env=world["env"])
     assert done.returncode == 0, done.stderr
@@ -184,9 +186,8 @@ def test_commit_time_asks_only_when_commit_checks_in_one_request(world: Any, tmp
     commit_all(repo, "checks")
     write(repo, "api/users.py", "print('hi')\n")
     git(repo, "add", "api/users.py")
-    fake.script(PASS_OPENING + " below for this change (staged", [Reply([tool_use("check_verdict", {
-        "check": "no-print", "verdict": "fail", "reason": "api/users.py prints.",
-        "evidence": [{"path": "api/users.py", "code": "print('hi')"}]})])])
+    fake.script(PASS_OPENING + " below for this change (staged", [
+        check_verdict("no-print", "fail", "api/users.py prints.", [("api/users.py", "print('hi')")])])
     before = len(fake.requests)
     proc = run_cli(repo, "review", "--format", "json", env=world["env"])
     assert proc.returncode == 1, proc.stderr

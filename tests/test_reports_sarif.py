@@ -23,8 +23,37 @@ def _results_by_message(doc: dict) -> dict[str, dict]:
     return {r["message"]["text"].split("\n")[0]: r for r in doc["runs"][0]["results"]}
 
 
+def _with_checks():
+    """rich_result with the team's checks (DESIGN.md 20): a failed block check with evidence, an inconclusive warn
+    check without, an overridden one and a pass; validated by the same multitool run as the findings."""
+    from ocr_hook.checks.model import CheckVerdict, Evidence, Override
+
+    res = rich_result()
+    res.checks = [
+        CheckVerdict("endpoint-test", "block", "fail", "No test calls it.", ".ocr-hook/checks/endpoint-test.md",
+                     (Evidence("src/app.py", "os.system(cmd)", 4, 4, True), Evidence("src/app.py", "gone")),
+                     instruction="Every new endpoint has a test."),
+        CheckVerdict("docs", "warn", "inconclusive", "no verdict", ".ocr-hook/checks/docs.md"),
+        CheckVerdict("rollback", "block", "fail", "No down step.", "db/.ocr-hook/checks/rollback.md",
+                     override=Override("lead@example.com", "manual rollback", ".ocr-hook/dismissed.yaml")),
+        CheckVerdict("licence", "warn", "pass", "Headers present.", ".ocr-hook/checks/licence.md"),
+    ]
+    return res
+
+
 def test_rich_result_is_valid_and_complete(tmp_path: Path) -> None:
-    doc = _write_and_validate(tmp_path, rich_result(), exit_code=1, sarif_category="ocr-hook-pr")
+    doc = _write_and_validate(tmp_path, _with_checks(), exit_code=1, sarif_category="ocr-hook-pr")
+    checks = [r for r in doc["runs"][0]["results"] if r["ruleId"].startswith("ocr-hook/check/")]
+    rules = {rule["id"]: rule for rule in doc["runs"][0]["tool"]["driver"]["rules"]}
+    assert {"ocr-hook/check/endpoint-test", "ocr-hook/check/licence"} <= set(rules)
+    assert rules["ocr-hook/check/endpoint-test"]["help"]["text"].startswith("Every new endpoint has a test.")
+    placed = [(r["ruleId"].rpartition("/")[2], r["level"], r["locations"][0]["physicalLocation"]["artifactLocation"]
+               ["uri"], r["locations"][0]["physicalLocation"]["region"]["startLine"], "suppressions" in r)
+              for r in checks]
+    assert placed == [("endpoint-test", "error", "src/app.py", 4, False),
+                      ("docs", "warning", ".ocr-hook/checks/docs.md", 1, False),
+                      ("rollback", "error", "db/.ocr-hook/checks/rollback.md", 1, True)]  # no result for a pass
+    doc["runs"][0]["results"] = [r for r in doc["runs"][0]["results"] if r not in checks]
     assert doc["version"] == "2.1.0" and len(doc["runs"]) == 1
     run = doc["runs"][0]
     driver = run["tool"]["driver"]

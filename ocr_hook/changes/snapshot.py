@@ -248,9 +248,32 @@ def listing_command(target: str | None) -> list[str]:
     return ["ls-files", "--stage", "-z"] if target is None else ["ls-tree", "-r", "-z", "--full-tree", target]
 
 
+# The last commits listed whole: a commit's listing never changes, and one run reads the trusted revision's twice
+# (guidance files, then check files: ocr_hook.checks.load) with one git process. Two, so the warm worker keeps little.
+_COMMIT_LISTINGS: dict[tuple[str, str], tuple[dict[str, _Entry], str]] = {}
+_COMMIT_LISTINGS_KEPT = 2
+
+
+def commit_listing(repo: str, commit: str) -> dict[str, tuple[str, str]]:
+    """Path → (mode, object id) of a commit's whole tree (read-only: it is shared)."""
+    return _load_listing(repo, commit)[0]  # type: ignore[return-value]
+
+
 def _load_listing(repo: str, target: str | None, only: Sequence[str] = ()) -> tuple[dict[str, _Entry], str]:
     """Path → (mode, blob) of the snapshot (with `only`, index only: of just those paths), and a digest of the
     listing as git gave it."""
+    key = (repo, target) if target is not None and re.fullmatch(_OBJECT_ID, target) else None
+    if key is not None:
+        found = _COMMIT_LISTINGS.get(key)
+        if found is None:
+            found = _COMMIT_LISTINGS[key] = _list(repo, target, only)
+            while len(_COMMIT_LISTINGS) > _COMMIT_LISTINGS_KEPT:
+                del _COMMIT_LISTINGS[next(iter(_COMMIT_LISTINGS))]
+        return found
+    return _list(repo, target, only)
+
+
+def _list(repo: str, target: str | None, only: Sequence[str] = ()) -> tuple[dict[str, _Entry], str]:
     from ocr_hook.digest import sha256_hex
 
     entries: dict[str, _Entry] = {}

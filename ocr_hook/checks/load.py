@@ -157,17 +157,15 @@ def _parse_files(found: Iterable[CheckFile | str], revision: str | None) -> Load
 
 
 def load_at(repo_root: str, revision: str) -> LoadedChecks:
-    """The check files of a commit (regular files only: a symbolic link is never followed)."""
+    """The check files of a commit (regular files only: a symbolic link is never followed). The commit's listing is
+    the one guidance already read (changes.snapshot keeps it): a repository without checks costs no git process."""
     from ocr_hook.changes import git
+    from ocr_hook.changes.snapshot import commit_listing
 
-    # ls-tree takes no glob pathspecs: the tree is listed whole (as guidance's snapshot does) and filtered here.
-    listing = git.git_text(repo_root, ["ls-tree", "-r", "-z", "--full-tree", revision])
     found: list[CheckFile | str] = []
-    for record in listing.split("\0"):
-        meta, tab, path = record.partition("\t")
-        if not tab or CHECKS_DIR not in path or not is_check_file(path):
+    for path, (mode, sha) in sorted(commit_listing(repo_root, revision).items()):
+        if CHECKS_DIR not in path or not is_check_file(path):
             continue
-        mode, _kind, sha = meta.split(" ")
         if mode not in ("100644", "100755"):
             found.append(f"{path}: not a regular file (a symbolic link is never followed)")
             continue

@@ -291,7 +291,16 @@ def run_check(name: str, reason: str | None, base: str | None, config_file: str 
         raise ConfigError("--reason is empty: say why this check does not hold for this change (it is recorded)")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise ConfigError(f"--check {name!r}: a check's name is its file's stem (letters, digits, '.', '_', '-')")
-    root, _head = repo_top(os.getcwd())
+    root, head = repo_top(os.getcwd())
+    from ocr_hook.checks.load import load_at, load_worktree
+
+    # A typo would record an override that never applies; the change may have deleted the check it overrides.
+    known = {c.name for c in load_worktree(root).checks}
+    if head:
+        known |= {c.name for c in load_at(root, head).checks}
+    if name not in known:
+        raise ConfigError(f"--check {name!r}: there is no such check in .ocr-hook/checks/ (checks: "
+                          f"{', '.join(sorted(known)) or 'none'})")
     settings = load(root, config_file, flags={}, environ=environ)
     change = change_id(_check_change_set(root, base), environ, settings.dismissals_file)
     entry = CheckOverride(name, change, " ".join((reason or "").split()), _user_email(root) or "unknown", today or

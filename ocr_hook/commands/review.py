@@ -748,7 +748,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             from ocr_hook.cienv import running
 
             ci = running(environ)
-        steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
+        steps = next_steps(list(decided.blocking), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
                            patch_command=patch_command,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,

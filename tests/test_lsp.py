@@ -232,6 +232,23 @@ def test_the_vscode_problem_matcher_reads_the_text_report(world: World) -> None:
         [("app.py", "2", world.ids["subtract"][:8], "add() subtracts.")]
 
 
+
+def test_a_crlf_file_an_editor_hands_over_with_lf_keeps_its_findings_without_their_fix() -> None:
+    """Pure: the line breaks differ, the lines do not; the fix is offered only on the very text reviewed."""
+    from ocr_hook.findings import Category, Finding, Fix, Severity
+    from ocr_hook.lsp.placement import place
+    from ocr_hook.store.memory import source_digest
+
+    reviewed = AFTER.replace("\n", "\r\n")
+    f = Finding("app.py", 2, 2, Severity.HIGH, Category.BUG, "add() subtracts.", "return a + b", True, "f" * 32,
+                fix=Fix(2, 2, "    return a + b"))
+    lf = place([f], reviewed, source_digest(reviewed), AFTER)
+    assert [(s.start_line, s.fixable) for s in lf.shown] == [(2, False)] and lf.stale == []
+    same = place([f], reviewed, source_digest(reviewed), reviewed)
+    assert [(s.start_line, s.fixable) for s in same.shown] == [(2, True)]
+    edited = place([f], reviewed, source_digest(reviewed), AFTER.replace("a - b", "a * b"))
+    assert edited.shown == [] and edited.stale == [f]
+
 NVIM_CONFIG = r"""
 -- Started by tests/test_lsp.py: open the file, start `ocr-hook lsp` as an editor config would, wait for the
 -- diagnostics, apply the fix code action, write what was seen as JSON, quit.

@@ -47,7 +47,8 @@ def place(findings: Iterable[Finding], reviewed: str | None, reviewed_digest: st
     if reviewed is not None:
         from ocr_hook.findings.memory import Interdiff
 
-        diff = Interdiff.between(reviewed, now)
+        # Editors may hand over a CRLF file with LF line breaks: a line break is not a change of the line.
+        diff = Interdiff.between(reviewed.replace("\r\n", "\n"), now.replace("\r\n", "\n"))
     for f in items:
         if not f.anchored or f.start_line < 1:
             shown.append(Shown(f, 1, 1, False))  # about the whole file: no lines to go stale

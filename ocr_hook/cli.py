@@ -437,6 +437,23 @@ def mcp_server(repo: str | None) -> None:
     sys.exit(mcp_cmd.run(repo))
 
 
+@cli.command("lsp")
+@click.option("--repo", metavar="PATH", help="The repository to serve (default: the current directory).")
+@click.option("--from", "report", metavar="REPORT", type=_FILE,
+              help="Show this report's findings (a --format json report or its SARIF, e.g. from CI) instead of "
+                   "the last review's (review memory).")
+@click.option("--poll", type=click.FloatRange(min=0.05, max=60), default=1.0, show_default=True, metavar="SECONDS",
+              help="How often to look whether a review finished (one stat of a few files).")
+def lsp_server(repo: str | None, report: str | None, poll: float) -> None:
+    """Serve the last review to editors as a language server (stdio): diagnostics, fix and dismiss actions.
+
+    Never asks a model on open, change or save; the ocr-hook.review command runs a review when invoked. Needs
+    the editor extra (without it, it names the pip command that adds it)."""
+    from ocr_hook.lsp import command as lsp_cmd
+
+    sys.exit(lsp_cmd.run(repo, report, poll))
+
+
 @cli.group()
 def delegate() -> None:
     """Let the coding agent you run (Claude Code, Codex, Cursor, ...) be the reviewer: ocr-hook picks the files,

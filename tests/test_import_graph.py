@@ -211,7 +211,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("publish",),
     ("warm",),  # the warm worker, its thin client and its control (DESIGN.md 14); __main__ joins it to the CLI
     ("commands",),
-    ("mcp_server",),
+    ("mcp_server", "lsp"),  # lsp: the language server (DESIGN.md 21), beside the MCP server: both serve the commands
     ("cli",),
     ("__main__",),
 )

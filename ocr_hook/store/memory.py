@@ -43,8 +43,8 @@ MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten f
 MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
 
-__all__ = ["FileReview", "LastReview", "MemoryStore", "last_review", "last_review_findings", "line_of_work",
-           "open_memory", "repository_id", "source_digest"]
+__all__ = ["FileReview", "LastReview", "MemoryStore", "last_review", "last_review_contents", "last_review_findings",
+           "latest_review_entry", "line_of_work", "open_memory", "repository_id", "source_digest"]
 
 
 def _digest(*parts: str) -> str:
@@ -331,6 +331,22 @@ def last_review(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[
     sources = {str(path): entry["source"] for path, entry in record.items()
                if isinstance(entry, dict) and isinstance(entry.get("source"), str)}
     return LastReview(findings, sources)
+
+
+def last_review_contents(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> dict[str, str]:
+    """Each file of the most recent review (any line of work) as that review sent it (secrets masked): what the
+    language server diffs an open file against, to tell which findings' lines changed since. Empty when nothing
+    is remembered; a corrupt entry is left out."""
+    found = _latest(cache_dir, repo_root)
+    if found is None or not isinstance(found[1].get("line"), str):
+        return {}
+    return {path: item.content for path, item in MemoryStore(cache_dir, found[0], found[1]["line"]).load().items()}
+
+
+def latest_review_entry(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> str:
+    """The file that holds the repository's latest review: every finished review rewrites it, so its stat
+    tells a watcher (the language server) that a review finished, without reading anything."""
+    return str(_store(cache_dir).entry(_digest("latest", repository_id(repo_root))))
 
 
 class _OnFirstUse(Mapping[str, "Remembered"]):

@@ -125,7 +125,8 @@ def check_settings(ctx: _Context) -> list[Check]:
         rules_of(ctx.settings)  # the settings keep `rules` raw; its entries are checked here as a review would
     except FatalError as exc:
         return [Check("settings", FAIL, str(exc), "correct the setting the message names")]
-    return [Check("settings", OK, "from " + ", ".join(sources(ctx.root, ctx.config_file, ctx.environ)))]
+    ignored = [Check("settings", WARN, note) for note in ctx.settings.notes]  # (a repository's file's cache_dir)
+    return [Check("settings", OK, "from " + ", ".join(sources(ctx.root, ctx.config_file, ctx.environ))), *ignored]
 
 
 def models_in_use(settings: Settings) -> list[str]:

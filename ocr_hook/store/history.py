@@ -54,10 +54,51 @@ def record(cache_dir: str | os.PathLike[str], repository: str, entry: Mapping[st
     return None
 
 
-def entries(cache_dir: str | os.PathLike[str], repository: str) -> Iterator[dict[str, Any]]:
-    """Every readable entry of `repository`, in no particular order."""
+def entries(cache_dir: str | os.PathLike[str], repository: str | tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """Every readable entry of `repository` (any of several names of it: repository_names), in no order."""
+    names = (repository,) if isinstance(repository, str) else repository
     store = _store(cache_dir)
     for key in store.keys():
         document = store.read(key)
-        if document is not None and document.get("repository") == repository:
+        if document is not None and document.get("repository") in names:
             yield document
+
+
+def repository_key(git_dir: str) -> str:
+    """What the history is kept under: the repository as its remote names it (`origin`, else the first remote;
+    host and path only, never a credential in the URL), so a new clone, a moved checkout or another CI
+    workspace counts the same history; a repository without a remote, by its git directory (`git_dir`, the
+    absolute common directory: store.memory.repository_id)."""
+    from ocr_hook.changes import git
+
+    listed = git.git_text(None, ["--git-dir", git_dir, "config", "--get-regexp", r"^remote\..*\.url$"],
+                          ok_codes=(0, 1))
+    urls = dict(line.split(" ", 1) for line in listed.splitlines() if " " in line)
+    url = urls.get("remote.origin.url") or next(iter(sorted(urls.items())), ("", ""))[1]
+    where = _place(url)
+    return f"remote:{where}" if where else git_dir
+
+
+def repository_names(git_dir: str) -> tuple[str, ...]:
+    """Every name the history may hold the repository's entries under: repository_key's, and its git directory
+    (what entries were kept under before, and are kept under without a remote)."""
+    return tuple(dict.fromkeys((repository_key(git_dir), git_dir)))
+
+
+def _place(url: str) -> str:
+    """`host/path` of a remote URL (https, ssh, scp-like `git@host:path`), lowercase host, no `.git`; "" for
+    none."""
+    import re
+    from urllib.parse import urlsplit
+
+    url = url.strip()
+    if not url:
+        return ""
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^:/]+):(?!//)(.*)", url)
+    if scp and "://" not in url:
+        host, path = scp.group(1), scp.group(2)
+    else:
+        parts = urlsplit(url)
+        host, path = parts.hostname or "", parts.path
+    path = path.strip("/").removesuffix(".git").strip("/")
+    return f"{host.lower()}/{path}" if path else ""

@@ -480,8 +480,7 @@ def _record_history(memory: MemoryStore, result: ReviewResult, settings: Setting
     from ocr_hook.store.result_cache import run_cache_dir
 
     # (the cache directory as text: JsonFileStore.base would load pathlib on a cached run's light path)
-    error = history.record(run_cache_dir(settings.cache_dir, environ), history.repository_key(memory.repo),
-                           entry)
+    error = history.record(run_cache_dir(settings.cache_dir, environ), memory.repo, entry)
     if error:
         result.notes.append(error)
 

@@ -252,6 +252,10 @@ def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: M
 
 def _provider_note(settings: Settings) -> list[str]:
     """What `provider: auto` chose when it was not the API key every run without it assumes (DESIGN.md 19)."""
+    from ocr_hook.provider_auto import PASSED_OVER
+
+    if settings.provider == "anthropic" and PASSED_OVER in settings.provider_choice:
+        return [f"provider auto: reviewed through {settings.provider_choice}"]
     if settings.provider != "claude-code" or not settings.provider_choice:
         return []
     from ocr_hook.outcome import RoutineNote

@@ -89,7 +89,8 @@ def counted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         # undismissed, by a later review of the same pull request.
         _entry(1000, [_f("s1", dismissed="forge", by="ann"), _f("s2", dismissed="forge", by="ann")]),
         _entry(2000, [_f("s1", dismissed="forge", by="ann"), _f("s2")]),
-        _entry(3000, [_f("h1", path=HOSTILE_PATH, category="::warning::x\x1b]0;title\x07", by="\x1b[31mbob")]),
+        _entry(3000, [_f("h1", path=HOSTILE_PATH, category="::warning::x\x1b]0;title\x07", by="\x1b[31mbob"),
+                      _f("h2", category="##[error]legacy")]),
         {**_entry(4000, [_f("bad")]), "complete": 5},  # one wrongly typed entry
     ):
         assert history.record(cache, key, entry) is None
@@ -108,22 +109,22 @@ def test_a_wrongly_typed_entry_is_skipped_with_a_note(counted: dict[str, Any]) -
 
 def test_a_withdrawn_dismissal_is_open_and_drives_no_candidate_rule(counted: dict[str, Any]) -> None:
     doc = json.loads(counted["json"].stdout)
-    assert doc["total"]["raised"] == 3 and doc["total"]["dismissed"] == 1 and doc["total"]["open"] == 2, doc["total"]
+    assert doc["total"]["raised"] == 4 and doc["total"]["dismissed"] == 1 and doc["total"]["open"] == 3, doc["total"]
     assert doc["dismissed_by"] == {"ann (forge)": 1}
     assert doc["candidate_rules"] == []  # one of two style findings still dismissed: not "mostly dismissed"
 
 
 def test_no_control_character_or_workflow_command_reaches_an_output_raw(counted: dict[str, Any]) -> None:
-    for fmt in ("text", "svg", "html"):
+    for fmt in ("text", "svg", "html", "json"):
         out = counted[fmt].stdout
         assert not any(ch in out for ch in "\x1b\x07"), fmt
-        assert not any(line.lstrip().startswith("::") for line in out.splitlines()), fmt
+        assert not any(line.lstrip().startswith("::") for line in out.splitlines()) and "##[" not in out, fmt
     assert "\\x1b" in counted["text"].stdout  # shown, escaped
     root = ET.fromstring(counted["svg"].stdout)  # the code before wrote a raw ESC: not well-formed XML
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     # JSON keeps the real text, escaped as JSON escapes it.
     doc = json.loads(counted["json"].stdout)
-    assert "::warning::x\x1b]0;title\x07" in doc["by"]["category"]
+    assert "::warning::x\x1b]0;title\x07" in doc["by"]["category"] and "##[error]legacy" in doc["by"]["category"]
 
 
 # ------------------------------------------------------------- a pull_request_target job, another checkout

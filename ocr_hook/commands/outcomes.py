@@ -65,8 +65,10 @@ def run(since: str | None, until: str | None, requests: Sequence[str], sources: 
                          f"the form ocr-hook writes (a damaged file, or another version's), under {cache_dir}\n")
     tracked, reviews = track(entries, since=start, until=end, requests=list(requests), sources=list(sources))
     text = render(fmt, tally(tracked, reviews), _period(start, end))
-    if fmt != "json":  # paths, categories and names are anyone's text: none may act on a terminal or a CI log
-        text = _printable(text)
+    # Paths, categories and names are anyone's text: none may act on a terminal or a CI log. JSON escapes control
+    # characters itself and starts no line with `::`; a legacy `##[` command inside a string becomes an escape
+    # that reads back as the same text.
+    text = text.replace("##[", "#\\u0023[") if fmt == "json" else _printable(text)
     if output:
         from ocr_hook.store.atomic import write_atomic  # a failure is one line, exit 2
 

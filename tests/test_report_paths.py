@@ -49,6 +49,10 @@ def test_a_repository_settings_file_cannot_name_where_reports_go(tmp_path: Path)
     notes = json.loads(staged.stdout)["notes"]
     for key in victims:
         assert any(f"'{key}' ignored" in note and "cannot choose it" in note for note in notes), (key, notes)
+    started = run_cli(repo, "delegate", "start")  # delegate mode: the session fixes the settings at its start
+    assert started.returncode == 0, started.stderr
+    finished = run_cli(repo, "delegate", "finish", json.loads(started.stdout)["session"], "--format", "json")
+    assert finished.returncode == 0, finished.stderr
     scan = run_cli(repo, "scan", "app.py", env=NO_KEY)  # stops for want of a key: the exit-2 cleanup's case
     assert scan.returncode == 2, scan.stderr
     assert {key: path.read_text() for key, path in victims.items()} == dict.fromkeys(victims, PRECIOUS)

@@ -57,22 +57,31 @@ def _has_oauth_account(path: str) -> bool:
 
 
 def claude_code_installed(claude_code_path: str | None) -> bool:
-    """Claude Code is there to run: the configured `claude`, or the claude-code extra (its SDK bundles one)."""
-    if claude_code_path:
-        return os.path.isfile(claude_code_path)
+    """Claude Code is there to run: the claude-code extra (its SDK drives the CLI, and bundles one), and the
+    configured `claude` when there is one. A `claude_code_path` alone is not enough: without the SDK nothing runs
+    it."""
     import importlib.util
 
-    return importlib.util.find_spec("claude_agent_sdk") is not None
+    if importlib.util.find_spec("claude_agent_sdk") is None:
+        return False
+    return not claude_code_path or os.path.isfile(claude_code_path)
+
+
+# The end of `why` when a Claude Code credential is there and the extra is not: the three ways in then give this
+# installation's own command for it (ocr_hook.agent.client.ways_in, doctor).
+NO_EXTRA = "but not the claude-code extra that runs Claude Code"
+# Said when an API key won over a Claude Code credential (run notes, doctor's provider line).
+PASSED_OVER = "was passed over: the API key comes first (provider: claude-code reviews on the plan)"
 
 
 def choose(environ: Mapping[str, str], claude_code_path: str | None) -> Choice:
     key = api_key_variable(environ)
-    if key is not None:
-        return Choice("anthropic", f"the Messages API with {key}")
     login = claude_code_login(environ)
+    if key is not None:
+        over = f"; a Claude Code credential ({login}) {PASSED_OVER}" if login else ""
+        return Choice("anthropic", f"the Messages API with {key}{over}")
     if login is None:
         return Choice("auto", "no API key and no Claude Code login")
     if not claude_code_installed(claude_code_path):
-        return Choice("auto", f"no API key; a Claude Code credential ({login}) but not the claude-code extra "
-                              "that runs Claude Code")
+        return Choice("auto", f"no API key; a Claude Code credential ({login}) {NO_EXTRA}")
     return Choice("claude-code", f"Claude Code with {login}, as there is no API key")

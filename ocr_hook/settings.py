@@ -161,9 +161,10 @@ def _as_written(kind: Any) -> str:
 _FIELDS: dict[str, str] = {name: _as_written(kind)
                            for name, kind in Settings.__annotations__.items() if name not in _NOT_SETTINGS}
 # Settings a repository's own .ocr-hook.yaml may not give, at any revision: a pull request controls that file,
-# where the cache lives decides which files a run writes and deletes, and claude_code_path names a program the
-# run executes with the user's credentials (only the user's config, env or flags).
-_USER_ONLY = ("cache_dir", "claude_code_path")
+# where the cache lives decides which files a run writes and deletes, the report paths name files a run
+# overwrites (or removes, on exit 2), and claude_code_path names a program the run executes with the user's
+# credentials (only the user's config, env or flags).
+_USER_ONLY = ("cache_dir", "claude_code_path", "sarif_output", "json_output", "gitlab_output", "patch_output")
 # Settings naming a file, resolved once where they were given: a config file's directory, or the directory
 # the command was typed in (a flag, a variable); the run itself may work elsewhere (the CLI runs in a temporary
 # directory).
@@ -447,7 +448,7 @@ def load(
 def _drop_user_only(layer: dict[str, Any], notes: list[str]) -> None:
     for key in _USER_ONLY:
         if layer.pop(key, None) is not None:
-            flag = f"--{key.replace('_', '-')}, " if key == "cache_dir" else ""  # (claude_code_path has no flag)
+            flag = "" if key == "claude_code_path" else f"--{key.replace('_', '-')}, "  # (it has no flag)
             notes.append(f"{REPO_CONFIG_NAME}: setting '{key}' ignored: the repository's own settings file "
                          f"cannot choose it (a pull request could); set it with {flag}OCR_HOOK_{key.upper()} or "
                          "your own --config file")

@@ -22,6 +22,9 @@ LAST_PATH, LAST_MARKER = "last.py", "LAST-ROUND-7e1"
 ONE_PATH, ONE_MARKER = "one.py", "ONE-ROUND-5a2"
 QUIET_PATH, QUIET_MARKER = "quiet.py", "TEXT-FIRST-4c6"
 MUTE_PATH, MUTE_MARKER = "mute.py", "NEVER-A-TOOL-9d3"
+BIG_DATA = "table.py"  # staged, not reviewed: what the last-round file's first look reads
+BIG_TEXT = "".join(f"ROW_{n:03} = {'x' * 120!r}\n" for n in range(500))  # 500 lines, 70,000 characters
+CLAUDE_CODE_KEEPS = 50_000  # characters of one tool result; more becomes a 2 KB preview the model cannot follow
 ROUNDS = 4
 REPEATED = "You already called file_read with exactly this input"
 PROVIDERS = ("claude-code", "anthropic")
@@ -59,13 +62,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     base = tmp_path_factory.mktemp("claude-code-loop")
     repo = calc_repo(base / "repo", {REPEAT_PATH: f"# {REPEAT_MARKER}\nA = 1\n", LAST_PATH: f"# {LAST_MARKER}\nB = 2\n",
                                      ONE_PATH: f"# {ONE_MARKER}\nC = 3\n", QUIET_PATH: f"# {QUIET_MARKER}\nD = 4\n",
-                                     MUTE_PATH: f"# {MUTE_MARKER}\nE = 5\n"})
+                                     MUTE_PATH: f"# {MUTE_MARKER}\nE = 5\n", BIG_DATA: BIG_TEXT})
     out: dict[str, dict[str, Any]] = {}
     with FakeMessagesAPI() as fake:
         # the same call every turn, never task_done
         fake.script(REPEAT_MARKER, [Reply([_read(REPEAT_PATH, 2)]) for _ in range(ROUNDS + 2)])
-        # a new look each turn; in the last one a look (which that round refuses) and task_done
-        fake.script(LAST_MARKER, [Reply([_read(LAST_PATH, n)]) for n in range(1, ROUNDS)]
+        # a new look each turn (the first at a long file: issue 58 item 23); in the last one a look (which that
+        # round refuses) and task_done
+        fake.script(LAST_MARKER, [Reply([_read(BIG_DATA, 500)])]
+                    + [Reply([_read(LAST_PATH, n)]) for n in range(2, ROUNDS)]
                     + [Reply([_read(LAST_PATH, ROUNDS), tool_use("task_done", {"state": "DONE"})])])
         fake.script(ONE_MARKER, [Reply([tool_use("task_done", {"state": "DONE"})])])
         # text first, then task_done once nudged; and a model that only ever writes text
@@ -159,3 +164,17 @@ def test_a_model_that_never_calls_a_tool_fails_as_one_without_tool_support(runs:
     assert [prompts.nudge(MUTE_PATH) in _latest_user_text(r) for r in requests] == [False] + [True] * MAX_NUDGES
     assert prompts.final_round(MUTE_PATH) in _latest_user_text(requests[-1])
     assert side["run"].coverage_state(MUTE_PATH) == ("failed", NO_TOOL_USE)
+
+
+@pytest.mark.parametrize(("provider", "limit"), [("claude-code", 45_000), ("anthropic", 60_000)])
+def test_a_long_result_is_cut_by_ocr_hook_below_what_the_model_side_keeps(runs: dict[str, Any], provider: str,
+                                                                            limit: int) -> None:
+    """Issue 58 item 23: Claude Code keeps 50,000 characters of a result; ocr-hook cuts below that on this
+    provider, with the note that says where to go on, as the API path cuts at its own 60,000."""
+    side = runs[provider]
+    result = _latest_user_text(side["last"][1])  # the answer to the first look
+    assert f"to stay under {limit} characters; `{BIG_DATA}` has 500 lines. Continue with start_line" in result
+    assert "[Output cut at line " in result and "1|ROW_000" in result, result[:300]
+    assert "persisted-output" not in result and "Output too large" not in result  # Claude Code's own cut
+    assert len(result) <= limit + 500 and (provider == "anthropic" or len(result) < CLAUDE_CODE_KEEPS), len(result)
+    assert side["run"].coverage_state(LAST_PATH) == ("reviewed", "")

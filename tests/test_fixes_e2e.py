@@ -352,15 +352,17 @@ def test_patch_output_in_a_missing_directory_fails_before_any_request(tmp_path: 
 
 def test_patch_output_setting_in_the_config_file(tmp_path: Path, fake_api: Any, sdk_env: dict[str, str]) -> None:
     repo = _repo(tmp_path / "repo")
-    write(repo, ".ocr-hook.yaml", "patch_output: fixes.patch\nfilter_mode: nofilter\nreview_filter: false\n")
+    # The user's own settings file names it (a repository's .ocr-hook.yaml may not: issue 58 item 6).
+    patch = tmp_path / "fixes.patch"
+    mine = tmp_path / "mine.yaml"
+    mine.write_text(f"patch_output: {patch}\nfilter_mode: nofilter\nreview_filter: false\n")
     fake_api.script(main_opening(SPACED), [Reply([tool_use("code_comment", {"comments": COMMENTS[SPACED]})])])
-    proc = run_cli(repo, "review", "--no-cache", "--format", "json", "--", SPACED, env=sdk_env)
+    proc = run_cli(repo, "review", "--no-cache", "--format", "json", "--config", str(mine), "--", SPACED,
+                   env=sdk_env)
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     assert report["findings"][0]["fix"] == EXPECTED_FIXES["Subtracts."]
-    patch = repo / "fixes.patch"
     assert _git_apply(repo, patch, "--cached", "--check").returncode == 0
-    patch.unlink()  # the scratch repo's work tree was only borrowed for the output
 
 
 def test_a_patch_never_shows_a_secret(tmp_path: Path, fake_api: Any, sdk_env: dict[str, str]) -> None:

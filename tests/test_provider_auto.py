@@ -77,7 +77,14 @@ def test_a_key_is_used_as_before(tmp_path: Path, fake_api: FakeMessagesAPI, sdk_
     repo = calc_repo(tmp_path / "repo")
     proc = run_cli(repo, "review", "--format", "json", env={**sdk_env, "CLAUDE_CODE_OAUTH_TOKEN": TOKEN})
     assert proc.returncode == 0, proc.stderr
-    assert not any("provider auto" in n for n in json.loads(proc.stdout)["notes"])
+    # The Claude credential beside the key is passed over, and said so (issue 58 item 24): in the run's notes and
+    # in doctor's provider line; its value never.
+    notes = [n for n in json.loads(proc.stdout)["notes"] if "provider auto" in n]
+    assert len(notes) == 1 and "CLAUDE_CODE_OAUTH_TOKEN" in notes[0] and "passed over" in notes[0], notes
+    doctor = run_cli(repo, "doctor", "--format", "json", env={**sdk_env, "CLAUDE_CODE_OAUTH_TOKEN": TOKEN})
+    [provider] = [c for c in json.loads(doctor.stdout)["checks"] if c["name"] == "provider"]
+    assert "auto chose anthropic" in provider["message"] and "passed over" in provider["message"], provider
+    assert TOKEN not in proc.stdout + doctor.stdout
     main = [r for r in fake_api.requests if "/v1/messages" in r.path and "count_tokens" not in r.path]
     # The SDK with the key, not Claude Code: the tools under their own names, no MCP prefix.
     assert main and all({t["name"] for t in r.body["tools"]} >= {"code_comment", "task_done"} for r in main)

@@ -100,11 +100,20 @@ def cli_env(environ: Mapping[str, str], scratch: Path) -> dict[str, str]:
     return env
 
 
+class NoTemporaryDirectory(ConfigError):
+    """No directory for the CLI's private scratch could be made: the fix is TMPDIR, not another Claude Code."""
+
+
 @contextlib.contextmanager
 def private_scratch() -> Iterator[Path]:
     """A directory for one CLI process, removed with everything in it: config/ (CLAUDE_CONFIG_DIR), tmp/ (TMPDIR),
-    work/ (its working directory, empty)."""
-    with tempfile.TemporaryDirectory(prefix="ocr-hook-claude-") as name:
+    work/ (its working directory, empty). NoTemporaryDirectory when it cannot be made."""
+    try:
+        holder = tempfile.TemporaryDirectory(prefix="ocr-hook-claude-")
+    except OSError as exc:
+        raise NoTemporaryDirectory(f"no usable temporary directory for Claude Code's private files "
+                                   f"({exc.strerror or exc}): set TMPDIR to a writable directory") from None
+    with holder as name:
         scratch = Path(name)
         for sub in ("config", "tmp", "work"):
             (scratch / sub).mkdir(mode=0o700)
@@ -129,6 +138,12 @@ def sign_in_fix(cli: str) -> str:
 
 def sign_in_hint(cli: str) -> str:
     return f"{SIGN_IN_PROBLEM}: {sign_in_fix(cli)}"
+
+
+def require_sdk() -> None:
+    """ConfigError naming this installation's command for the extra when the Claude Agent SDK is not there."""
+    if importlib.util.find_spec("claude_agent_sdk") is None:
+        raise ConfigError(extra_hint())
 
 
 def cli_path(settings_path: str | None) -> str:
@@ -184,7 +199,9 @@ def cli_version(cli: str, environ: Mapping[str, str]) -> str:
 
 
 def check_credentials(settings_path: str | None, environ: Mapping[str, str]) -> None:
-    """Before any file is reviewed: the CLI is there and new enough, and some credential is."""
+    """Before any file is reviewed: the SDK that drives the CLI (a claude_code_path does not bring it), the CLI
+    there and new enough, and some credential."""
+    require_sdk()
     cli = cli_path(settings_path)
     cli_version(cli, environ)
     if credential_kind(environ) is None:

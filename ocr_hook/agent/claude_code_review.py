@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -55,6 +56,12 @@ from ocr_hook.budget.tokens import estimate_tokens
 if TYPE_CHECKING:
     from ocr_hook.budget.ledger import Budget
 
+# Claude Code keeps a tool result of more than 50,000 characters only as a 2 KB preview and a file the model
+# cannot read here (no built-in tool runs): ocr-hook cuts its tools' results below that itself, with the notes
+# that say where to continue (the API path's limits are 60,000), leaving room for what is added after the tool
+# (the last round's announcement).
+RESULT_CHARS = 45_000
+
 
 class ClaudeCodeReview(FileReview):
     """A file's review through Claude Code: its plan phase, its main loop and the model steps after it
@@ -62,6 +69,7 @@ class ClaudeCodeReview(FileReview):
 
     def __init__(self, task: FileTask, mask: SecretMasker, environ: Mapping[str, str]) -> None:
         super().__init__(task, None, mask)  # type: ignore[arg-type]  # no Messages API client: nothing bypasses the CLI
+        self.ctx = dataclasses.replace(self.ctx, result_chars=RESULT_CHARS)
         self.environ = environ
         self._state: str | None = None
 

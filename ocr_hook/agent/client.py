@@ -98,11 +98,20 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
 
 def ways_in(why: str) -> list[str]:
     """The three ways to a review, for a run that found none of them (DESIGN.md 19): a short block of lines."""
+    from ocr_hook.provider_auto import NO_EXTRA
+
+    if NO_EXTRA in why:  # signed in already: only the extra is missing, and this installation's command adds it
+        from ocr_hook.install_command import add_extra_hint
+
+        plan = ("  - a Claude plan (Pro, Max) through Claude Code, with the credential you have: "
+                f"{add_extra_hint('claude-code')}")
+    else:
+        plan = ("  - a Claude plan (Pro, Max) through Claude Code: install ocr-hook's claude-code extra and sign in "
+                "(`claude auth login`, or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` in CI); see "
+                "docs/claude-code.md")
     return [f"nothing to review with: {why or 'no API key and no Claude Code login'}. Three ways in:",
             "  - an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
-            "  - a Claude plan (Pro, Max) through Claude Code: install ocr-hook's claude-code extra and sign in "
-            "(`claude auth login`, or CLAUDE_CODE_OAUTH_TOKEN from `claude setup-token` in CI); see "
-            "docs/claude-code.md",
+            plan,
             "  - delegate mode, your coding agent (Claude Code, Codex, Cursor, ...) as the reviewer, no key: "
             "ocr-hook delegate start; see docs/delegate.md"]
 

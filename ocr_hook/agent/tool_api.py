@@ -37,6 +37,9 @@ class ToolContext:
     current_path: str
     # Paths whose content must never be sent (sensitive files): the tools refuse them.
     is_hidden: Callable[[str], bool] = field(default=lambda path: False)
+    # At most this many characters in one tool result, below the tools' own limits, where the model's side
+    # keeps less (Claude Code: ocr_hook.agent.claude_code_review.RESULT_CHARS); None: the tools' limits.
+    result_chars: int | None = None
 
 
 class ToolResult(NamedTuple):

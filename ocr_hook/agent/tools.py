@@ -94,6 +94,7 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         )
 
     last = min(end, start + MAX_READ_LINES - 1, total)
+    limit = _limit(MAX_READ_CHARS, ctx)
     out: list[str] = []
     size = 0
     shown_last = start - 1
@@ -102,7 +103,7 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if len(text) > MAX_READ_LINE_CHARS:
             text = f"{text[:MAX_READ_LINE_CHARS]}… [line cut: {len(text) - MAX_READ_LINE_CHARS} more characters]"
         row = f"{number}|{text}"
-        if out and size + len(row) + 1 > MAX_READ_CHARS:
+        if out and size + len(row) + 1 > limit:
             break
         out.append(row)
         size += len(row) + 1
@@ -111,7 +112,7 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
     notes = []
     if shown_last < last:
         notes.append(
-            f"[Output cut at line {shown_last} to stay under {MAX_READ_CHARS} characters; "
+            f"[Output cut at line {shown_last} to stay under {limit} characters; "
             f"`{path}` has {total} lines. Continue with start_line {shown_last + 1}.]"
         )
     elif last < min(end, total):
@@ -121,6 +122,11 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         )
     masked = sum(1 for n in range(start, shown_last + 1) if plain[n - 1] != lines[n - 1])
     return ToolResult("\n".join(out + notes), masked=masked)
+
+
+def _limit(own: int, ctx: ToolContext) -> int:
+    """A tool's character limit, lowered to what the model's side keeps of one result (ToolContext.result_chars)."""
+    return own if ctx.result_chars is None else min(own, ctx.result_chars)
 
 
 _READ_EXAMPLE = 'call it like {"file_path": "src/app/main.py", "start_line": 1, "end_line": 200}'
@@ -258,7 +264,7 @@ def file_read_diff(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResul
 
     parts: list[str] = []
     left_out: list[str] = []
-    budget = MAX_DIFF_CHARS
+    budget = limit = _limit(MAX_DIFF_CHARS, ctx)
     for change in chosen.values():
         patch = change.patch if change.patch.strip() else _no_text_diff(change)
         patch = patch if patch.endswith("\n") else patch + "\n"
@@ -274,7 +280,7 @@ def file_read_diff(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResul
             left_out.append(change.path)
     if left_out:
         parts.append(
-            f"[Not shown, to keep this answer under {MAX_DIFF_CHARS} characters: {', '.join(left_out)}. "
+            f"[Not shown, to keep this answer under {limit} characters: {', '.join(left_out)}. "
             "Ask for them in a separate call.]\n"
         )
     if note:
@@ -377,6 +383,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
 
     out: list[str] = []
     size = 0
+    limit = _limit(MAX_SEARCH_CHARS, ctx)
     masked_line = _MaskedLines(ctx)
     masked = 0
     for hit in hits:
@@ -384,14 +391,14 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         masked += text != hit.text
         text = text if len(text) <= MAX_HIT_CHARS else f"{text[:MAX_HIT_CHARS]}…"
         row = f"{shown_name(hit.path)}:{hit.line_no}:{text}"
-        if len(out) >= MAX_SEARCH_LINES or size + len(row) + 1 > MAX_SEARCH_CHARS:
+        if len(out) >= MAX_SEARCH_LINES or size + len(row) + 1 > limit:
             break
         out.append(row)
         size += len(row) + 1
     if len(out) < len(hits):
         out.append(
             f"[Output cut after {len(out)} of {len(hits)} matches (limit: {MAX_SEARCH_LINES} lines or "
-            f"{MAX_SEARCH_CHARS} characters). Narrow the search with file_patterns or a more specific "
+            f"{limit} characters). Narrow the search with file_patterns or a more specific "
             "search_text.]"
         )
     truncated = [path for path in found.truncated_files if not _is_hidden(path, ctx)]

@@ -69,9 +69,22 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
 
 
 def request_number(environ: Mapping[str, str]) -> str | None:
-    """The pull request's number: a pull_request run's GITHUB_REF is refs/pull/N/merge (Gitea's refs/pull/N/head)."""
+    """The pull request's number: a pull_request run's GITHUB_REF is refs/pull/N/merge (Gitea's refs/pull/N/head);
+    a pull_request_target run's is the base branch, so its number comes from the event payload."""
     ref = value(environ, "GITHUB_REF")
-    return ref.split("/")[2] if ref.startswith("refs/pull/") and ref.count("/") >= 3 else None
+    if ref.startswith("refs/pull/") and ref.count("/") >= 3:
+        return ref.split("/")[2]
+    path = value(environ, "GITHUB_EVENT_PATH")
+    if not path or not value(environ, "GITHUB_EVENT_NAME").startswith("pull_request"):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            payload = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    request = payload.get("pull_request") if isinstance(payload, dict) else None
+    number = request.get("number") if isinstance(request, dict) else None
+    return str(number) if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
 
 
 def request_text(environ: Mapping[str, str]) -> str | None:

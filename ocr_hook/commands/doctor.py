@@ -125,7 +125,8 @@ def check_settings(ctx: _Context) -> list[Check]:
         rules_of(ctx.settings)  # the settings keep `rules` raw; its entries are checked here as a review would
     except FatalError as exc:
         return [Check("settings", FAIL, str(exc), "correct the setting the message names")]
-    return [Check("settings", OK, "from " + ", ".join(sources(ctx.root, ctx.config_file, ctx.environ)))]
+    ignored = [Check("settings", WARN, note) for note in ctx.settings.notes]  # (a repository's file's cache_dir)
+    return [Check("settings", OK, "from " + ", ".join(sources(ctx.root, ctx.config_file, ctx.environ))), *ignored]
 
 
 def check_check_files(ctx: _Context) -> list[Check]:
@@ -186,9 +187,15 @@ def check_credentials(ctx: _Context) -> list[Check]:
     settings, environ = ctx.settings, ctx.environ
     chosen = _provider_line(settings)
     if settings.provider == "auto":  # neither a key nor Claude Code with a login: the ways in are the fix
+        from ocr_hook.provider_auto import NO_EXTRA
+
+        plan = "a Claude plan through Claude Code (ocr-hook's claude-code extra, then `claude auth login`)"
+        if NO_EXTRA in settings.provider_choice:  # signed in: the extra is all that is missing
+            from ocr_hook.install_command import add_extra_hint
+
+            plan = f"your Claude plan through Claude Code: {add_extra_hint('claude-code')}"
         return [Check("credentials", FAIL, f"provider auto: {settings.provider_choice}: nothing to review with",
-                      "one of three ways in: set ANTHROPIC_API_KEY; a Claude plan through Claude Code "
-                      "(ocr-hook's claude-code extra, then `claude auth login`); or delegate mode, your "
+                      f"one of three ways in: set ANTHROPIC_API_KEY; {plan}; or delegate mode, your "
                       "coding agent as the reviewer (ocr-hook delegate start)")]
     if settings.provider == "claude-code":
         from ocr_hook.commands.doctor_claude_code import claude_code_checks

@@ -24,9 +24,13 @@ _AUTH_METHODS = {"oauth_token": "an OAuth token", "api_key": "an API key", "clau
 
 def claude_code_checks(claude_code_path: str | None, environ: Mapping[str, str]) -> tuple[list[Check], bool]:
     """The CLI and credential lines, and whether a review could start."""
-    from ocr_hook.agent.claude_code import cli_path, cli_version, upgrade_hint
+    from ocr_hook.agent.claude_code import NoTemporaryDirectory, cli_path, cli_version, require_sdk, upgrade_hint
     from ocr_hook.install_command import add_extra_hint
 
+    try:
+        require_sdk()  # (with claude_code_path too: the SDK is what runs it)
+    except FatalError as exc:
+        return [Check("claude-code", FAIL, str(exc), add_extra_hint("claude-code"))], False
     try:
         cli = cli_path(claude_code_path)
     except FatalError as exc:
@@ -34,6 +38,8 @@ def claude_code_checks(claude_code_path: str | None, environ: Mapping[str, str])
                       f"{add_extra_hint('claude-code')}, or set claude_code_path")], False
     try:
         version = cli_version(cli, environ)
+    except NoTemporaryDirectory as exc:
+        return [Check("claude-code", FAIL, str(exc), "set TMPDIR to a directory you can write")], False
     except FatalError as exc:
         return [Check("claude-code", FAIL, str(exc), upgrade_hint())], False
     checks = [Check("claude-code", OK, f"{cli}: {version}")]

@@ -49,6 +49,7 @@ def run(since: str | None, until: str | None, requests: Sequence[str], sources: 
     from ocr_hook.tally.checks import count_checks
     from ocr_hook.tally.count import tally, track
     from ocr_hook.tally.render import render
+    from ocr_hook.tally.valid import well_formed
 
     environ = os.environ if environ is None else environ
     now = time.time()
@@ -59,10 +60,17 @@ def run(since: str | None, until: str | None, requests: Sequence[str], sources: 
     root, _head = repo_top(os.getcwd())
     settings = load(root, config_file, flags={}, environ=environ)
     cache_dir = run_cache_dir(settings.cache_dir, environ)
-    entries = list(history.entries(cache_dir, repository_id(root)))  # (read twice: findings, then checks)
+    entries, skipped = well_formed(history.entries(cache_dir, history.repository_names(repository_id(root))))
+    if skipped:
+        sys.stderr.write(f"ocr-hook: note: {skipped} history entr{'y' if skipped == 1 else 'ies'} skipped: not in "
+                         f"the form ocr-hook writes (a damaged file, or another version's), under {cache_dir}\n")
     tracked, reviews = track(entries, since=start, until=end, requests=list(requests), sources=list(sources))
     checks = count_checks(entries, since=start, until=end, requests=list(requests), sources=list(sources))
     text = render(fmt, tally(tracked, reviews), _period(start, end), checks)
+    # Paths, categories and names are anyone's text: none may act on a terminal or a CI log. JSON escapes control
+    # characters itself and starts no line with `::`; a legacy `##[` command inside a string becomes an escape
+    # that reads back as the same text.
+    text = text.replace("##[", "#\\u0023[") if fmt == "json" else _printable(text)
     if output:
         from ocr_hook.store.atomic import write_atomic  # a failure is one line, exit 2
 
@@ -71,3 +79,11 @@ def run(since: str | None, until: str | None, requests: Sequence[str], sources: 
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _printable(text: str) -> str:
+    """Each line with its control and format characters escaped (which also keeps an SVG or HTML page valid
+    XML) and no workflow command (commands.progress.sanitise); the line breaks stay."""
+    from ocr_hook.commands.progress import sanitise
+
+    return "\n".join(sanitise(line) for line in text.split("\n"))

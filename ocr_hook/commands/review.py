@@ -263,6 +263,10 @@ def _apply_forge_dismissals(result: ReviewResult, settings: Settings, environ: M
 
 def _provider_note(settings: Settings) -> list[str]:
     """What `provider: auto` chose when it was not the API key every run without it assumes (DESIGN.md 19)."""
+    from ocr_hook.provider_auto import PASSED_OVER
+
+    if settings.provider == "anthropic" and PASSED_OVER in settings.provider_choice:
+        return [f"provider auto: reviewed through {settings.provider_choice}"]
     if settings.provider != "claude-code" or not settings.provider_choice:
         return []
     from ocr_hook.outcome import RoutineNote
@@ -302,15 +306,22 @@ def _open_memory(root: str, scope: Scope, change_set: ChangeSet, settings: Setti
 
 
 def clear_outputs(paths: Iterable[str | None]) -> None:
-    """Remove what is at each report path now (a file, a link, a FIFO: never a directory): every report this
-    run names is then either this run's or absent, whatever the exit code."""
+    """Remove the regular file at each report path now: every report this run names is then either this run's
+    or absent, whatever the exit code. A device or a FIFO (`/dev/null`) is never removed (the report is written
+    through it); a link to a file is refused here, before any work (ocr_hook.store.atomic)."""
     for name in paths:
-        if not name or not os.path.lexists(name) or (os.path.isdir(name) and not os.path.islink(name)):
+        if not name:
             continue
+        from ocr_hook.store.atomic import LINK, LINK_REFUSED, REGULAR, output_kind
+
         try:
-            os.unlink(name)
+            kind = output_kind(name)
+            if kind == REGULAR:
+                os.unlink(name)
         except OSError as exc:
             raise ConfigError(f"output path {name}: cannot remove what is there: {exc.strerror or exc}") from None
+        if kind == LINK:
+            raise ConfigError(f"output path {name}: {LINK_REFUSED}")
 
 
 def make_parent(path: str) -> None:
@@ -332,12 +343,24 @@ def check_output_paths(paths: Mapping[str, str | None]) -> None:
         return
     from pathlib import Path  # here: a run with no output file need not load pathlib
 
+    from ocr_hook.store.atomic import DIRECTORY, LINK, LINK_REFUSED, SPECIAL, output_kind
+
     seen: dict[str, str] = {}
     for option, name in named.items():
         path = Path(name)
         parent = path.parent if str(path.parent) else Path(".")
-        if path.is_dir():
+        try:
+            kind = output_kind(name)
+        except OSError as exc:
+            raise ConfigError(f"output path {name}: {exc.strerror or exc}") from None
+        if kind == DIRECTORY:
             raise ConfigError(f"output path {name} is a directory; name a file")
+        if kind == LINK:
+            raise ConfigError(f"output path {name}: {LINK_REFUSED}")
+        if kind == SPECIAL:  # written through, so its own permission counts, and /dev/null may take two outputs
+            if not os.access(name, os.W_OK):
+                raise ConfigError(f"output path {name}: not writable")
+            continue
         if not parent.is_dir():
             raise ConfigError(f"output path {name}: directory {parent} does not exist")
         if not os.access(parent, os.W_OK):

@@ -59,17 +59,64 @@ def _replace(temp: os.PathLike[str], target: os.PathLike[str]) -> None:
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write `text` as UTF-8 to a temporary file beside `path`, then rename it over `path`.
+    """Write `text` as UTF-8 to `path`: a regular file (or a new one) through a temporary file beside it renamed
+    over it; a device or a FIFO (`/dev/null`, a pipe a reader waits on) written through, never replaced.
 
-    The temporary file is created with mode 0666 less the umask, like an ordinary new file, and is
-    removed again when anything fails; the error is one line naming the file. Temporary files an earlier
-    run killed mid-write left beside `path` (ours by their name, older than STALE_TEMP_S) are removed first.
+    A symbolic link is never replaced either: one to a device or a FIFO is written through (`/dev/stdout`); one
+    to a file, or to nothing, is refused (a checkout's link could point anywhere the user can write). The
+    temporary file is created with mode 0666 less the umask, like an ordinary new file, and is removed again
+    when anything fails; the error is one line naming the file. Temporary files an earlier run killed
+    mid-write left beside `path` (ours by their name, older than STALE_TEMP_S) are removed first.
     """
-    remove_leftovers(path)
+    data = text.encode("utf-8", "surrogateescape")
     try:
-        replace_bytes(path, text.encode("utf-8", "surrogateescape"))
+        kind = output_kind(path)
+        if kind == SPECIAL:
+            _write_through(path, data)
+            return
+        if kind == LINK:
+            raise ReportWriteError(f"cannot write {path}: {LINK_REFUSED}")
+        remove_leftovers(path)
+        replace_bytes(path, data)
     except OSError as exc:
         raise ReportWriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# What is at an output path, for write_atomic and for a run that clears its outputs first (commands/review.py).
+ABSENT, REGULAR, SPECIAL, LINK, DIRECTORY = "absent", "regular", "special", "link", "directory"
+LINK_REFUSED = ("it is a symbolic link to a file (or to nothing); name the file itself: a report is never "
+                "written through such a link nor replaces it")
+
+
+def output_kind(path: str | os.PathLike[str]) -> str:
+    """ABSENT, REGULAR (a file of its own), SPECIAL (a device, a FIFO, a socket, or a link to one: written
+    through), LINK (a link to a file or to nothing: refused) or DIRECTORY; OSError when it cannot be looked at."""
+    import stat
+
+    try:
+        own = os.lstat(path)
+    except FileNotFoundError:
+        return ABSENT
+    if stat.S_ISREG(own.st_mode):
+        return REGULAR
+    if stat.S_ISDIR(own.st_mode):
+        return DIRECTORY
+    if not stat.S_ISLNK(own.st_mode):
+        return SPECIAL
+    try:
+        target = os.stat(path)
+    except FileNotFoundError:
+        return LINK
+    if stat.S_ISDIR(target.st_mode):
+        return DIRECTORY
+    return LINK if stat.S_ISREG(target.st_mode) else SPECIAL
+
+
+def _write_through(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write into what is there (never O_CREAT: nothing is made in its place); a FIFO waits for its reader."""
+    fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def remove_leftovers(path: str | os.PathLike[str], *, now: float | None = None) -> int:

@@ -33,9 +33,10 @@ def _store(cache_dir: str | os.PathLike[str]) -> JsonFileStore:
 
 
 def record(cache_dir: str | os.PathLike[str], repository: str, entry: Mapping[str, Any]) -> str | None:
-    """Store one review's entry, unless the last entry of the same change (line of work, pull request) says the
-    same: a hook run again on an unchanged index, or a CI job re-run, is no new event. The error line when it
-    could not be written, else None."""
+    """Store one review's entry of the repository whose git directory is `repository`, under repository_key,
+    unless the last entry of the same change (line of work, pull request) says the same: a hook run again on an
+    unchanged index, or a CI job re-run, is no new event. The error line when it could not be written, else
+    None."""
     import json
 
     store = _store(cache_dir)
@@ -47,17 +48,76 @@ def record(cache_dir: str | os.PathLike[str], repository: str, entry: Mapping[st
     if last is not None and last.get("content") == content:
         return None
     key = sha256_hex(f"{repository}\0{time.time_ns()}\0{os.urandom(8).hex()}".encode("utf-8", "surrogateescape"))
-    if not store.write(key, {"repository": repository, **entry}) or not store.write(pointer, {"content": content}):
+    named = _remembered_key(store, repository)
+    if not store.write(key, {"repository": named, **entry}) or not store.write(pointer, {"content": content}):
         return store.last_error
     if int.from_bytes(os.urandom(2), "big") % _PRUNE_EVERY == 0:  # (secrets would load hashlib: OpenSSL)
         store.prune(MAX_ENTRIES, max_age_s=MAX_AGE_DAYS * 86_400.0)
     return None
 
 
-def entries(cache_dir: str | os.PathLike[str], repository: str) -> Iterator[dict[str, Any]]:
-    """Every readable entry of `repository`, in no particular order."""
+def entries(cache_dir: str | os.PathLike[str], repository: str | tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """Every readable entry of `repository` (any of several names of it: repository_names), in no order."""
+    names = (repository,) if isinstance(repository, str) else repository
     store = _store(cache_dir)
     for key in store.keys():
         document = store.read(key)
-        if document is not None and document.get("repository") == repository:
+        if document is not None and document.get("repository") in names:
             yield document
+
+
+def repository_key(git_dir: str) -> str:
+    """What the history is kept under: the repository as its remote names it (`origin`, else the first remote;
+    host and path only, never a credential in the URL), so a new clone, a moved checkout or another CI
+    workspace counts the same history; a repository without a remote, by its git directory (`git_dir`, the
+    absolute common directory: store.memory.repository_id)."""
+    from ocr_hook.changes import git
+
+    listed = git.git_text(None, ["--git-dir", git_dir, "config", "--get-regexp", r"^remote\..*\.url$"],
+                          ok_codes=(0, 1))
+    urls = dict(line.split(" ", 1) for line in listed.splitlines() if " " in line)
+    url = urls.get("remote.origin.url") or next(iter(sorted(urls.items())), ("", ""))[1]
+    where = _place(url)
+    return f"remote:{where}" if where else git_dir
+
+
+def _remembered_key(store: JsonFileStore, git_dir: str) -> str:
+    """repository_key, remembered in the store while the repository's config file is unchanged: a commit-time
+    review that records an entry starts no git process for it."""
+    try:
+        info = os.stat(os.path.join(git_dir, "config"))
+        stamp = f"{info.st_mtime_ns}:{info.st_size}"
+    except OSError:
+        stamp = ""
+    memo = sha256_hex(f"key\0{git_dir}".encode("utf-8", "surrogateescape"))
+    known = store.read(memo)
+    if known is not None and known.get("stamp") == stamp and isinstance(known.get("key"), str):
+        return known["key"]
+    named = repository_key(git_dir)
+    store.write(memo, {"stamp": stamp, "key": named})  # (a failed write: computed again next time)
+    return named
+
+
+def repository_names(git_dir: str) -> tuple[str, ...]:
+    """Every name the history may hold the repository's entries under: repository_key's, and its git directory
+    (what entries were kept under before, and are kept under without a remote)."""
+    return tuple(dict.fromkeys((repository_key(git_dir), git_dir)))
+
+
+def _place(url: str) -> str:
+    """`host/path` of a remote URL (https, ssh, scp-like `git@host:path`), lowercase host, no `.git`; "" for
+    none."""
+    import re
+    from urllib.parse import urlsplit
+
+    url = url.strip()
+    if not url:
+        return ""
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^:/]+):(?!//)(.*)", url)
+    if scp and "://" not in url:
+        host, path = scp.group(1), scp.group(2)
+    else:
+        parts = urlsplit(url)
+        host, path = parts.hostname or "", parts.path
+    path = path.strip("/").removesuffix(".git").strip("/")
+    return f"{host.lower()}/{path}" if path else ""

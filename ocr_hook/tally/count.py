@@ -5,7 +5,8 @@ A finding (its fingerprint) is followed through the history's entries in time or
 * fixed: a later entry's review memory resolved it, or a later complete review of its file in the same
   change (line of work) no longer raises it (CI without memory);
 * dismissed: an entry reports it suppressed by a dismissal (the file, an inline comment, or a person's
-  resolve on the forge), with who and where;
+  resolve on the forge), with who and where; a later entry of the same pull request (or line of work) that
+  raises it without one withdrew the dismissal (a thread unresolved again): open again;
 * open: none of those (yet). Raised again after a fix, it is open again.
 The addressed rate is (fixed + dismissed) / raised: the share somebody acted on. Fixed alone is given too.
 """
@@ -41,6 +42,7 @@ class Tracked:
     thumbs_up: int = 0
     thumbs_down: int = 0
     replies: int = 0
+    dismissed_in: tuple[str, str] = ("", "")  # _work of the entry that dismissed it
 
 
 @dataclass
@@ -104,12 +106,16 @@ def area(path: str) -> str:
 
 def track(entries: Iterable[Mapping[str, Any]], *, since: float | None = None, until: float | None = None,
           requests: Sequence[str] = (), sources: Sequence[str] = ()) -> tuple[list[Tracked], int]:
-    """Every finding first raised in the period, followed to its latest state; and how many reviews were read."""
+    """Every finding first raised in the period, followed to its latest state; and how many reviews were read.
+
+    Linear in the history (20,000 entries at most): a complete review of a file fixes the open findings of that
+    file in the same change, found through an index of them, never by a walk of every finding so far."""
     chosen = [e for e in entries if (until is None or _at(e) <= until)
               and (not requests or str(e.get("request", "")) in requests)
               and (not sources or e.get("source") in sources)]
     chosen.sort(key=_at)
     tracked: dict[str, Tracked] = {}
+    open_at = _OpenIndex()
     before: set[str] = set()  # raised before the period: not this period's
     reviews = 0
     for entry in chosen:
@@ -131,17 +137,22 @@ def track(entries: Iterable[Mapping[str, Any]], *, since: float | None = None, u
                     fp, str(item.get("path", "")), str(item.get("severity", "")), str(item.get("category", "")),
                     str(item.get("effort", "")), str(entry.get("model", "")), str(entry.get("source", "")),
                     str(entry.get("change", "")), str(entry.get("request", "")), at)
+                open_at.add(found)
             if item.get("dismissed"):
                 found.state, found.where, found.by = "dismissed", str(item["dismissed"]), str(item.get("by", ""))
-            elif found.state == "fixed":
-                found.state = "open"  # raised again after it was fixed
+                found.dismissed_in = _work(entry)
+                open_at.discard(found)
+            elif found.state == "fixed" or (found.state == "dismissed" and found.dismissed_in == _work(entry)):
+                # Raised again after its fix; or, where it was dismissed, raised again without the dismissal
+                # (a thread unresolved, an entry taken out of the file): withdrawn, open again.
+                found.state, found.where, found.by = "open", "", ""
+                open_at.add(found)
         for item in _items(entry, "resolved"):
             if (found := tracked.get(item["fp"])) is not None and found.state == "open":
                 found.state = "fixed"
-        complete = set(entry.get("complete") or ())
-        for found in tracked.values():
-            if (found.state == "open" and found.path in complete and found.fp not in raised_now
-                    and _same_change(entry, found)):
+                open_at.discard(found)
+        for path in set(entry.get("complete") or ()):
+            for found in open_at.take(entry, path, keep=raised_now):
                 found.state = "fixed"
         for fp, counts in (entry.get("feedback") or {}).items():
             if (found := tracked.get(fp)) is not None and isinstance(counts, Mapping):
@@ -151,11 +162,42 @@ def track(entries: Iterable[Mapping[str, Any]], *, since: float | None = None, u
     return list(tracked.values()), reviews
 
 
-def _same_change(entry: Mapping[str, Any], found: Tracked) -> bool:
-    # Only a review of the same pull request (or line of work) says the finding is gone from *this* change.
-    if found.request:
-        return str(entry.get("request", "")) == found.request
-    return str(entry.get("change", "")) == found.change
+def _work(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """Where a dismissal was seen: its pull request in CI, else its line of work."""
+    request = str(entry.get("request", ""))
+    return ("request", request) if request else ("change", str(entry.get("change", "")))
+
+
+class _OpenIndex:
+    """The open findings by (their change, path): what a complete review of a file in a change fixes. Each
+    finding is in one bucket, a pull request's by the request, others by the line of work: only a review of
+    the same one says a finding is gone from *this* change."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[tuple[str, str, str], dict[str, Tracked]] = {}
+
+    @staticmethod
+    def _key(found: Tracked) -> tuple[str, str, str]:
+        return ("request", found.request, found.path) if found.request else ("change", found.change, found.path)
+
+    def add(self, found: Tracked) -> None:
+        self._buckets.setdefault(self._key(found), {})[found.fp] = found
+
+    def discard(self, found: Tracked) -> None:
+        self._buckets.get(self._key(found), {}).pop(found.fp, None)
+
+    def take(self, entry: Mapping[str, Any], path: str, *, keep: set[str]) -> list[Tracked]:
+        """Remove and return the open findings of `path` in `entry`'s change that it does not raise again.
+        What stays was raised by this entry: the work is bounded by the entry's own size."""
+        taken: list[Tracked] = []
+        for key in (("request", str(entry.get("request", "")), path), ("change", str(entry.get("change", "")), path)):
+            if key[1] == "" and key[0] == "request":
+                continue
+            bucket = self._buckets.get(key)
+            if bucket:
+                gone = [fp for fp in bucket if fp not in keep]
+                taken += [bucket.pop(fp) for fp in gone]
+        return taken
 
 
 def tally(tracked: Sequence[Tracked], reviews: int = 0) -> Tally:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.reports import ReportContext
-    from ocr_hook.store.memory import MemoryStore
+    from ocr_hook.store.memory import MemoryStore, RunFacts
 
 
 # Reviews a job's files instead of the agent (ocr_hook.agent.review_files), e.g. from a host agent's comments.
@@ -212,6 +212,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
                                           intent=_Intent(intent, scope.kind), agent=agent)
+        if memory is None:  # no line of work (or memory off): still the repository's latest review, for apply
+            _remember_latest(root, result, change_set, texts, settings, environ)
         result.notes = [*settings.notes, *_provider_note(settings), *result.notes]  # what loading the settings did
         feedback: Mapping[str, Mapping[str, int]] = {}
         if scope.kind == "base" and result.findings and any(environ.get(n, "").strip() for n in FORGE_TOKENS):
@@ -378,7 +380,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     _apply_dismissals(result, dismissed, guidance, settings)
     result = _apply_policies(result, change_set, texts, settings)
     if memory is not None:
-        _remember(memory, result, snapshot, settings, job_guidance)
+        _remember(memory, result, snapshot, settings, job_guidance, _run_facts(result, change_set, texts, environ))
     return result, texts
 
 
@@ -419,16 +421,44 @@ def _scan_estimate(selected: Sequence[Selected], snapshot: Snapshot, settings: S
             "incomplete (--shard I/N splits it, --max-cost raises the cap)")
 
 
+def _run_facts(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], environ: Mapping[str, str],
+               remembered: bool = True) -> RunFacts:
+    """What `ocr-hook apply` needs of this review: the digest of the text of every file with a finding as this
+    review read it (a finding's fix fits that text only), the files it did not finish, which index it read."""
+    from ocr_hook.hookenv import temporary_index
+    from ocr_hook.store.memory import RunFacts, source_digest
+
+    return RunFacts(change_set.description, {path: source_digest(text) for path, text in texts.items()},
+                    sorted({f.path for f in result.files if f.incomplete}),
+                    change_set.target is None and not change_set.scan and temporary_index(environ), remembered)
+
+
+def _remember_latest(root: str, result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
+                     settings: Settings, environ: Mapping[str, str]) -> None:
+    """A review that keeps no line of work is still the repository's latest: its findings when memory is on,
+    else only that it happened, so `apply` and `dismiss` never take an older review's findings for its."""
+    from ocr_hook.store.memory import record_latest
+    from ocr_hook.store.result_cache import run_cache_dir
+
+    try:
+        error = record_latest(run_cache_dir(settings.cache_dir, environ), root, result.findings,
+                              _run_facts(result, change_set, texts if settings.memory else {}, environ,
+                                         remembered=settings.memory))
+    except OSError as exc:  # (an unwritable cache directory is the store's note; anything else, one note too)
+        error = f"review memory: the latest review could not be recorded: {exc}"
+    if error:
+        result.notes.append(error)
+
+
 def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
-              guidance: Mapping[str, FileGuidance]) -> None:
-    """Record every file whose review completed, with its findings (memory stores the text as sent: masked)."""
+              guidance: Mapping[str, FileGuidance], run: RunFacts) -> None:
+    """Record every file whose review completed, with its findings (memory stores the text as sent: masked),
+    and this run as the repository's latest review, the unfinished files' findings with it."""
     from ocr_hook.agent import context_parts
     from ocr_hook.store.memory import FileReview
 
     done = {f.path: f.effort or "standard" for f in result.files
             if f.state in ("reviewed", "cached") and not f.incomplete}
-    if not done:
-        return
     by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:
         by_path.setdefault(finding.path, []).append(finding)
@@ -439,7 +469,7 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
             continue
         files.append(FileReview(path, content, context_parts(settings, guidance.get(path), effort),
                                 by_path.get(path, [])))
-    memory.record(files, result.findings, mask=_masked)
+    memory.record(files, result.findings, mask=_masked, run=run)
     if memory.last_error:
         result.notes.append(memory.last_error)
 

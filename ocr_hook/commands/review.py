@@ -63,7 +63,28 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
                   baseline_out=baseline_out, intent=intent)
     return report(done.result, done.change_set, done.texts, done.settings, progress, environ,
-                  scope_kind=scope.kind)
+                  scope_kind=scope.kind, rerun=rerun_args(scope, paths))
+
+
+def rerun_args(scope: Scope, paths: Sequence[str]) -> str:
+    """The arguments that run this review again, scope and paths kept, for a hint's command (shell-quoted)."""
+    import shlex
+
+    if scope.kind == SCAN:
+        words = ["scan", *(["--rev", scope.rev] if scope.rev and scope.rev != "HEAD" else []),
+                 *([] if scope.rev else ["--staged"])]
+    elif scope.kind == "push" and scope.to_ref:  # (a pre-push hook's range: run again by hand, it has none)
+        words = ["review", *(["--from", scope.from_ref] if scope.from_ref else []), "--to", scope.to_ref]
+    else:
+        flags = {"base": "--base", "from_ref": "--from", "to_ref": "--to", "commit": "--commit"}
+        words = ["review", *(["--push"] if scope.kind == "push" else [])]
+        for name, flag in flags.items():
+            value = getattr(scope, name)
+            if value is not None:
+                words += [flag, value]
+    if paths:
+        words += ["--", *paths]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *, quiet: bool = False,
@@ -602,7 +623,7 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
            progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged",
-           patch_command: str | None = None) -> int:
+           patch_command: str | None = None, rerun: str | None = None) -> int:
     from ocr_hook import gate
     from ocr_hook.reports import render, renderer
 
@@ -618,7 +639,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
                          step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
-                         environ=environ, scope_kind=scope_kind, patch_command=patch_command)
+                         environ=environ, scope_kind=scope_kind, patch_command=patch_command, rerun=rerun)
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
@@ -655,7 +676,7 @@ def _write_output(path: str, fmt: str, text: str, unwritten: list[tuple[str, str
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
                    color: bool = False, step_summary_path: str | None = None,
                    environ: Mapping[str, str] | None = None, scope_kind: str | None = None,
-                   patch_command: str | None = None) -> ReportContext:
+                   patch_command: str | None = None, rerun: str | None = None) -> ReportContext:
     """What every report of this run needs, the gate's exit code included, and for a blocked run what to do
     next (`environ` says whether pre-commit runs us; without it no hook is named)."""
     from ocr_hook import gate
@@ -681,11 +702,13 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             from ocr_hook.cienv import running
 
             ci = running(environ)
+        from ocr_hook.hookenv.program import program
+
         steps = next_steps(gate.blocking_findings(result.findings, settings.fail_on), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
-                           patch_command=patch_command,
+                           patch_command=patch_command, rerun=rerun, program=program(environ or {}),
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
-                           memory=settings.memory and kind != SCAN)  # (a scan records no memory)
+                           memory=settings.memory)  # (every scope's review is memory's latest: apply, dismiss)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,15 @@ def _shell(repo: Path, command: str, env: dict[str, str], *,
                           capture_output=True, text=True, timeout=120)
 
 
+def _pasted(repo: Path, command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A printed `ocr-hook ARGS` step run as pasted where ocr-hook is installed: a plain command of this CLI is
+    run through the forked CLI (cheaper than a shell starting Python); anything else through a shell."""
+    words = shlex.split(command)
+    if words[0] == "ocr-hook" and not any(w in (";", "&&", "|") or w.endswith(";") for w in words):
+        return run_cli(repo, *words[1:], env=env)
+    return _shell(repo, command, env)
+
+
 def _incomplete_fix(base: Path, fake: FakeMessagesAPI, env: dict[str, str], out: dict[str, Any]) -> None:
     """Item 17 and item 22's incomplete review."""
     repo = make_repo(base / "wrong-lines")
@@ -93,7 +103,7 @@ def _commit_a(base: Path, fake: FakeMessagesAPI, env: dict[str, str], out: dict[
     full = {**os.environ, **env}
     out["18-blocked"] = subprocess.run(commit, cwd=repo, env=full, capture_output=True, text=True, timeout=120)
     out["18-head"] = head(repo)
-    out["18-apply"] = _shell(repo, _step(out["18-blocked"].stderr), env)  # (git gives a hook's output to stderr)
+    out["18-apply"] = _pasted(repo, _step(out["18-blocked"].stderr), env)  # (git gives a hook's output to stderr)
     out["18-files"] = ((repo / "app.py").read_text(), git(repo, "show", ":app.py"))
     fake.script("+    return a - b", [task_done()])
     out["18-again"] = subprocess.run(commit, cwd=repo, env=full, capture_output=True, text=True, timeout=120)
@@ -126,7 +136,7 @@ def _scopes(base: Path, fake: FakeMessagesAPI, env: dict[str, str], out: dict[st
     git(repo, "add", "app.py")
     git(repo, "commit", "-q", "-m", "bug")
     out["19-commit"] = run_cli(repo, "review", "-q", "--no-review-filter", "--commit", "HEAD", env=env)
-    out["19-commit-step"] = _shell(repo, _step(out["19-commit"].stdout), env)
+    out["19-commit-step"] = _pasted(repo, _step(out["19-commit"].stdout), env)
     out["19-commit-fixed"] = (repo / "app.py").read_text()
     git(repo, "checkout", "-q", "HEAD", "--", "app.py")
     out["19-no-memory"] = run_cli(repo, "review", "-q", "--no-review-filter", "--commit", "HEAD", "--no-memory",
@@ -137,7 +147,7 @@ def _scopes(base: Path, fake: FakeMessagesAPI, env: dict[str, str], out: dict[st
     # scan PATHS: the step takes this scan's fixes, in the files it scanned, with no request.
     out["19-scan"] = run_cli(repo, "scan", "-q", "--no-review-filter", "app.py", env=env)
     sent = len(fake.requests)
-    out["19-scan-step"] = _shell(repo, _step(out["19-scan"].stdout), env)
+    out["19-scan-step"] = _pasted(repo, _step(out["19-scan"].stdout), env)
     out["19-scan-requests"] = len(fake.requests) - sent
     out["19-scan-files"] = (repo / "app.py").read_text(), (repo / "other.py").read_text()
 

@@ -95,3 +95,16 @@ def test_the_program_named_is_the_one_the_user_s_shell_runs(tmp_path) -> None:
     text = steps([finding(1, fix=True)], program="/p/bin/ocr-hook")
     assert text.splitlines()[1].endswith(": /p/bin/ocr-hook apply")
     assert '      /p/bin/ocr-hook dismiss 01010101 --reason "..."' in text
+
+
+def test_a_commit_s_own_index_is_told_from_the_repository_s() -> None:
+    """Issue 58 item 18: what git 2.x sets GIT_INDEX_FILE to for a hook (seen with a real hook): `commit -a`
+    index.lock, `commit PATH` next-index-PID.lock, a plain commit the index itself."""
+    from ocr_hook.hookenv import temporary_index
+
+    git_env = {"GIT_EXEC_PATH": "/usr/lib/git-core"}
+    assert temporary_index({**git_env, "GIT_INDEX_FILE": "/r/.git/index.lock"})
+    assert temporary_index({**git_env, "GIT_INDEX_FILE": "/r/.git/next-index-15964.lock"})
+    assert not temporary_index({**git_env, "GIT_INDEX_FILE": ".git/index"})
+    assert not temporary_index({"GIT_INDEX_FILE": "/r/.git/index.lock"})  # set by hand, outside git
+    assert not temporary_index(git_env)

@@ -203,7 +203,7 @@ def _remember_applied(cache_dir: str, root: str, last: LastReview, facts: RunFac
             sources[path] = source_digest(text)
     moved = moved_findings(last.findings, applied)
     rewrite_latest(cache_dir, root, moved, facts._replace(sources=sources,
-                                                          applied=[*facts.applied, *(f.fingerprint for f in applied)]))
+                                                          applied=(*facts.applied, *(f.fingerprint for f in applied))))
 
 
 def moved_findings(findings: Sequence[Finding], applied: Sequence[Finding]) -> list[Finding]:

@@ -465,7 +465,7 @@ def _remember_latest(root: str, result: ReviewResult, change_set: ChangeSet, tex
         error = record_latest(run_cache_dir(settings.cache_dir, environ), root, result.findings,
                               _run_facts(result, change_set, texts if settings.memory else {}, environ,
                                          remembered=settings.memory))
-    except OSError as exc:  # (an unwritable cache directory is the store's note; anything else, one note too)
+    except Exception as exc:  # a finished review stands: not recording it is a note (the store's own, or this)
         error = f"review memory: the latest review could not be recorded: {exc}"
     if error:
         result.notes.append(error)

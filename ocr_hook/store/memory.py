@@ -324,7 +324,7 @@ class RunFacts(NamedTuple):
     # read is the work tree's text, not the index's (ocr_hook.hookenv.temporary_index).
     temporary_index: bool = False
     remembered: bool = True  # False: memory was off, nothing of the review is kept (only that it happened)
-    applied: list[str] = []  # noqa: RUF012 (a NamedTuple's default, never mutated) the fingerprints `apply` applied
+    applied: tuple[str, ...] = ()  # the fingerprints whose fixes `ocr-hook apply` applied since
 
 
 class LastReview(NamedTuple):
@@ -353,7 +353,7 @@ def _facts_from_json(data: Any) -> RunFacts | None:
     applied = data.get("applied")
     return RunFacts(data["scope"], dict(sources), list(incomplete), data.get("temporary_index") is True,
                     data.get("remembered") is not False,
-                    [a for a in applied if isinstance(a, str)] if isinstance(applied, list) else [])
+                    tuple(a for a in applied if isinstance(a, str)) if isinstance(applied, list) else ())
 
 
 def last_review(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> LastReview | None:

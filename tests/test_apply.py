@@ -47,16 +47,25 @@ def test_apply_one_finding_by_its_id_without_a_request(tmp_path: Path, fake_api:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(fake_api.requests) == requests  # from what the review produced: no model asked
     lines = proc.stdout.splitlines()
-    assert lines[0] == "applied 1 fix to the work tree and the index (git apply --index):"
+    assert lines[0].startswith("applied 1 fix to the work tree and the index (git apply --index), from the review "
+                               "of staged changes") and lines[0].endswith(":")
     assert lines[1].startswith(f"  app.py:2 [HIGH] bug {ids['subtract']}") and lines[1].endswith("add() subtracts.")
     fixed = AFTER.replace("a - b", "a + b")
     assert (repo / "app.py").read_text() == fixed
     assert git(repo, "show", ":app.py") == fixed  # the index too: the next commit takes it
-    # The other fix was not asked for; applying everything now refuses: the file is no longer what was reviewed.
-    again = run_cli(repo, "apply", env=sdk_env)
+    # Issue 58 item 22: after a partial apply, the rest still applies (the file's new text is what they fit, their
+    # lines moved), and the fix applied already is said to be, not refused as a changed file.
+    again = run_cli(repo, "apply", ids["subtract"], env=sdk_env)
     assert again.returncode == 2 and again.stdout == ""
-    assert again.stderr.startswith("ocr-hook: error: app.py changed since the last review") and \
-        again.stderr.count("\n") == 1
+    assert again.stderr == f"ocr-hook: error: finding {ids['subtract']} (app.py): its fix is applied already (by an " \
+        "earlier ocr-hook apply): nothing applied\n"
+    rest = run_cli(repo, "apply", env=sdk_env)
+    assert rest.returncode == 0, rest.stdout + rest.stderr
+    assert rest.stdout.splitlines()[1].startswith(f"  app.py:6 [LOW] style {ids['concat']}")
+    both = AFTER.replace("a - b", "a + b").replace("'Item: ' + name", "f'Item: {name}'")
+    assert git(repo, "show", ":app.py") == (repo / "app.py").read_text() == both
+    done = run_cli(repo, "apply", env=sdk_env)
+    assert done.returncode == 0 and done.stdout.startswith("every fix of the last review is applied already")
 
 
 def test_apply_all_refuses_a_file_changed_since_the_review_and_changes_nothing(

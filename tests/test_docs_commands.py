@@ -4,7 +4,7 @@ pasted (issue 54 items 3-4, DESIGN.md 19).
 Nothing is published to a package index: ocr-hook installs from a clone or from the repository's URL. The docs
 write that URL with the placeholder the README explains (`https://github.com/YOUR-ORG/ocr-hook`, and the same on
 GitLab or Gitea); here it becomes a scratch clone of this checkout with the release tag the maintainer pushes,
-`v` + pyproject's version. What each check proves:
+`v` + pyproject's version, made by `scripts/release.py tag` as docs/release.md says. What each check proves:
 
 - an install command: pip parses it and resolves it to this project at pyproject's version with every extra it
   names (`pip install --dry-run --no-deps --no-index --no-build-isolation --report`: pip clones the URL at the
@@ -165,7 +165,11 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     git(path.parent, "init", "-q", "-b", "main", str(path))
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "release")
-    git(path, "tag", TAG)
+    # Tagged as docs/release.md tells the maintainer to: the script makes the tag from pyproject's version, and
+    # refuses when a pin or __version__ says another (issue 58 item 21).
+    tagged = subprocess.run([sys.executable, "scripts/release.py", "tag"], cwd=path, capture_output=True, text=True,
+                            timeout=60)
+    assert tagged.returncode == 0 and tagged.stdout.startswith(f"tagged {TAG} at "), tagged.stdout + tagged.stderr
     return path
 
 

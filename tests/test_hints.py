@@ -59,3 +59,52 @@ def test_with_memory_off_dismiss_needs_a_report_and_many_ids_are_cut() -> None:
     text = steps([finding(n) for n in range(1, 9)], memory=False)
     assert text.count("ocr-hook dismiss ") == 5 and "--from REPORT.json" in text
     assert "(and 3 more: each finding shows its id)" in text
+
+
+def test_without_memory_the_patch_step_keeps_the_scope_and_paths() -> None:
+    """Issue 58 item 19: pasted, `ocr-hook review --patch-output` after `--commit` reviewed nothing."""
+    from ocr_hook.changes.scope import Scope, scan_scope
+    from ocr_hook.commands.review import rerun_args
+
+    text = steps([finding(1, fix=True)], scope_kind="commit", memory=False,
+                 rerun=rerun_args(Scope("commit", commit="1a2b3c"), []))
+    assert "ocr-hook review --commit 1a2b3c --patch-output ocr-hook-fixes.patch; git apply ocr-hook-fixes.patch" in text
+    assert rerun_args(Scope("range", from_ref="main", to_ref="my branch"), ["a b.py"]) == \
+        "review --from main --to 'my branch' -- 'a b.py'"
+    assert rerun_args(scan_scope("v1.0"), ["src"]) == "scan --rev v1.0 -- src"
+    assert rerun_args(scan_scope(staged=True), []) == "scan --staged"
+    assert rerun_args(scan_scope(), ["x.py"]) == "scan -- x.py"
+
+
+def test_the_program_named_is_the_one_the_user_s_shell_runs(tmp_path) -> None:
+    """Issue 58 item 20: under pre-commit, with no ocr-hook on PATH but pre-commit's own environment, the
+    commands name that installation's script; anywhere else, and when the shell has its own, `ocr-hook`."""
+    from ocr_hook.hookenv.program import program
+
+    env = tmp_path / "py_env-python3"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "ocr-hook").write_text("#!/bin/sh\n")
+    user = tmp_path / "user bin"
+    user.mkdir()
+    hook_path = f"{env / 'bin'}:/usr/bin"
+    assert program({"PRE_COMMIT": "1", "PATH": hook_path}, prefix=str(env)) == f"{env}/bin/ocr-hook"
+    assert program({"PATH": hook_path}, prefix=str(env)) == "ocr-hook"  # not under pre-commit
+    (user / "ocr-hook").write_text("#!/bin/sh\n")
+    (user / "ocr-hook").chmod(0o755)
+    assert program({"PRE_COMMIT": "1", "PATH": f"{hook_path}:{user}"}, prefix=str(env)) == "ocr-hook"
+    text = steps([finding(1, fix=True)], program="/p/bin/ocr-hook")
+    assert text.splitlines()[1].endswith(": /p/bin/ocr-hook apply")
+    assert '      /p/bin/ocr-hook dismiss 01010101 --reason "..."' in text
+
+
+def test_a_commit_s_own_index_is_told_from_the_repository_s() -> None:
+    """Issue 58 item 18: what git 2.x sets GIT_INDEX_FILE to for a hook (seen with a real hook): `commit -a`
+    index.lock, `commit PATH` next-index-PID.lock, a plain commit the index itself."""
+    from ocr_hook.hookenv import temporary_index
+
+    git_env = {"GIT_EXEC_PATH": "/usr/lib/git-core"}
+    assert temporary_index({**git_env, "GIT_INDEX_FILE": "/r/.git/index.lock"})
+    assert temporary_index({**git_env, "GIT_INDEX_FILE": "/r/.git/next-index-15964.lock"})
+    assert not temporary_index({**git_env, "GIT_INDEX_FILE": ".git/index"})
+    assert not temporary_index({"GIT_INDEX_FILE": "/r/.git/index.lock"})  # set by hand, outside git
+    assert not temporary_index(git_env)

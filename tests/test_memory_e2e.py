@@ -251,13 +251,16 @@ def test_base_at_two_successive_commits(tmp_path: Path, fake_api: FakeMessagesAP
     git(repo, "branch", "-q", "other", "main")
     code, report, _ = review("--base", "other")
     assert report["resolved"] == [] and {f["status"] for f in report["findings"]} == {"new"}
-    # --commit and --from/--to neither read nor write memory.
+    # --commit and --from/--to neither read nor write a line of work's memory; each is the repository's latest
+    # review (issue 58 item 19: `ocr-hook apply` and `dismiss` take its findings), and nothing else changes.
     remembered = {p: p.read_bytes() for p in (tmp_path / "cache" / "memory").rglob("*.json")}
     script_version(fake_api, 2, says(LATE))
     for scope in (["--commit", "HEAD"], ["--from", "HEAD~1", "--to", "HEAD"]):
         code, report, _ = review(*scope, "--no-cache")
         assert code == 1 and report["resolved"] == [] and {f["status"] for f in report["findings"]} == {"new"}
-    assert {p: p.read_bytes() for p in (tmp_path / "cache" / "memory").rglob("*.json")} == remembered
+    now = {p: p.read_bytes() for p in (tmp_path / "cache" / "memory").rglob("*.json")}
+    changed = [p for p in now if now[p] != remembered.get(p)]
+    assert now.keys() == remembered.keys() and len(changed) == 1 and b'"line":null' in now[changed[0]]
 
 
 def test_guidance_edit_means_full_review_with_a_note(tmp_path: Path, fake_api: FakeMessagesAPI,

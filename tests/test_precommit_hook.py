@@ -251,15 +251,21 @@ def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(t
     fake_api.script("+    return a - b", [Reply([tool_use("task_done", {"state": "DONE"})])])
     fake_api.models.register("claude-sonnet-5-5")  # a model that takes an effort: quick shows as effort low
     env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    # A pre-commit user who never installed ocr-hook: no ocr-hook on PATH but the one pre-commit's environment
+    # puts there for the hook (issue 58 item 20).
+    own = os.path.realpath(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p and os.path.realpath(p) != own)
+    assert shutil.which("ocr-hook", path=env["PATH"]) is None
     before = head(repo)
     blocked = _commit(repo, env)
     assert blocked.returncode == 1 and head(repo) == before
     out = "\n".join(_hook_output(blocked))
     step = re.search(r"^  - apply the suggested fixes.*?: (.+)$", out, re.M).group(1)
+    # The step names the script in pre-commit's own environment: it works from the user's shell.
+    assert step.startswith(str(pre_commit_home)) and step.endswith("/bin/ocr-hook apply"), step
     requests = len(fake_api.requests)
-    # As printed, in a shell where `ocr-hook` is this installation's console script.
-    shell_env = {**env, "PATH": os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])}
-    applied = subprocess.run(step, shell=True, cwd=repo, env=shell_env, capture_output=True, text=True, timeout=120)
+    # As printed, in that user's shell.
+    applied = subprocess.run(step, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "applied 1 fix to the work tree and the index" in applied.stdout
     assert len(fake_api.requests) == requests  # no model request

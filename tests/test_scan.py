@@ -93,8 +93,11 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     again = run_cli(repo, "scan", "--format", "json", env=sdk_env)
     assert again.returncode == 1 and len(fake_api.requests) == sent
     assert sorted(json.loads(again.stdout)["coverage"]["cached"]) == ["README.txt", "REVIEW.md", "calc.py"]
-    text = run_cli(repo, "scan", "calc.py", env=sdk_env).stdout  # the next steps name the scan, not a review
-    assert "ocr-hook scan --patch-output" in text and "--from REPORT.json" in text and len(fake_api.requests) == sent
+    text = run_cli(repo, "scan", "calc.py", env=sdk_env).stdout
+    # The next steps take this scan's own findings (issue 58 item 19: a scan is memory's last review), never a
+    # command that scans the whole repository again.
+    assert "no new review): ocr-hook apply\n" in text and "--patch-output" not in text
+    assert "--from REPORT.json" not in text and len(fake_api.requests) == sent
 
     # --rev reads that revision only, tools included; --staged reads the index (here: the edit once staged).
     fake_api.script("@@ -0,0 +1,2 @@", [Reply([tool_use("file_read", {"file_path": "calc.py"}),

@@ -60,6 +60,10 @@ def run(ids: Sequence[str], reason: str | None, paths: Sequence[str], expires: s
                           "person gave on the pull request; leave --reason out")
     if from_forge is None and not (reason or "").strip():
         raise ConfigError("--reason is empty: say why the finding is wrong (it is recorded and teaches later reviews)")
+    if from_forge is None and not (reason or "").strip(" .\u2026\"'"):
+        # The hint prints `--reason "..."`: pasted as printed, the placeholder would become the recorded reason.
+        raise ConfigError(f"--reason {reason!r} is the hint's placeholder: say why the finding is wrong in its "
+                          "place (it is recorded and teaches later reviews)")
     until = _check_expiry(expires, today)
     _check_globs(paths)
     root, _head = repo_top(cwd)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ocr_hook.findings.dismissals import Dismissal
     from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.reports import ReportContext
-    from ocr_hook.store.memory import MemoryStore
+    from ocr_hook.store.memory import MemoryStore, RunFacts
 
 
 # Reviews a job's files instead of the agent (ocr_hook.agent.review_files), e.g. from a host agent's comments.
@@ -65,7 +65,28 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
     done = review(scope, paths, config_file, flags, on_event=progress.event, shard=shard, environ=environ,
                   baseline_out=baseline_out, intent=intent)
     return report(done.result, done.change_set, done.texts, done.settings, progress, environ,
-                  scope_kind=scope.kind)
+                  scope_kind=scope.kind, rerun=rerun_args(scope, paths))
+
+
+def rerun_args(scope: Scope, paths: Sequence[str]) -> str:
+    """The arguments that run this review again, scope and paths kept, for a hint's command (shell-quoted)."""
+    import shlex
+
+    if scope.kind == SCAN:
+        words = ["scan", *(["--rev", scope.rev] if scope.rev and scope.rev != "HEAD" else []),
+                 *([] if scope.rev else ["--staged"])]
+    elif scope.kind == "push" and scope.to_ref:  # (a pre-push hook's range: run again by hand, it has none)
+        words = ["review", *(["--from", scope.from_ref] if scope.from_ref else []), "--to", scope.to_ref]
+    else:
+        flags = {"base": "--base", "from_ref": "--from", "to_ref": "--to", "commit": "--commit"}
+        words = ["review", *(["--push"] if scope.kind == "push" else [])]
+        for name, flag in flags.items():
+            value = getattr(scope, name)
+            if value is not None:
+                words += [flag, value]
+    if paths:
+        words += ["--", *paths]
+    return " ".join(shlex.quote(w) for w in words)
 
 
 def run_push(paths: Sequence[str], config_file: str | None, flags: Mapping[str, Any], *, quiet: bool = False,
@@ -218,6 +239,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
                                           intent=_Intent(intent, scope.kind), agent=agent)
+        if memory is None:  # no line of work (or memory off): still the repository's latest review, for apply
+            _remember_latest(root, result, change_set, texts, settings, environ)
         result.notes = [*settings.notes, *_provider_note(settings), *result.notes]  # what loading the settings did
         feedback: Mapping[str, Mapping[str, int]] = {}
         overridable = result.findings or any(v.verdict in ("fail", "inconclusive") for v in result.checks)
@@ -423,7 +446,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
                          agent is None, on_budget,
                          given=getattr(agent, "check_verdicts", None))  # a host agent's (delegate finish)
     if memory is not None:
-        _remember(memory, result, snapshot, settings, job_guidance)
+        _remember(memory, result, snapshot, settings, job_guidance, _run_facts(result, change_set, texts, environ))
     return result, texts
 
 
@@ -504,16 +527,44 @@ def _scan_estimate(selected: Sequence[Selected], snapshot: Snapshot, settings: S
             "incomplete (--shard I/N splits it, --max-cost raises the cap)")
 
 
+def _run_facts(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], environ: Mapping[str, str],
+               remembered: bool = True) -> RunFacts:
+    """What `ocr-hook apply` needs of this review: the digest of the text of every file with a finding as this
+    review read it (a finding's fix fits that text only), the files it did not finish, which index it read."""
+    from ocr_hook.hookenv import temporary_index
+    from ocr_hook.store.memory import RunFacts, source_digest
+
+    return RunFacts(change_set.description, {path: source_digest(text) for path, text in texts.items()},
+                    sorted({f.path for f in result.files if f.incomplete}),
+                    change_set.target is None and not change_set.scan and temporary_index(environ), remembered)
+
+
+def _remember_latest(root: str, result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str],
+                     settings: Settings, environ: Mapping[str, str]) -> None:
+    """A review that keeps no line of work is still the repository's latest: its findings when memory is on,
+    else only that it happened, so `apply` and `dismiss` never take an older review's findings for its."""
+    from ocr_hook.store.memory import record_latest
+    from ocr_hook.store.result_cache import run_cache_dir
+
+    try:
+        error = record_latest(run_cache_dir(settings.cache_dir, environ), root, result.findings,
+                              _run_facts(result, change_set, texts if settings.memory else {}, environ,
+                                         remembered=settings.memory))
+    except Exception as exc:  # a finished review stands: not recording it is a note (the store's own, or this)
+        error = f"review memory: the latest review could not be recorded: {exc}"
+    if error:
+        result.notes.append(error)
+
+
 def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, settings: Settings,
-              guidance: Mapping[str, FileGuidance]) -> None:
-    """Record every file whose review completed, with its findings (memory stores the text as sent: masked)."""
+              guidance: Mapping[str, FileGuidance], run: RunFacts) -> None:
+    """Record every file whose review completed, with its findings (memory stores the text as sent: masked),
+    and this run as the repository's latest review, the unfinished files' findings with it."""
     from ocr_hook.agent import context_parts
     from ocr_hook.store.memory import FileReview
 
     done = {f.path: f.effort or "standard" for f in result.files
             if f.state in ("reviewed", "cached") and not f.incomplete}
-    if not done:
-        return
     by_path: dict[str, list[Finding]] = {}
     for finding in result.findings:
         by_path.setdefault(finding.path, []).append(finding)
@@ -524,7 +575,7 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
             continue
         files.append(FileReview(path, content, context_parts(settings, guidance.get(path), effort),
                                 by_path.get(path, [])))
-    memory.record(files, result.findings, mask=_masked)
+    memory.record(files, result.findings, mask=_masked, run=run)
     if memory.last_error:
         result.notes.append(memory.last_error)
 
@@ -692,7 +743,7 @@ def _file_texts(result: ReviewResult, snapshot: Snapshot) -> dict[str, str]:
 
 def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings,
            progress: Progress, environ: Mapping[str, str], *, scope_kind: str = "staged",
-           patch_command: str | None = None) -> int:
+           patch_command: str | None = None, rerun: str | None = None) -> int:
     from ocr_hook.reports import render, renderer
 
     # A file that cannot be written now (its directory went away, the disk is full) must not turn a finished,
@@ -707,7 +758,7 @@ def report(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str]
     color = settings.format == "text" and sys.stdout.isatty() and "NO_COLOR" not in environ
     ctx = report_context(result, change_set, texts, settings, color=color,
                          step_summary_path=environ.get("GITHUB_STEP_SUMMARY") if settings.format == "github" else None,
-                         environ=environ, scope_kind=scope_kind, patch_command=patch_command)
+                         environ=environ, scope_kind=scope_kind, patch_command=patch_command, rerun=rerun)
     for fmt, path in (("sarif", settings.sarif_output), ("json", settings.json_output),
                       ("gitlab", settings.gitlab_output)):
         if path:
@@ -744,7 +795,7 @@ def _write_output(path: str, fmt: str, text: str, unwritten: list[tuple[str, str
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
                    color: bool = False, step_summary_path: str | None = None,
                    environ: Mapping[str, str] | None = None, scope_kind: str | None = None,
-                   patch_command: str | None = None) -> ReportContext:
+                   patch_command: str | None = None, rerun: str | None = None) -> ReportContext:
     """What every report of this run needs, the gate's exit code included, and for a blocked run what to do
     next (`environ` says whether pre-commit runs us; without it no hook is named)."""
     from ocr_hook import gate
@@ -771,11 +822,13 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             from ocr_hook.cienv import running
 
             ci = running(environ)
+        from ocr_hook.hookenv.program import program
+
         steps = next_steps(list(decided.blocking), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
-                           patch_command=patch_command,
+                           patch_command=patch_command, rerun=rerun, program=program(environ or {}),
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
-                           memory=settings.memory and kind != SCAN)  # (a scan records no memory)
+                           memory=settings.memory)  # (every scope's review is memory's latest: apply, dismiss)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code, gate=decided,

@@ -34,6 +34,15 @@ def commit_time(environ: Mapping[str, str]) -> bool:
     return bool(environ.get("GIT_INDEX_FILE")) and bool(environ.get("GIT_EXEC_PATH"))
 
 
+def temporary_index(environ: Mapping[str, str]) -> bool:
+    """Whether git runs this hook on an index made for this commit only, not the repository's index: `git commit
+    -a` (and `--include`) commit `index.lock`, `git commit PATH` a `next-index-*.lock` (builtin/commit.c's
+    lock files). Such a commit takes the work tree's text of the files it commits, and the index the hook
+    read is gone once the hook fails."""
+    name = environ.get("GIT_INDEX_FILE", "")
+    return bool(name) and bool(environ.get("GIT_EXEC_PATH")) and name.endswith(".lock")
+
+
 def why_commit_time(environ: Mapping[str, str]) -> str:
     """How the profile's reason reads (preview and the report show it)."""
     if environ.get("OCR_HOOK_COMMIT_TIME") == "1":

@@ -18,18 +18,22 @@ HOOK_ID = {"staged": "ocr-hook", "push": "ocr-hook-push"}  # the ids in .pre-com
 SKIP_COMMAND = {"staged": "git commit ...", "push": "git push ..."}
 MAX_IDS = 5  # dismiss lines shown before "and N more"
 DEFAULT_PATCH = "ocr-hook-fixes.patch"
-REMEMBERED = ("staged", "push", "base")  # the scopes review memory records (ocr_hook.store.memory)
 
 
 def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool, patch_output: str | None,
                json_output: str | None, dismissals_file: str, memory: bool = True,
-               skip: str | None = None, patch_command: str | None = None, ci: str | None = None) -> tuple[str, ...]:
+               skip: str | None = None, patch_command: str | None = None, ci: str | None = None,
+               rerun: str | None = None, program: str = "ocr-hook") -> tuple[str, ...]:
     """The hint for these blocking findings (none: no lines). `skip`: the command that skips the hook once
     under the manager that ran it (ocr_hook.hookenv.skip_hint); without it, pre-commit's. `patch_command`:
     the ocr-hook command that writes this run's patch when it is not review or scan (e.g. a delegate finish,
     which `review` would redo with a model). `memory`: this run was recorded in review memory, so `ocr-hook
     apply` and `ocr-hook dismiss` find it. `ci`: the CI system running the job (ocr_hook.cienv.running), whose
-    hint is about the branch and the report, never the job's own checkout, which nobody works in."""
+    hint is about the branch and the report, never the job's own checkout, which nobody works in. `rerun`: the
+    arguments that run this very review again, its scope and paths kept (`review --commit 1a2b3c`, `scan a.py`),
+    for the patch step when memory is off (any scope's review is the repository's last one in memory:
+    `ocr-hook apply` takes its fixes). `program`: how the user's shell runs ocr-hook
+    (ocr_hook.hookenv.program)."""
     blocking = list(blocking)
     if not blocking:
         return ()
@@ -40,18 +44,18 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
     if any(f.fix is not None for f in blocking):
         if patch_output:
             lines.append(f"  - apply the suggested fixes: git apply {apply_flag}{_quoted(patch_output)}")
-        elif memory and scope_kind in REMEMBERED:
-            lines.append("  - apply the suggested fixes (the work tree and the index; no new review): ocr-hook apply")
+        elif memory:
+            lines.append(f"  - apply the suggested fixes (the work tree and the index; no new review): {program} apply")
         else:
             # `;` not `&&`: a run with a blocking finding exits 1, and the patch is written all the same.
-            command = patch_command or ("scan" if scope_kind == "scan" else "review")
-            lines.append(f"  - apply the suggested fixes: ocr-hook {command} --patch-output {DEFAULT_PATCH}; "
+            command = patch_command or rerun or ("scan" if scope_kind == "scan" else "review")
+            lines.append(f"  - apply the suggested fixes: {program} {command} --patch-output {DEFAULT_PATCH}; "
                          f"git apply {apply_flag}{DEFAULT_PATCH}")
     # Without --from, dismiss looks the id up in the last review's memory; with memory off it needs a report.
     source = f" --from {_quoted(json_output)}" if json_output else ("" if memory else " --from REPORT.json")
     lines.append(f"  - a finding is wrong? Dismiss it with the reason (recorded in {dismissals_file}, for review "
                  "with your change):")
-    lines += _dismiss_lines(blocking, source)
+    lines += _dismiss_lines(blocking, source, program)
     if skip:
         lines.append(f"  - skip this hook once: {skip}")
     elif pre_commit and scope_kind in HOOK_ID:
@@ -59,9 +63,9 @@ def next_steps(blocking: Iterable[Finding], *, scope_kind: str, pre_commit: bool
     return tuple(lines)
 
 
-def _dismiss_lines(blocking: list[Finding], source: str) -> list[str]:
+def _dismiss_lines(blocking: list[Finding], source: str, program: str = "ocr-hook") -> list[str]:
     ids = list(dict.fromkeys(f.fingerprint[:8] for f in blocking))
-    lines = [f"      ocr-hook dismiss {short}{source} --reason \"...\"" for short in ids[:MAX_IDS]]
+    lines = [f"      {program} dismiss {short}{source} --reason \"...\"" for short in ids[:MAX_IDS]]
     if len(ids) > MAX_IDS:
         lines.append(f"      (and {len(ids) - MAX_IDS} more: each finding shows its id)")
     return lines

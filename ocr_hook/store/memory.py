@@ -5,7 +5,11 @@ anything corrupt or foreign is a miss, bounded sizes, the oldest entries pruned)
 
 * a line-of-work record, keyed by the repository and the line of work: per file whose review
   completed, its content as reviewed, the result-cache key's other parts, and its findings;
-* the repository's latest review (any line of work): its findings, for `last_review_findings`.
+* the repository's latest review (any line of work, any scope): its findings, for `last_review_findings`, and
+  what `ocr-hook apply` needs of it (RunFacts: the digest of each file's text as that review read it, which
+  files it did not finish, which index it read). Every review writes it, those of scopes without a line of
+  work (`--commit`, `--from/--to`, `scan`) too; a review with memory off leaves one that remembers nothing,
+  so no later command takes an older review's findings for its.
 
 The content is kept as it was sent to the model, secrets masked (ocr_hook.secrets_mask): the interdiff
 is computed between texts the model has seen, and the cache directory, which CI systems upload and
@@ -43,8 +47,9 @@ MAX_FILES_PER_RECORD = 400  # the oldest files of a line of work are forgotten f
 MAX_RECORDS = 200  # lines of work and repositories remembered; the least recently written go first
 MAX_TOTAL_BYTES = 256 * 1024 * 1024  # all of memory; the least recently written documents go first
 
-__all__ = ["FileReview", "LastReview", "MemoryStore", "last_review", "last_review_contents", "last_review_findings",
-           "latest_review_entry", "line_of_work", "open_memory", "repository_id", "source_digest"]
+__all__ = ["FileReview", "LastReview", "MemoryStore", "RunFacts", "last_review", "last_review_contents",
+           "last_review_findings", "latest_review_entry", "line_of_work", "open_memory", "record_latest",
+           "repository_id", "rewrite_latest", "source_digest"]
 
 
 def _digest(*parts: str) -> str:
@@ -188,7 +193,7 @@ class MemoryStore:
         return _OnFirstUse(self.load)
 
     def record(self, files: Sequence[FileReview], run_findings: Sequence[Finding], *,
-               mask: Callable[[str], str]) -> None:
+               mask: Callable[[str], str], run: RunFacts | None = None) -> None:
         """Remember `files` (replacing their earlier entries) and this run as the repository's latest review.
         Each file's text is stored as `mask` leaves it (as it was sent: secrets masked), beside the digest of
         the text as reviewed (`source`).
@@ -201,7 +206,8 @@ class MemoryStore:
         stored (the same source digest, context and findings): they are then only marked as used (their
         files' times), without masking anything, the lock or a write."""
         sources = {item.path: source_digest(item.text) for item in files}
-        if self._already_recorded(files, sources, run_findings):
+        facts = None if run is None else _as_stored(run._asdict())
+        if self._already_recorded(files, sources, run_findings, facts):
             return
         # Here, not at the top: an unchanged re-run (the common case) loads none of the re-review code.
         from ocr_hook.findings.memory import Remembered
@@ -209,14 +215,16 @@ class MemoryStore:
         remembered = [Remembered(item.path, mask(item.text), dict(item.context), tuple(item.findings), time.time())
                       for item in files]
         with self.store.locked() as held:
-            self._record(remembered, sources, run_findings)
+            self._record(remembered, sources, run_findings, facts)
         if not held and self.store.last_error is None:
             self.store.last_error = f"review memory: could not lock {self.store.directory}; recorded unlocked"
 
     def _already_recorded(self, files: Sequence[FileReview], sources: Mapping[str, str],
-                          run_findings: Sequence[Finding]) -> bool:
+                          run_findings: Sequence[Finding], facts: Any) -> bool:
         stored, latest = self._read(), self.store.read(self.latest_key)
         if latest is None or latest.get("repo") != self.repo or latest.get("line") != self.line:
+            return False
+        if latest.get("run") != facts:
             return False
         if latest.get("findings") != _as_stored([finding_to_json(f) for f in run_findings]):
             return False
@@ -234,7 +242,7 @@ class MemoryStore:
         return True
 
     def _record(self, files: Sequence[Remembered], sources: Mapping[str, str],
-                run_findings: Sequence[Finding]) -> None:
+                run_findings: Sequence[Finding], facts: Any) -> None:
         merged: dict[str, Any] = dict(self._read())
         for item in files:
             merged[item.path] = {**_remembered_to_json(item), "source": sources[item.path]}
@@ -249,7 +257,7 @@ class MemoryStore:
             kept[path], budget = entry, budget - size
         now = time.time()
         self.store.write(self.record_key, {"repo": self.repo, "line": self.line, "at": now, "files": kept})
-        self.store.write(self.latest_key, {"repo": self.repo, "line": self.line, "at": now,
+        self.store.write(self.latest_key, {"repo": self.repo, "line": self.line, "at": now, "run": facts,
                                            "findings": [finding_to_json(f) for f in run_findings]})
         self.store.prune(MAX_RECORDS, MAX_TOTAL_BYTES)
 
@@ -307,12 +315,27 @@ def last_review_findings(cache_dir: str | os.PathLike[str],
     return None if latest is None else [finding_to_report(f) for f in latest[2]]
 
 
+class RunFacts(NamedTuple):
+    """What `ocr-hook apply` needs of a review beside its findings (stored in the latest review's document)."""
+
+    scope: str  # the change set's description ("staged changes", "commit 1a2b3c4d", "scan of the index ...")
+    sources: dict[str, str]  # path → source_digest of the text this review read, every file it has findings in
+    incomplete: list[str]  # the files whose review did not finish (their findings are what came before the stop)
+    # A staged review of an index git made for this commit only (`git commit -a`, `git commit PATH`): what it
+    # read is the work tree's text, not the index's (ocr_hook.hookenv.temporary_index).
+    temporary_index: bool = False
+    remembered: bool = True  # False: memory was off, nothing of the review is kept (only that it happened)
+    applied: tuple[str, ...] = ()  # the fingerprints whose fixes `ocr-hook apply` applied since
+
+
 class LastReview(NamedTuple):
-    """The repository's most recent review as memory keeps it: its findings, and for each file whose review
-    completed the digest of its text as reviewed (`ocr-hook apply` applies fixes only to that very text)."""
+    """The repository's most recent review as memory keeps it: its findings, and what that review read
+    (`ocr-hook apply` applies fixes only to that very text). `run` is None for a review recorded by an
+    ocr-hook that kept no RunFacts."""
 
     findings: list[Finding]
-    sources: dict[str, str]  # path → source_digest of the text as reviewed
+    run: RunFacts | None
+    at: float
 
 
 def source_digest(text: str) -> str:
@@ -320,17 +343,55 @@ def source_digest(text: str) -> str:
     return _digest(text)
 
 
+def _facts_from_json(data: Any) -> RunFacts | None:
+    if not isinstance(data, dict):
+        return None
+    sources, incomplete = data.get("sources"), data.get("incomplete")
+    if (not isinstance(data.get("scope"), str) or not isinstance(sources, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in sources.items())
+            or not isinstance(incomplete, list) or not all(isinstance(p, str) for p in incomplete)):
+        return None
+    applied = data.get("applied")
+    return RunFacts(data["scope"], dict(sources), list(incomplete), data.get("temporary_index") is True,
+                    data.get("remembered") is not False,
+                    tuple(a for a in applied if isinstance(a, str)) if isinstance(applied, list) else ())
+
+
 def last_review(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> LastReview | None:
-    """The most recent review recorded for this repository (any line of work), with its files' digests;
+    """The most recent review recorded for this repository (any line of work, any scope), with what it read;
     None when nothing is remembered (or what is stored is unreadable)."""
     found = _latest(cache_dir, repo_root)
-    if found is None or not isinstance(found[1].get("line"), str):
+    if found is None:
         return None
-    repo, latest, findings = found
-    record = MemoryStore(cache_dir, repo, latest["line"])._read()
-    sources = {str(path): entry["source"] for path, entry in record.items()
-               if isinstance(entry, dict) and isinstance(entry.get("source"), str)}
-    return LastReview(findings, sources)
+    _repo, latest, findings = found
+    at = latest.get("at")
+    return LastReview(findings, _facts_from_json(latest.get("run")), float(at) if isinstance(at, int | float) else 0.0)
+
+
+def record_latest(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str], findings: Sequence[Finding],
+                  run: RunFacts) -> str | None:
+    """Record a review of a scope without a line of work (or with memory off: `run.remembered` False, no
+    findings) as the repository's latest; the store's error, if the write failed."""
+    store = _store(cache_dir)
+    repo = repository_id(repo_root)
+    kept = [finding_to_json(f) for f in findings] if run.remembered else []
+    store.write(_digest("latest", repo), {"repo": repo, "line": None, "at": time.time(),
+                                          "run": _as_stored(run._asdict()), "findings": kept})
+    return store.last_error
+
+
+def rewrite_latest(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str], findings: Sequence[Finding],
+                   run: RunFacts) -> str | None:
+    """Replace the latest review's findings and facts (what `apply` leaves of it), keeping the rest of its
+    document; the store's error, if the write failed."""
+    found = _latest(cache_dir, repo_root)
+    if found is None:
+        return None
+    repo, latest, _findings = found
+    store = _store(cache_dir)
+    store.write(_digest("latest", repo), {**latest, "run": _as_stored(run._asdict()),
+                                          "findings": [finding_to_json(f) for f in findings]})
+    return store.last_error
 
 
 def last_review_contents(cache_dir: str | os.PathLike[str], repo_root: str | os.PathLike[str]) -> dict[str, str]:

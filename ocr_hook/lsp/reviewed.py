@@ -47,7 +47,7 @@ def from_memory(root: str, cache_dir: str) -> Reviewed | None:
     if last is None:
         return None
     contents = last_review_contents(Path(cache_dir), Path(root))
-    sources = dict(last.sources)
+    sources = dict(last.run.sources) if last.run is not None else {}  # what that review read, per file
 
     def text_of(path: str) -> tuple[str | None, str | None]:
         return contents.get(path), sources.get(path)

@@ -13,6 +13,11 @@ tests/fake_github_graphql.py): the review threads the comments make, who resolve
 with their author association, reactions, and resolving (refused FORBIDDEN to a token without
 `contents: write`, as GitHub refuses the Actions token). GraphQL requests are checked against GitHub's
 published schema as REST ones are against its description.
+
+Issue 58: `viewer` and `unresolveReviewThread`; a GitHub App's installation token (`ghs_…` in `logins`) that
+writes as `<app>[bot]`; secondary rate limits (403 with Retry-After) and GraphQL's RATE_LIMITED (`limits`);
+a GraphQL outage (`graphql_down`: 502s) and a GraphQL endpoint elsewhere (`graphql_path`, a runner's
+GITHUB_GRAPHQL_URL), where `/graphql` is GitHub's 404.
 """
 
 from __future__ import annotations

@@ -300,3 +300,42 @@ def test_a_forge_dismissal_covers_the_one_finding_it_was_about() -> None:
     assert alone[0].suppressed == "dismissed"  # the only finding of that fingerprint: the model's wording varies
     worse = apply_forge([found("Evaluating x here is safe: x is a constant.", 3, Severity.CRITICAL)], {"a" * 32: d})
     assert worse[0].suppressed is None
+
+
+def test_rate_limits_are_waited_out_within_the_timeout(case: Reviewed, github: FakeGitHub, pull: Pull,
+                                                       tmp_path: Path) -> None:
+    """Issue 58.14: GitHub's secondary rate limit (403 with Retry-After) and GraphQL's RATE_LIMITED are waited
+    out, as docs/recipes/publish.md promises (the fake asks for 0 s: the client's shortest pause)."""
+    github.limits += [("graphql",), ("rest", "POST", "/repos/octo/app/pulls/7/reviews")]
+    line = publish(case, github, tmp_path)
+    assert "published a review on octo/app#7: 4 inline comment(s)" in line, line
+    assert [(r.path, r.status) for r in github.limited] == [("/graphql", 200), ("/repos/octo/app/pulls/7/reviews", 403)]
+    assert len(pull.reviews) == 1 and github.limits == []
+    # a limit that outlasts the --timeout is the refusal, in its own words (not "the token may not write")
+    github.retry_after = "3600"
+    github.limits.append(("rest", "POST", "/repos/octo/app/pulls/7/reviews"))
+    refused = publish(case, github, tmp_path, case.fixed(tmp_path, PLAIN))
+    assert "secondary rate limit" in refused and "(rate limited; retrying would pass the publishing deadline)" \
+        in refused and "may not write" not in refused, refused
+
+
+def test_a_graphql_outage_or_elsewhere_still_publishes_from_rests_markers(case: Reviewed, github: FakeGitHub,
+                                                                           pull: Pull, tmp_path: Path) -> None:
+    """Issue 58.14: GraphQL failing while the threads are read stops nothing but the resolves (one note);
+    GITHUB_GRAPHQL_URL names where it is; a 404 there is said as such, not as "no such pull request"."""
+    github.graphql_down = 1_000
+    line = publish(case, github, tmp_path)
+    assert "published a review on octo/app#7: 4 inline comment(s)" in line, line
+    assert line.endswith("(review threads not read (HTTP 502: Server Error): no thread resolved or reopened, no "
+                         "dismissal on the pull request counted)"), line
+    again = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED))  # REST's markers: nothing twice
+    assert "nothing new to publish on octo/app#7" in again and "review threads not read" in again, again
+    assert len(pull.reviews) == 1 and github.resolved == []
+
+    github.graphql_down, github.graphql_path = 0, "/proxy/graphql"
+    elsewhere = ci(github, tmp_path, GITHUB_GRAPHQL_URL=f"{github.url}/proxy/graphql")
+    resolved = one_line(ocr_hook(case.repo, elsewhere, "publish", "--from", str(case.fixed(tmp_path, FIXED))))
+    assert "1 thread(s) resolved" in resolved and "not read" not in resolved, resolved
+    missing = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED, PLAIN))
+    assert (f"review threads not read (no GraphQL endpoint at {github.url}/graphql (HTTP 404; GITHUB_API_URL names "
+            "it))") in missing and "no such pull request" not in missing, missing

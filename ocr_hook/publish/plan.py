@@ -203,6 +203,16 @@ def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
 # Azure DevOps thread states that say "not going to change this" (the others: active, pending, fixed).
 DISMISSING_STATES = frozenset({"wontfix", "bydesign", "closed"})
 MAX_REASON = 500
+# Where a forge does not say who set a thread's state (Azure DevOps), a person's reply starting with this, after
+# the state was set, is the dismissal; the rest of the reply is the reason (docs/recipes/publish.md).
+DISMISS_PHRASE = "/ocr-hook dismiss"
+
+
+def said_dismiss(body: str) -> bool:
+    """The reply starts with the documented phrase (any case, then a blank, a colon or nothing)."""
+    text = (body or "").lstrip()
+    return text[:len(DISMISS_PHRASE)].lower() == DISMISS_PHRASE and text[len(DISMISS_PHRASE):][:1] in ("", " ",
+                                                                                                        ":", "\n")
 
 
 def person_replied(p: Posted, me: frozenset[str]) -> bool:
@@ -258,7 +268,9 @@ def forge_dismissals(posted: Iterable[Posted], me: str | Iterable[str], author: 
         if not dismissed_by_person(p, before.names, author):
             continue
         said = [r for r in p.replies if r.author == p.resolved_by and (r.body or "").strip()]
-        reason = clip(" ".join(visible(said[-1].body).split()), MAX_REASON) if said else ""
+        words = said[-1].body.lstrip() if said else ""
+        words = words[len(DISMISS_PHRASE):].lstrip(" :") if said_dismiss(words) else words
+        reason = clip(" ".join(visible(words).split()), MAX_REASON)
         severity, text = _said(p.body)
         found[fp] = ForgeDismissal(fp, p.resolved_by, p.resolved_at or (said[-1].at if said else ""), reason, where,
                                    severity, text)

@@ -193,6 +193,12 @@ def test_threads_of_fixed_findings_are_set_to_fixed(case: ReportCase, azure: Fak
     assert "1 thread(s) resolved" in line
     assert by_fingerprint(azure)[plain["fingerprint"]]["status"] == "fixed"
     assert {t["status"] for fp, t in by_fingerprint(azure).items() if fp != plain["fingerprint"]} == {"active"}
+    # Issue 58.11: the code comes back (the first report again): the thread is active again, and says why
+    line = one_line(publish(case, env))
+    assert "1 thread(s) reopened, 1 thread(s) told the finding is raised again" in line, line
+    thread = by_fingerprint(azure)[plain["fingerprint"]]
+    assert thread["status"] == "active"
+    assert thread["comments"][-1]["content"].startswith(f"<!-- ocr-hook raised fingerprint={plain['fingerprint']} -->")
 
 
 def test_lines_that_read_differently_on_the_head_go_in_the_general_thread(case: ReportCase,

@@ -17,7 +17,8 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
   so that Azure keeps the thread on its lines when later pushes move them; its fix a ```suggestion```
   block, which Azure Repos offers to apply. A 400 for one thread moves that finding to the general thread;
 * the general thread (no file): POST once, then PATCH its first comment on later runs;
-* PATCH a thread's status to `fixed` when its finding is fixed; POST a reply in a thread (threads/{id}/comments)
+* PATCH a thread's status to `fixed` when its finding is fixed (back to `active` when it is raised
+  again); POST a reply in a thread (threads/{id}/comments)
   where a person answered a fixed finding's thread instead;
 * GET the pull request (createdBy: its author, whose own won't fix never dismisses anything). What people did
   with a thread (DESIGN.md 18): its status, its later comments (replies), the first comment's `usersLiked`
@@ -301,6 +302,12 @@ class AzureAdapter:
     def resolve(self, posted: Sequence[Posted]) -> int:
         for p in posted:
             self.api.patch(f"{self._pr}/threads/{p.thread}?{_V}", {"status": "fixed"})
+        return len(posted)
+
+    def reopen(self, posted: Sequence[Posted]) -> int:
+        """Set these threads active again: their finding is raised again."""
+        for p in posted:
+            self.api.patch(f"{self._pr}/threads/{p.thread}?{_V}", {"status": "active"})
         return len(posted)
 
     def reply(self, posted: Posted, body: str) -> None:

@@ -5,9 +5,10 @@ here too, with GitHub's 200-and-`errors` answer.
 
 What it serves is what ocr-hook asks: a repository's pull request, its author and review threads (resolved,
 outdated, by whom), each thread's comments (author with its association, body, time, 👍/👎 and the other
-reactions), a thread by its node id, and the `resolveReviewThread` mutation. Connections page as GitHub's do
-(`first` up to 100, `after` a cursor, an error without `first` or `last` when nodes are asked for), in pages
-no larger than the fake's page size so that one pull request already needs several.
+reactions), a thread by its node id, the `resolveReviewThread` and `unresolveReviewThread` mutations, and
+`viewer` (the token's user; an installation token's bot with REST's `name[bot]` spelling). Connections page
+as GitHub's do (`first` up to 100, `after` a cursor, an error without `first` or `last` when nodes are asked
+for), in pages no larger than the fake's page size so that one pull request already needs several.
 
 Threads are made of the fake's REST review comments: a comment without `in_reply_to_id` opens one, its
 replies follow. Errors are shaped as GitHub's: `{"type": "FORBIDDEN", "path": [...], "locations": [...],

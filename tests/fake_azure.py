@@ -137,7 +137,8 @@ class FakeAzure(FakeForge):
         return thread
 
     def now(self) -> str:
-        return f"2026-12-06T05:{next(self.clock) % 60:02d}:00Z"
+        tick = next(self.clock)  # a minute each, never turning back (dates are compared: issue 58.9)
+        return f"2026-12-06T{5 + tick // 60:02d}:{tick % 60:02d}:00Z"
 
     def reply(self, thread: dict[str, Any], content: str, who: dict[str, str] | None = None) -> dict[str, Any]:
         """A person answers in a thread (the web UI's reply)."""

@@ -13,6 +13,11 @@ tests/fake_github_graphql.py): the review threads the comments make, who resolve
 with their author association, reactions, and resolving (refused FORBIDDEN to a token without
 `contents: write`, as GitHub refuses the Actions token). GraphQL requests are checked against GitHub's
 published schema as REST ones are against its description.
+
+Issue 58: `viewer` and `unresolveReviewThread`; a GitHub App's installation token (`ghs_…` in `logins`) that
+writes as `<app>[bot]`; secondary rate limits (403 with Retry-After) and GraphQL's RATE_LIMITED (`limits`);
+a GraphQL outage (`graphql_down`: 502s) and a GraphQL endpoint elsewhere (`graphql_path`, a runner's
+GITHUB_GRAPHQL_URL), where `/graphql` is GitHub's 404.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -37,6 +43,10 @@ NOT_ENABLED = ("Code scanning is not enabled for this repository. Please enable 
                "settings.")
 NO_GHAS = "Advanced Security must be enabled for this repository to use code scanning."
 MAX_BODY = 65536
+SECONDARY = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you "
+             "reach out to GitHub Support for help, please include the request ID.")
+LIMITS_DOCS = "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"
+GRAPHQL_LIMIT = "API rate limit exceeded for installation ID 4242."
 _PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read"}
 
 
@@ -73,7 +83,8 @@ class FakeGitHub:
         self.page_size = page_size  # GitHub caps per_page at 100; smaller here so pagination is exercised
         self.tokens: dict[str, str] = {}  # token → "write" or "read"
         # token → the login GET /user names. Installation tokens (`ghs_…`, the Actions GITHUB_TOKEN) are
-        # refused /user, as GitHub does, and write as github-actions[bot].
+        # refused /user, as GitHub does, and write as github-actions[bot], or as the App's `<app>[bot]` named here
+        # (GraphQL's viewer names either).
         self.logins: dict[str, str] = {}
         self.link_header: str | None = None  # a Link header to send on every list page instead of the real one
         self.odd_items: list[Any] | None = None  # a list page holding these (non-objects) instead of the items
@@ -82,7 +93,16 @@ class FakeGitHub:
         self.permissions: dict[str, str] = {}  # login → collaborator role (admin, maintain, write, triage, read)
         self.no_contents_write: set[str] = set()  # write tokens without `contents: write` (may not resolve)
         self.resolved: list[tuple[int, int]] = []  # (pull, first comment id) of every thread resolved through GraphQL
+        self.unresolved: list[tuple[int, int]] = []  # ... and unresolved (unresolveReviewThread)
         self.graphql = GraphQLEndpoint(self)
+        self.graphql_path = "/graphql"  # where GraphQL answers (a runner's GITHUB_GRAPHQL_URL may name another)
+        self.graphql_down = 0  # answer this many GraphQL requests with a 502, as GitHub does in an outage
+        # Rate limits to answer, each once, in order, before the request is served: ("rest", METHOD, PATH) a
+        # secondary rate limit (403 with Retry-After, GitHub's words), ("graphql",) a GraphQL RATE_LIMITED (200,
+        # `x-ratelimit-remaining: 0`, `x-ratelimit-reset`: now). `retry_after` is the value the 403 sends.
+        self.limits: list[tuple[str, ...]] = []
+        self.retry_after = "0"
+        self.limited: list[Recorded] = []  # the requests answered with a rate limit
         self._clock = itertools.count(1)
         self.code_scanning: str = "enabled"  # "enabled", "not-enabled" (NOT_ENABLED), "no-ghas" (NO_GHAS)
         self.sarif_uploads: list[dict[str, Any]] = []  # {commit_sha, ref, log, ...}
@@ -187,13 +207,23 @@ class FakeGitHub:
         except ValueError:
             body = raw.decode("latin-1")
         rec = Recorded(method, split.path, query, headers, body)
-        if split.path == "/graphql":
+        if split.path == self.graphql_path:
             return self._graphql(rec)
+        if split.path == "/graphql":  # GraphQL is elsewhere (behind a proxy): GitHub's 404 for an unknown URL
+            with self._lock:
+                self.requests.append(rec)
+                rec.status = 404
+            return 404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}, {}
         # the Link header names pages by repository id, a route GitHub serves but does not describe
         described = re.sub(rf"^/repositories/{self.repo_id}(?=/)", f"/repos/{self.repository}", rec.path)
         with self._lock:
             self.requests.append(rec)
             self.violations += api_contract.check(self.contract, method, described, query, body)
+            if self.limits and self.limits[0] == ("rest", method, described):
+                self.limits.pop(0)
+                self.limited.append(rec)
+                rec.status = 403
+                return 403, {"message": SECONDARY, "documentation_url": LIMITS_DOCS}, {"Retry-After": self.retry_after}
             status, payload, extra = self._route(rec)
             rec.status = status
             if self.odd_items is None:  # odd items are a hostile test's deliberate off-contract reply
@@ -211,6 +241,17 @@ class FakeGitHub:
             if token not in self.tokens:
                 rec.status = 401
                 return 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/graphql"}, {}
+            if self.graphql_down:
+                self.graphql_down -= 1
+                rec.status = 502
+                return 502, {"message": "Server Error"}, {}
+            if self.limits and self.limits[0] == ("graphql",):
+                self.limits.pop(0)
+                self.limited.append(rec)
+                rec.status = 200
+                return 200, {"errors": [{"type": "RATE_LIMITED", "message": GRAPHQL_LIMIT}]}, {
+                    "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                    "x-ratelimit-reset": str(int(time.time()))}
             status, payload = self.graphql.answer(rec.body, token)
             rec.status = status
         return status, payload, {}
@@ -262,8 +303,8 @@ class FakeGitHub:
         return _not_found()
 
     def _user(self, token: str) -> dict[str, str]:
-        if token.startswith("ghs_"):
-            return _user("github-actions[bot]")
+        if token.startswith("ghs_"):  # an installation token: the Actions one, or a GitHub App's (`<app>[bot]`)
+            return _user(self.logins.get(token, "github-actions[bot]"))
         return _user(self.logins.get(token, "ocr-bot"))
 
     def _items(self, pull: Pull, kind: str) -> list[dict[str, Any]]:

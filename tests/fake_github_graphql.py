@@ -5,9 +5,10 @@ here too, with GitHub's 200-and-`errors` answer.
 
 What it serves is what ocr-hook asks: a repository's pull request, its author and review threads (resolved,
 outdated, by whom), each thread's comments (author with its association, body, time, 👍/👎 and the other
-reactions), a thread by its node id, and the `resolveReviewThread` mutation. Connections page as GitHub's do
-(`first` up to 100, `after` a cursor, an error without `first` or `last` when nodes are asked for), in pages
-no larger than the fake's page size so that one pull request already needs several.
+reactions), a thread by its node id, the `resolveReviewThread` and `unresolveReviewThread` mutations, and
+`viewer` (the token's user; an installation token's bot with REST's `name[bot]` spelling). Connections page
+as GitHub's do (`first` up to 100, `after` a cursor, an error without `first` or `last` when nodes are asked
+for), in pages no larger than the fake's page size so that one pull request already needs several.
 
 Threads are made of the fake's REST review comments: a comment without `in_reply_to_id` opens one, its
 replies follow. Errors are shaped as GitHub's: `{"type": "FORBIDDEN", "path": [...], "locations": [...],
@@ -125,7 +126,10 @@ class GraphQLEndpoint:
     def _root(self, token: str) -> dict[str, Any]:
         return {"repository": lambda info, owner, name, **_: self._repository(owner, name),
                 "node": lambda info, id: self._node(id),
-                "resolveReviewThread": lambda info, input: self._resolve(token, input)}
+                "resolveReviewThread": lambda info, input: self._resolve(token, input),
+                "unresolveReviewThread": lambda info, input: self._resolve(token, input, False),
+                # GitHub names an App's (or the Actions) installation token's bot here with REST's spelling
+                "viewer": lambda info: {"__typename": "User", "id": "U_viewer", **self.fake._user(token)}}
 
     def _repository(self, owner: str, name: str) -> dict[str, Any]:
         if f"{owner}/{name}" != self.fake.repository:
@@ -169,16 +173,16 @@ class GraphQLEndpoint:
                     return self._thread(pull, root)
         raise GitHubError("NOT_FOUND", f"Could not resolve to a node with the global id of '{node_id}'")
 
-    def _resolve(self, token: str, given: dict[str, Any]) -> dict[str, Any]:
-        # GitHub's rule for an App or Actions token: resolving needs contents: write.
+    def _resolve(self, token: str, given: dict[str, Any], resolve: bool = True) -> dict[str, Any]:
+        # GitHub's rule for an App or Actions token: resolving (and unresolving) needs contents: write.
         if self.fake.tokens.get(token) != "write" or token in self.fake.no_contents_write:
             raise GitHubError("FORBIDDEN", NOT_INTEGRATION)
         for pull in self.fake.pulls.values():
             for root in self.fake.thread_roots(pull):
                 if f"PRRT_{root['id']}" == given["threadId"]:
                     state = pull.threads.setdefault(root["id"], ThreadState())
-                    state.resolved, state.resolved_by = True, self.fake.login_of(token)
-                    self.fake.resolved.append((pull.number, root["id"]))
+                    state.resolved, state.resolved_by = resolve, self.fake.login_of(token) if resolve else None
+                    (self.fake.resolved if resolve else self.fake.unresolved).append((pull.number, root["id"]))
                     return {"thread": self._thread(pull, root)}
         raise GitHubError("NOT_FOUND", f"Could not resolve to a node with the global id of '{given['threadId']}'")
 

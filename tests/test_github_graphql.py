@@ -21,7 +21,7 @@ from fake_github import FakeGitHub
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.forge_github import GitHubAdapter
 from ocr_hook.publish.github_api import GitHubApi, graphql_root
-from ocr_hook.publish.github_threads import AUTHOR, DOCUMENTS, MORE_COMMENTS, RESOLVE, THREADS
+from ocr_hook.publish.github_threads import AUTHOR, DOCUMENTS, MORE_COMMENTS, RESOLVE, THREADS, UNRESOLVE, VIEWER
 from ocr_hook.publish.plan import Posted, Reply
 from ocr_hook.publish.pr_target import PullRequest
 
@@ -31,7 +31,8 @@ OURS = "<!-- ocr-hook fingerprint={} -->\n**ocr-hook** · high · bug\n\nSomethi
 # Variables for each document, as the adapter sends them.
 VARIABLES = {THREADS: {"owner": "octo", "name": "app", "number": 7, "after": None},
              MORE_COMMENTS: {"thread": "PRRT_1", "after": "Y3Vyc29yOnYyOjE="},
-             AUTHOR: {"owner": "octo", "name": "app", "number": 7}, RESOLVE: {"thread": "PRRT_1"}}
+             AUTHOR: {"owner": "octo", "name": "app", "number": 7}, RESOLVE: {"thread": "PRRT_1"},
+             UNRESOLVE: {"thread": "PRRT_1"}, VIEWER: {}}
 
 
 # --- the schema and the check ----------------------------------------------------------------------------

@@ -193,6 +193,12 @@ def test_threads_of_fixed_findings_are_set_to_fixed(case: ReportCase, azure: Fak
     assert "1 thread(s) resolved" in line
     assert by_fingerprint(azure)[plain["fingerprint"]]["status"] == "fixed"
     assert {t["status"] for fp, t in by_fingerprint(azure).items() if fp != plain["fingerprint"]} == {"active"}
+    # Issue 58.11: the code comes back (the first report again): the thread is active again, and says why
+    line = one_line(publish(case, env))
+    assert "1 thread(s) reopened, 1 thread(s) told the finding is raised again" in line, line
+    thread = by_fingerprint(azure)[plain["fingerprint"]]
+    assert thread["status"] == "active"
+    assert thread["comments"][-1]["content"].startswith(f"<!-- ocr-hook raised fingerprint={plain['fingerprint']} -->")
 
 
 def test_lines_that_read_differently_on_the_head_go_in_the_general_thread(case: ReportCase,
@@ -353,10 +359,10 @@ def test_the_adapter_reads_who_set_a_threads_state_replies_and_likes(case: Repor
     one_line(publish(case, pr_env(case, azure)))
     threads = by_fingerprint(azure)
     plain, fixed, context = (threads[case.finding(m)["fingerprint"]] for m in (PLAIN, FIXED, CONTEXT))
-    azure.reply(plain, "Intended: f3 multiplies on purpose.", MEMBER)
-    azure.set_status(plain, "byDesign")  # the member says why, then sets the state
+    azure.set_status(plain, "byDesign")  # the member sets the state, then says why in the documented phrase
+    azure.reply(plain, "/ocr-hook dismiss Intended: f3 multiplies on purpose.", MEMBER)
     azure.reply(fixed, "I'd rather keep it.", AUTHOR)
-    azure.set_status(fixed, "wontFix")  # the pull request's author
+    azure.set_status(fixed, "wontFix")  # the pull request's author: a status is nobody's word (issue 58.9)
     azure.like(context, MEMBER)
     azure.like(context, azure.identity)  # a service identity's like is not a person's
     azure.set_status(context, "closed")  # nobody said anything: Azure keeps no author for a state
@@ -370,10 +376,10 @@ def test_the_adapter_reads_who_set_a_threads_state_replies_and_likes(case: Repor
     assert (p.resolved, p.state, p.resolved_by, p.resolved_by_bot, p.resolved_by_can_write) == (
         True, "byDesign", MEMBER["id"], False, True)
     assert p.resolved_at == plain["lastUpdatedDate"] and p.created_at == plain["comments"][0]["publishedDate"]
-    assert [(r.author, r.body, r.bot) for r in p.replies] == [(MEMBER["id"], "Intended: f3 multiplies on purpose.",
-                                                                False)]
+    assert [(r.author, r.body, r.bot) for r in p.replies] == [
+        (MEMBER["id"], "/ocr-hook dismiss Intended: f3 multiplies on purpose.", False)]
     f = posted[str(fixed["id"])]
-    assert (f.state, f.resolved_by) == ("wontFix", AUTHOR["id"])  # (the review then does not count the author)
+    assert (f.state, f.resolved_by) == ("wontFix", "")  # the last to reply did not set it, as far as Azure says
     c = posted[str(context["id"])]
     assert (c.state, c.resolved, c.resolved_by, c.resolved_by_can_write, c.thumbs_up, c.thumbs_down) == (
         "closed", True, "", False, 1, 0)
@@ -444,17 +450,19 @@ def test_a_members_wont_fix_dismisses_the_finding_for_the_next_review(case: Repo
     one_line(publish(case, pr_env(case, azure)))
     threads = by_fingerprint(azure)
     plain, fixed = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(FIXED)["fingerprint"]]
-    azure.reply(plain, "f3 multiplies on purpose: it scales.", MEMBER)
     azure.set_status(plain, "byDesign")
-    azure.reply(fixed, "It is fine, trust me.", AUTHOR)  # the pull request's own author
+    azure.reply(plain, "/ocr-hook dismiss: f3 multiplies on purpose: it scales.", MEMBER)
+    # Issue 58.9: the maintainer asks for a fix; the pull request's author then sets won't fix without a word
+    azure.reply(fixed, "This must be fixed before merging.", MEMBER)
     azure.set_status(fixed, "wontFix")
     azure.like(plain, MEMBER)  # Azure has likes only (👍)
     report = review_in_ci(case, azure, tmp_path / "again.json")
     found = {f["fingerprint"]: f for f in report["findings"]}
     dismissed = found[case.finding(PLAIN)["fingerprint"]]
     assert dismissed["suppressed"] == "dismissed", dismissed
-    assert MEMBER["id"] in json.dumps(dismissed) and "f3 multiplies on purpose: it scales." in json.dumps(dismissed)
-    assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # the author's own won't fix
+    assert dismissed["suppression_reason"] == "f3 multiplies on purpose: it scales." == dismissed["dismissal"]["reason"]
+    assert dismissed["dismissal"]["by"] == MEMBER["id"]
+    assert found[case.finding(FIXED)["fingerprint"]]["suppressed"] is None  # nobody said the author's won't fix
     assert report["exit"] == 1  # the other findings still count
 
     # The review history (the build's kept cache) has the member's dismissal on the forge, their like and the
@@ -484,8 +492,8 @@ def test_a_contributors_wont_fix_dismisses_after_azure_says_they_may_contribute(
     threads = by_fingerprint(azure)
     plain, context = threads[case.finding(PLAIN)["fingerprint"]], threads[case.finding(CONTEXT)["fingerprint"]]
     for thread, why in ((plain, "f3 multiplies on purpose."), (context, "Known, tracked elsewhere.")):
-        azure.reply(thread, why, MEMBER)
         azure.set_status(thread, "wontFix")
+        azure.reply(thread, f"/ocr-hook dismiss {why}", MEMBER)
     report = review_in_ci(case, azure, tmp_path / "again.json")
     found = {f["fingerprint"]: f for f in report["findings"]}
     assert [found[case.finding(m)["fingerprint"]]["suppressed"] for m in (PLAIN, CONTEXT)] == ["dismissed"] * 2
@@ -505,11 +513,21 @@ def test_a_readers_wont_fix_dismisses_nothing(case: ReportCase, azure: FakeAzure
     one_line(publish(case, pr_env(case, azure)))
     plain = by_fingerprint(azure)[case.finding(PLAIN)["fingerprint"]]
     azure.access[READER["id"]] = READER_BITS  # Readers may comment, and so set a thread's status
-    azure.reply(plain, "Not a bug.", READER)
     azure.set_status(plain, "wontFix")
+    azure.reply(plain, "/ocr-hook dismiss Not a bug.", READER)
+    # Issue 58.9: a Reader closes the thread a maintainer last answered: not the maintainer's dismissal
+    context = by_fingerprint(azure)[case.finding(CONTEXT)["fingerprint"]]
+    azure.reply(context, "Please rename it before merging.", MEMBER)
+    azure.set_status(context, "closed")
+    # and a maintainer's phrase before someone changed the status again is not a dismissal of that change
+    fixed = by_fingerprint(azure)[case.finding(FIXED)["fingerprint"]]
+    azure.set_status(fixed, "wontFix")
+    azure.reply(fixed, "/ocr-hook dismiss fine for now", MEMBER)
+    azure.set_status(fixed, "active")
+    azure.set_status(fixed, "wontFix")
     report = review_in_ci(case, azure, tmp_path / "again.json")
     found = {f["fingerprint"]: f for f in report["findings"]}
-    assert found[case.finding(PLAIN)["fingerprint"]]["suppressed"] is None
+    assert [found[case.finding(m)["fingerprint"]]["suppressed"] for m in (PLAIN, CONTEXT, FIXED)] == [None] * 3
     assert report["exit"] == 1
     assert [len(x) for x in acl_reads(azure)] == [1, 1]  # Azure was asked, and said no
     assert not any("Identity (Read)" in n for n in report.get("notes", [])), report.get("notes")
@@ -521,8 +539,8 @@ def test_a_refused_permission_read_is_one_note_and_dismisses_nothing(case: Repor
     one_line(publish(case, pr_env(case, azure)))
     threads = by_fingerprint(azure)
     for m, who in ((PLAIN, MEMBER), (CONTEXT, person(5, "Another Member"))):
-        azure.reply(threads[case.finding(m)["fingerprint"]], "Won't fix.", who)
         azure.set_status(threads[case.finding(m)["fingerprint"]], "wontFix")
+        azure.reply(threads[case.finding(m)["fingerprint"]], "/ocr-hook dismiss Won't fix.", who)
     azure.security_refusal = refusal  # the token may not read identities or the repository's permissions
     report = review_in_ci(case, azure, tmp_path / "again.json")
     found = {f["fingerprint"]: f for f in report["findings"]}

@@ -17,12 +17,31 @@ from typing import Any
 
 import pytest
 import yaml
-from fake_api import FakeMessagesAPI
+from agent_support import main_opening
+from fake_api import FakeMessagesAPI, Reply, tool_use
 from fake_github import FakeGitHub, Pull
-from publish_support import CONTEXT, FIXED, NEW_NAME, PATH, PLAIN, Reviewed, messages_env, ocr_hook, script
+from publish_support import (
+    APP_COMMENTS,
+    CONTEXT,
+    FIXED,
+    LIB_COMMENTS,
+    NEW_NAME,
+    OLD_NAME,
+    PATH,
+    PLAIN,
+    RENAMED,
+    Reviewed,
+    messages_env,
+    ocr_hook,
+    script,
+)
+
+from ocr_hook.findings.model import fingerprint
+from ocr_hook.publish.plan import fixed_reply_body
 
 TOKEN = "ghs_fakeThreadsToken0123456789abcdefABCD"  # an Actions token: it writes as github-actions[bot]
 BOT = "github-actions[bot]"
+APP_TOKEN = "ghs_fakeAppInstallToken0123456789abcdefABCD"  # a GitHub App's installation token
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +87,10 @@ def publish(case: Reviewed, github: FakeGitHub, tmp: Path, report: Path | None =
                     command)
 
 
-def opening(github: FakeGitHub, case: Reviewed, message: str) -> dict[str, Any]:
+def opening(github: FakeGitHub, case: Reviewed, message: str, by: str = BOT) -> dict[str, Any]:
     """The comment ocr-hook opened the finding's thread with."""
     comment = github.comment_starting(7, f"<!-- ocr-hook fingerprint={case.finding(message)['fingerprint']} -->")
-    assert comment["user"]["login"] == BOT
+    assert comment["user"]["login"] == by
     return comment
 
 
@@ -99,16 +118,70 @@ def test_a_fix_resolves_exactly_its_thread_and_answers_the_one_a_person_replied_
     assert len(github.writes()) == before
 
 
-def test_a_token_that_may_not_resolve_is_one_line_and_exit_0(case: Reviewed, github: FakeGitHub, pull: Pull,
-                                                             tmp_path: Path) -> None:
+def test_least_privilege_answers_threads_and_posts_no_review_for_a_resolve_it_may_not_make(
+        case: Reviewed, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
+    """Issue 58.12: with `contents: read` a refused resolve neither stops the reply in an answered thread nor
+    makes a review claiming "1 resolved since", on this run or any later one."""
     github.no_contents_write.add(TOKEN)  # `pull-requests: write` only: GitHub answers FORBIDDEN to resolving
     publish(case, github, tmp_path, command="github-review")
-    line = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED), command="github-review")
-    assert line.startswith("ocr-hook: github-review: published a review on octo/app#7: "), line
-    assert ("(GitHub refused to resolve or answer the fixed findings' threads: HTTP 403: Resource not accessible by "
+    answered = opening(github, case, CONTEXT)["id"]
+    github.reply_in_thread(7, answered, "I will rename it in this pull request.", "contributor")
+    fixed = case.fixed(tmp_path, FIXED, CONTEXT)
+    line = publish(case, github, tmp_path, fixed, command="github-review")
+    assert line.startswith("ocr-hook: github-review: nothing new to publish on octo/app#7: "), line
+    assert "1 answered thread(s) told the finding looks fixed" in line, line
+    assert ("(GitHub refused to resolve the fixed findings' threads: HTTP 403: Resource not accessible by "
             "integration (FORBIDDEN) (resolving a review thread needs `permissions: contents: write`") in line, line
     assert github.resolved == [] and not any(t.resolved for t in pull.threads.values())
-    assert len(pull.reviews) == 2  # the review itself was posted
+    assert len(pull.reviews) == 1  # no second review saying something was resolved
+    [reply] = [r for r in github.writes() if r.path.endswith("/replies")]
+    assert reply.path == f"/repos/octo/app/pulls/7/comments/{answered}/replies" and reply.status == 201
+
+    # Every later run: the resolve is refused again, and nothing new is posted.
+    comments = len(pull.comments)
+    again = publish(case, github, tmp_path, fixed, command="github-review")
+    assert "nothing new to publish" in again and "answered" not in again, again
+    assert len(pull.reviews) == 1 and len(pull.comments) == comments
+
+
+def test_a_github_apps_token_is_known_by_the_name_github_gives_it(
+        case: Reviewed, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
+    """Issue 58.13: an App's installation token (`ghs_…`) writes as `<app>[bot]`, not github-actions[bot]."""
+    github.tokens[APP_TOKEN] = "write"
+    github.logins[APP_TOKEN] = "ocr-app[bot]"
+    env = {**ci(github, tmp_path), "GITHUB_TOKEN": APP_TOKEN}
+    first = one_line(ocr_hook(case.repo, env, "publish", "--from", str(case.report_path)))
+    assert "published a review on octo/app#7: 4 inline comment(s)" in first
+    assert pull.reviews[-1]["user"]["login"] == "ocr-app[bot]"
+    again = one_line(ocr_hook(case.repo, env, "publish", "--from", str(case.report_path)))
+    assert "nothing new to publish on octo/app#7: 6 finding(s) already posted" in again, again
+    assert len(pull.reviews) == 1 and len(pull.comments) == 4
+    # and what it posted is its own: a fixed finding's thread is resolved
+    line = one_line(ocr_hook(case.repo, env, "publish", "--from", str(case.fixed(tmp_path, FIXED))))
+    assert "1 thread(s) resolved" in line
+    assert github.resolved == [(7, opening(github, case, FIXED, "ocr-app[bot]")["id"])]
+
+
+def test_a_finding_that_comes_back_reopens_the_thread_ocr_hook_resolved(
+        case: Reviewed, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
+    """Issue 58.11: the fixed finding's thread was resolved by ocr-hook; the next push brings the code back."""
+    publish(case, github, tmp_path)
+    fixed = opening(github, case, FIXED)["id"]
+    assert "1 thread(s) resolved" in publish(case, github, tmp_path, case.fixed(tmp_path, FIXED))
+    assert pull.threads[fixed].resolved
+
+    line = publish(case, github, tmp_path)  # the first report again: the finding is raised again
+    assert "1 thread(s) reopened" in line and "1 thread(s) told the finding is raised again" in line, line
+    assert github.unresolved == [(7, fixed)] and not pull.threads[fixed].resolved
+    said = [c for c in pull.comments if c.get("in_reply_to_id") == fixed]
+    marker = f"<!-- ocr-hook raised fingerprint={case.finding(FIXED)['fingerprint']}"
+    assert [c["body"].split(" -->")[0] for c in said] == [marker]
+    body = pull.reviews[-1]["body"]  # and the summary lists it
+    assert FIXED in body and "raised again, and its thread is resolved" in body
+
+    before = len(github.writes())
+    assert "nothing new to publish" in publish(case, github, tmp_path)
+    assert len(github.writes()) == before
 
 
 def test_a_members_resolve_passes_the_gate_and_the_authors_counts_for_nothing(
@@ -152,3 +225,117 @@ def test_a_members_resolve_passes_the_gate_and_the_authors_counts_for_nothing(
     doc = json.loads(outcomes.stdout)
     assert doc["dismissed_by"] == {"maint (forge)": 1}
     assert doc["feedback"] == {"thumbs_up": 1, "thumbs_down": 1, "replies": 1}
+
+
+CRITICAL = "f3 now runs its input through eval(): anyone who controls x runs code."
+
+
+def test_a_resolve_dismisses_only_the_raised_finding_it_was_about(
+        case: Reviewed, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
+    """Issue 58.10, 58.15 and 58.16 in one review in CI, each on its own thread (and its own finding):
+    10: FIXED's thread was resolved by a maintainer after ocr-hook said the finding looked fixed; the code is back.
+    15: RENAMED's thread was opened before `git mv` (its marker carries the old path's fingerprint) and a
+        maintainer dismissed it: the dismissal holds after the rename.
+    16: PLAIN's thread was dismissed by a maintainer; this review raises a critical finding on the same code."""
+    publish(case, github, tmp_path)
+    high = opening(github, case, FIXED)["id"]
+    github.reply_in_thread(7, high, fixed_reply_body(case.finding(FIXED)["fingerprint"]), BOT)
+    github.resolve_thread(7, high, "maint")
+    plain = opening(github, case, PLAIN)["id"]
+    github.reply_in_thread(7, plain, "Multiplying is what f3 is for.", "maint")
+    github.resolve_thread(7, plain, "maint")
+    before_mv = fingerprint(OLD_NAME, "bug", "VALUE_6 = 60")
+    github.add_comment(7, NEW_NAME, 6, f"<!-- ocr-hook fingerprint={before_mv} -->\n**ocr-hook** · medium · bug\n\n"
+                                       f"{RENAMED}", BOT)
+    moved = github.comment_starting(7, f"<!-- ocr-hook fingerprint={before_mv} -->")["id"]
+    github.reply_in_thread(7, moved, "Sixty is the new limit.", "maint")
+    github.resolve_thread(7, moved, "maint")
+
+    report = tmp_path / "again.json"
+    with FakeMessagesAPI() as messages:
+        critical = {"content": CRITICAL, "existing_code": "return x * 3", "severity": "critical", "category": "bug"}
+        app = [*APP_COMMENTS, critical]
+        messages.script(main_opening(PATH), [Reply([tool_use("code_comment", {"comments": app})])])
+        messages.script(main_opening(NEW_NAME), [Reply([tool_use("code_comment", {"comments": LIB_COMMENTS})])])
+        proc = ocr_hook(case.repo, {**ci(github, tmp_path), **messages_env(messages)}, "review", "--base", "main",
+                        "--no-cache", "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format", "json",
+                        "--json-output", str(report))
+    assert proc.returncode == 1, proc.stderr
+    findings = {f["message"]: f for f in json.loads(report.read_text(encoding="utf-8"))["findings"]}
+    assert findings[FIXED]["suppressed"] is None  # 10: agreeing it was fixed is no dismissal of it coming back
+    assert findings[CRITICAL]["suppressed"] is None and findings[CRITICAL]["severity"] == "critical"  # 16
+    assert findings[CRITICAL]["fingerprint"] == case.finding(PLAIN)["fingerprint"]  # (the same fingerprint)
+    renamed = findings[RENAMED]  # 15
+    assert renamed["suppressed"] == "dismissed" and renamed["dismissal"]["by"] == "maint"
+    assert renamed["suppression_reason"] == "Sixty is the new limit."
+
+    # Publishing that report: the critical finding is listed (its fingerprint's only thread is resolved), and
+    # FIXED's thread, resolved after ocr-hook said it looked fixed, is reopened.
+    line = publish(case, github, tmp_path, report)
+    assert "1 thread(s) reopened" in line and github.unresolved == [(7, high)], line
+    body = pull.reviews[-1]["body"]
+    assert CRITICAL.split(":")[0] in body and FIXED in body and "raised again, and its thread is resolved" in body
+    assert pull.threads[plain].resolved  # the maintainer's dismissal stands
+
+
+def test_a_forge_dismissal_covers_the_one_finding_it_was_about() -> None:
+    """Issue 58.16, where two findings of one fingerprint quote the same code at two places: the dismissal
+    covers the one whose message its comment carries, never a more severe one."""
+    from ocr_hook.findings import Finding
+    from ocr_hook.findings.dismissals import ForgeDismissal, apply_forge
+    from ocr_hook.findings.model import Category, Severity
+
+    def found(message: str, line: int, severity: Severity) -> Finding:
+        return Finding(path="app.py", start_line=line, end_line=line, severity=severity, category=Category.BUG,
+                       message=message, suggestion=None, existing_code="eval(x)", fingerprint="a" * 32,
+                       anchored=True)
+
+    said = "Evaluating x here is\u200b safe: x is a constant.\n\n```suggestion\nx\n```"
+    d = ForgeDismissal("a" * 32, "maint", "", "constant", "GitHub pull request octo/app#7", "medium", said)
+    first, second = found("Evaluating x here is safe: x is a constant.", 3, Severity.MEDIUM), \
+        found("Evaluating user input.", 9, Severity.MEDIUM)
+    out = apply_forge([first, second], {"a" * 32: d})
+    assert [f.suppressed for f in out] == ["dismissed", None]
+    alone = apply_forge([found("Reworded by the model this time.", 3, Severity.MEDIUM)], {"a" * 32: d})
+    assert alone[0].suppressed == "dismissed"  # the only finding of that fingerprint: the model's wording varies
+    worse = apply_forge([found("Evaluating x here is safe: x is a constant.", 3, Severity.CRITICAL)], {"a" * 32: d})
+    assert worse[0].suppressed is None
+
+
+def test_rate_limits_are_waited_out_within_the_timeout(case: Reviewed, github: FakeGitHub, pull: Pull,
+                                                       tmp_path: Path) -> None:
+    """Issue 58.14: GitHub's secondary rate limit (403 with Retry-After) and GraphQL's RATE_LIMITED are waited
+    out, as docs/recipes/publish.md promises (the fake asks for 0 s: the client's shortest pause)."""
+    github.limits += [("graphql",), ("rest", "POST", "/repos/octo/app/pulls/7/reviews")]
+    line = publish(case, github, tmp_path)
+    assert "published a review on octo/app#7: 4 inline comment(s)" in line, line
+    assert [(r.path, r.status) for r in github.limited] == [("/graphql", 200), ("/repos/octo/app/pulls/7/reviews", 403)]
+    assert len(pull.reviews) == 1 and github.limits == []
+    # a limit that outlasts the --timeout is the refusal, in its own words (not "the token may not write")
+    github.retry_after = "3600"
+    github.limits.append(("rest", "POST", "/repos/octo/app/pulls/7/reviews"))
+    refused = publish(case, github, tmp_path, case.fixed(tmp_path, PLAIN))
+    assert "secondary rate limit" in refused and "(rate limited; retrying would pass the publishing deadline)" \
+        in refused and "may not write" not in refused, refused
+
+
+def test_a_graphql_outage_or_elsewhere_still_publishes_from_rests_markers(case: Reviewed, github: FakeGitHub,
+                                                                           pull: Pull, tmp_path: Path) -> None:
+    """Issue 58.14: GraphQL failing while the threads are read stops nothing but the resolves (one note);
+    GITHUB_GRAPHQL_URL names where it is; a 404 there is said as such, not as "no such pull request"."""
+    github.graphql_down = 1_000
+    line = publish(case, github, tmp_path)
+    assert "published a review on octo/app#7: 4 inline comment(s)" in line, line
+    assert line.endswith("(review threads not read (HTTP 502: Server Error): no thread resolved or reopened, no "
+                         "dismissal on the pull request counted)"), line
+    again = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED))  # REST's markers: nothing twice
+    assert "nothing new to publish on octo/app#7" in again and "review threads not read" in again, again
+    assert len(pull.reviews) == 1 and github.resolved == []
+
+    github.graphql_down, github.graphql_path = 0, "/proxy/graphql"
+    elsewhere = ci(github, tmp_path, GITHUB_GRAPHQL_URL=f"{github.url}/proxy/graphql")
+    resolved = one_line(ocr_hook(case.repo, elsewhere, "publish", "--from", str(case.fixed(tmp_path, FIXED))))
+    assert "1 thread(s) resolved" in resolved and "not read" not in resolved, resolved
+    missing = publish(case, github, tmp_path, case.fixed(tmp_path, FIXED, PLAIN))
+    assert (f"review threads not read (no GraphQL endpoint at {github.url}/graphql (HTTP 404; GITHUB_API_URL names "
+            "it))") in missing and "no such pull request" not in missing, missing

@@ -231,6 +231,18 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
         assert listed.returncode == 0 and "by maria" in listed.stdout and f"dismissed on: {where}" in listed.stdout
         assert [r.method for r in gitlab.writes()] == []  # the command only reads the forge
 
+        # 7. Issue 58.11: the fix is undone. f2's discussion, resolved by ocr-hook, is unresolved and says why.
+        life.push(BUGGY, FIRST)
+        life.review(1)
+        gitlab.reset()
+        line = life.publish()
+        assert "1 thread(s) reopened" in line, line
+        [reopened] = [r for r in gitlab.writes() if r.method == "PUT" and "/discussions/" in r.path]
+        assert reopened.path.endswith(f"/discussions/{gitlab.thread(3, subtracts)['id']}")
+        assert reopened.query == {"resolved": "false"} and gitlab.thread(3, subtracts)["notes"][0]["resolved"] is False
+        assert gitlab.thread(3, subtracts)["notes"][-1]["body"].startswith(
+            f"<!-- ocr-hook raised fingerprint={subtracts} -->")
+
 
 def test_an_outage_while_reading_the_threads_is_a_note_and_changes_nothing(tmp_path: Path,
                                                                           gitlab: FakeGitLab) -> None:

@@ -62,7 +62,7 @@ def run(report_path: str, to: str = "auto", *, command: str = "publish", timeout
             f"({exc.__class__.__name__}; its words are not quoted: they could hold anything)")
         return 0
     except ApiRefusal as exc:
-        hint = adapter.hints.get(exc.status or 0)
+        hint = adapter.hints.get(exc.status or 0) if exc.hint else None
         say(f"{not_done} on {adapter.target}: {exc}" + (f" ({hint})" if hint else ""))
         return 0
     finally:

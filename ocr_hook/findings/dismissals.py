@@ -397,19 +397,52 @@ class ForgeDismissal(NamedTuple):
     at: str  # when, ISO 8601 as the forge gives it ("" when it does not say)
     reason: str  # their last reply in the thread ("" when they wrote none)
     where: str  # "GitLab merge request group/app!3"
+    severity: str = ""  # the dismissed finding's, as its comment gave it ("" when it does not say)
+    said: str = ""  # its comment's text after the heading (message, then any fix)
 
 
 NO_REPLY = "resolved without a reply"
 
 
+def _words(text: str) -> list[str]:
+    """A message's words, lower-cased, whatever a forge's rendering added around them (escapes, zero-width
+    spaces): enough to tell the finding a comment was about from another one of the same fingerprint."""
+    return re.findall(r"[^\W_]+", text.replace("\u200b", "").lower())
+
+
+def _covers(d: ForgeDismissal, f: Finding, alone: bool) -> bool:
+    """Whether a person's dismissal of a thread is about `f`: never a more severe finding; the one whose message
+    the thread's comment carries; and, when `f` is the only finding of that fingerprint, it whatever the model's
+    wording this time (two findings of one fingerprint, quoting the same line at two places, are two findings)."""
+    if d.severity in Severity._value2member_map_ and f.severity.rank > Severity(d.severity).rank:
+        return False
+    if alone:
+        return True
+    words = _words(f.message)
+    return bool(words) and _words(d.said)[:len(words)] == words
+
+
 def apply_forge(findings: Iterable[Finding], found: Mapping[str, ForgeDismissal]) -> list[Finding]:
-    """The findings a person dismissed on the forge, still raised with the same fingerprint, as `dismissed`:
-    their reply as the reason, who, when and where in `extra` (the report's `dismissal`). A finding suppressed
-    otherwise (baseline, inline, the dismissals file) keeps that."""
+    """The findings a person dismissed on the forge, still raised with the same fingerprint (or one of its
+    aliases: the file's path before a rename), as `dismissed`: their reply as the reason, who, when and where in
+    `extra` (the report's `dismissal`). A finding suppressed otherwise (baseline, inline, the dismissals file)
+    keeps that; a more severe finding, or another one of the same fingerprint, is not the one dismissed."""
+    items = list(findings)
+    named: dict[str, list[int]] = {}
+    for i, f in enumerate(items):
+        if f.suppressed is None:
+            for n in dict.fromkeys(all_fingerprints(f)):
+                named.setdefault(n, []).append(i)
+    chosen: dict[int, ForgeDismissal] = {}
+    for fp, d in found.items():
+        same = named.get(fp, [])
+        for i in same:
+            if _covers(d, items[i], len(same) == 1):
+                chosen.setdefault(i, d)
     out: list[Finding] = []
-    for f in findings:
-        d = found.get(f.fingerprint)
-        if f.suppressed is None and d is not None:
+    for i, f in enumerate(items):
+        d = chosen.get(i)
+        if d is not None:
             f = f._replace(suppressed="dismissed", suppression_reason=d.reason or NO_REPLY,
                            extra={**f.extra, "dismissed_by": d.by, "dismissed_at": d.at, "dismissed_in": d.where})
         out.append(f)

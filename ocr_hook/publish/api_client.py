@@ -9,8 +9,9 @@ What it guarantees, whatever the forge:
 * Every failure is an ApiRefusal with a one-line message: an HTTP error with the forge's own words,
   an unreachable host, an answer that is not JSON, a list holding non-objects, a pagination header
   too large to be one (httpx2.InvalidURL is caught, not raised).
-* 429 (and 503) with Retry-After is retried (tenacity) while the wait ends before the publishing
-  deadline; after that the 429 is the refusal.
+* 429 (and 503) with Retry-After, and GitHub's secondary rate limit (a 403 with Retry-After, or with no
+  requests remaining until `x-ratelimit-reset`), are retried (tenacity) while the wait ends before the
+  publishing deadline; after that the answer is the refusal.
 Pagination: a Link header's `next` (GitHub, GitLab, Gitea), a `next` URL in the body (Bitbucket:
 `items_key="values"`), or a continuation-token header (Azure DevOps: `continuation=...`).
 """
@@ -46,10 +47,11 @@ _TOKEN = re.compile(r"[\x21-\x7e]{1,4096}")
 class ApiRefusal(Exception):
     """The forge answered with an error, or could not be reached (status None)."""
 
-    def __init__(self, status: int | None, message: str) -> None:
+    def __init__(self, status: int | None, message: str, *, hint: bool = True) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.hint = hint  # False: the message names the cause, and the forge's hint for the status would not
 
     def __str__(self) -> str:
         return f"HTTP {self.status}: {self.message}" if self.status is not None else self.message
@@ -255,8 +257,8 @@ class ApiClient:
             tries = retrying.statistics.get("attempt_number", 1)
             why = (f"still after {tries} tries" if tries >= MAX_ATTEMPTS
                    else "retrying would pass the publishing deadline")
-            raise ApiRefusal(limited.response.status_code, f"{self.forge_words(limited.response)} (rate limited; {why})"
-                             ) from None
+            words = f"{self.forge_words(limited.response)} (rate limited; {why})"
+            raise ApiRefusal(limited.response.status_code, words, hint=False) from None
 
     def _once(self, method: str, url: str, **kw: Any) -> httpx2.Response:
         remaining = self.deadline - time.monotonic()
@@ -270,13 +272,24 @@ class ApiClient:
             if self._expired.is_set():
                 raise ApiRefusal(None, f"the publishing deadline passed during {method} {self._name(url)}") from None
             raise ApiRefusal(None, self.mask(f"cannot reach {self.base}: {exc.__class__.__name__}: {exc}")) from None
-        if response.status_code in (429, 503) and (wait := retry_after(response)) is not None:
+        if (wait := self.limited(response)) is not None:
             raise RateLimited(response, wait)
         if 300 <= response.status_code < 400:
             raise ApiRefusal(response.status_code, "a redirect; not followed with the token")
         if response.status_code >= 400:
             raise ApiRefusal(response.status_code, self.forge_words(response))
         return response
+
+    def limited(self, response: httpx2.Response) -> float | None:
+        """The seconds a rate-limited answer asks to wait before the same request, or None (not one): a 429 or 503
+        with Retry-After, and GitHub's secondary rate limit, a 403 with Retry-After (or with
+        `x-ratelimit-remaining: 0`, until `x-ratelimit-reset`)."""
+        status = response.status_code
+        if status in (403, 429, 503) and (wait := retry_after(response)) is not None:
+            return wait
+        if status in (403, 429) and response.headers.get("x-ratelimit-remaining", "").strip() == "0":
+            return reset_wait(response)
+        return None
 
     def forge_words(self, response: httpx2.Response) -> str:
         """The forge's error text for a message: masked whole, then cut (a cut first could split a token
@@ -306,6 +319,12 @@ def retry_after(response: httpx2.Response) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def reset_wait(response: httpx2.Response) -> float | None:
+    """The seconds until `x-ratelimit-reset` (epoch seconds, GitHub's), or None when there is none."""
+    value = response.headers.get("x-ratelimit-reset", "").strip()
+    return max(0.0, int(value) - time.time()) if value.isdigit() and len(value) < 16 else None
 
 
 def _json(response: httpx2.Response, client: ApiClient, *, empty_ok: bool = False) -> Any:

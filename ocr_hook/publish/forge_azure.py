@@ -17,13 +17,15 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
   so that Azure keeps the thread on its lines when later pushes move them; its fix a ```suggestion```
   block, which Azure Repos offers to apply. A 400 for one thread moves that finding to the general thread;
 * the general thread (no file): POST once, then PATCH its first comment on later runs;
-* PATCH a thread's status to `fixed` when its finding is fixed; POST a reply in a thread (threads/{id}/comments)
+* PATCH a thread's status to `fixed` when its finding is fixed (back to `active` when it is raised
+  again); POST a reply in a thread (threads/{id}/comments)
   where a person answered a fixed finding's thread instead;
 * GET the pull request (createdBy: its author, whose own won't fix never dismisses anything). What people did
   with a thread (DESIGN.md 18): its status, its later comments (replies), the first comment's `usersLiked`
-  (Azure has likes only: 👍, never 👎). Azure records no author for a status change: the latest reply in
-  the thread by someone other than the publishing identity stands for whoever set it, with the thread's
-  lastUpdatedDate. Any identity that may comment on a pull request (Readers included) may set a status, so
+  (Azure has likes only: 👍, never 👎). Azure records no author for a status change, so a status is nobody's
+  word: a won't fix, by design or closed dismisses only with a person's explicit reply after it, starting with
+  the documented phrase (`/ocr-hook dismiss REASON`, plan.DISMISS_PHRASE) and the thread's latest update.
+  Any identity that may comment on a pull request (Readers included) may set a status, so
   the adapter asks Azure what that person may do, once per person and only for a dismissing status on one of
   its own threads: GET {vssps}_apis/identities?identityIds=ID (the Identities API, at vssps.dev.azure.com
   for dev.azure.com: the person's identity descriptor) and GET {collection}_apis/accesscontrollists/
@@ -39,6 +41,7 @@ Requests (REST 7.1, under {collection}{project}/_apis/git/repositories/{reposito
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -46,7 +49,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, api_root, check_token
 from ocr_hook.publish.check_threads import checks_said
 from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
-from ocr_hook.publish.plan import Posted, Reply
+from ocr_hook.publish.plan import Posted, Reply, said_dismiss
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines
 from ocr_hook.publish.render import plain
 from ocr_hook.publish.report_input import Report
@@ -189,9 +192,7 @@ class AzureAdapter:
         return [p for t in (threads if isinstance(threads, list) else []) if (p := self._posted(t)) is not None]
 
     def _posted(self, t: Any) -> Posted | None:
-        """A thread as Posted. Azure does not say who set a thread's status: the author of its latest reply
-        not written by the publishing identity stands for them (a person who sets won't fix, by design or
-        closed and says why in the thread); with no such reply the status has no known author."""
+        """A thread as Posted. Azure does not say who set a thread's status (see _dismissed_by)."""
         comments = t.get("comments") if isinstance(t, dict) else None
         if t.get("isDeleted") or not isinstance(comments, list) or not comments or not isinstance(comments[0], dict):
             return None
@@ -202,9 +203,8 @@ class AzureAdapter:
         replies = tuple(Reply(_id(c.get("author")), str(c.get("content") or ""), str(c.get("publishedDate") or ""),
                               bot=_service(c.get("author")))
                         for c in later)
-        theirs = [r for r in replies if r.author not in ("", self._me)]
-        by = theirs[-1] if status in CLOSED and theirs else None
-        by_can_write = (by is not None and not by.bot and status in DISMISSING and _id(first.get("author")) == self._me
+        by = _dismissed_by(replies, status, str(t.get("lastUpdatedDate") or ""), self._me)
+        by_can_write = (by is not None and not by.bot and _id(first.get("author")) == self._me
                         and self._can_write(by.author))
         liked = first.get("usersLiked")
         context = t.get("threadContext") if isinstance(t.get("threadContext"), dict) else {}
@@ -305,6 +305,12 @@ class AzureAdapter:
             self.api.patch(f"{self._pr}/threads/{p.thread}?{_V}", {"status": "fixed"})
         return len(posted)
 
+    def reopen(self, posted: Sequence[Posted]) -> int:
+        """Set these threads active again: their finding is raised again."""
+        for p in posted:
+            self.api.patch(f"{self._pr}/threads/{p.thread}?{_V}", {"status": "active"})
+        return len(posted)
+
     def reply(self, posted: Posted, body: str) -> None:
         first = posted.id.split("/", 1)[1] if "/" in posted.id else "1"
         self.api.post(f"{self._pr}/threads/{posted.thread}/comments?{_V}",
@@ -317,6 +323,30 @@ class AzureAdapter:
         if self.identities is not self.api:
             self.identities.__exit__(None, None, None)
         self.api.__exit__(None, None, None)
+
+
+# How long after a reply Azure may date the thread's last update for that reply itself (issue 58.9)
+SAME_UPDATE_S = 2.0
+
+
+def _dismissed_by(replies: Sequence[Reply], status: str, updated: str, me: str) -> Reply | None:
+    """Who dismissed the finding of a thread set to won't fix, by design or closed. Azure records no author for
+    a status (no comment, property or field of the thread names one: the vendored API description), and anyone
+    who may comment may set one; so the status alone is nobody's word, and the last person to reply is not
+    the one who set it (issue 58.9). The dismissal is an explicit reply after the change: the thread's latest
+    comment, starting with the documented phrase (plan.DISMISS_PHRASE), and nothing changed in the thread after
+    it (its lastUpdatedDate is that reply's). The adapter then asks whether its author may write."""
+    if status not in DISMISSING or not replies:
+        return None
+    last = replies[-1]
+    if last.author in ("", me) or not said_dismiss(last.body):
+        return None
+    try:
+        after = datetime.fromisoformat(updated.replace("Z", "+00:00")) - \
+            datetime.fromisoformat(last.at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return last if after.total_seconds() <= SAME_UPDATE_S else None
 
 
 def _id(identity: Any) -> str:

@@ -68,7 +68,7 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, *, 
             checks = check_overrides(posted, me, author, forge)
             before = earlier(posted, me)  # ocr-hook's own threads, by fingerprint
         except ApiRefusal as exc:
-            hint = adapter.hints.get(exc.status or 0)
+            hint = adapter.hints.get(exc.status or 0) if exc.hint else None
             return Read(where=where, note=f"dismissals on {where} not read: {one_line(str(exc))}"
                                           + (f" ({hint})" if hint else "") + "; every finding counts")
         except (TypeError, ValueError, AttributeError, KeyError, OverflowError) as exc:

@@ -30,7 +30,11 @@ from ocr_hook.publish.github_threads import (
     MORE_COMMENTS,
     RESOLVE,
     THREADS,
+    UNRESOLVE,
+    VIEWER,
     WRITE_PERMISSIONS,
+    Actor,
+    ShapeError,
     Thread,
     actor,
     comments_page,
@@ -39,7 +43,7 @@ from ocr_hook.publish.github_threads import (
     thread_posted,
     threads_page,
 )
-from ocr_hook.publish.plan import Posted, comment_fingerprint
+from ocr_hook.publish.plan import Posted, comment_fingerprint, one_line
 from ocr_hook.publish.pr_diff import CommentableLines, commentable_lines
 from ocr_hook.publish.pr_target import NoPullRequest, PullRequest, pull_request
 from ocr_hook.publish.report_input import Report
@@ -47,6 +51,8 @@ from ocr_hook.publish.review_plan import ACTIONS_BOT, MAX_BODY, InlineComment, p
 
 RESOLVE_NEEDS = ("resolving a review thread needs `permissions: contents: write` for the Actions token "
                  "(`pull-requests: write` is not enough); the threads stay open")
+REOPEN_NEEDS = ("reopening a review thread needs `permissions: contents: write` for the Actions token; the "
+                "threads stay resolved")
 
 
 class GitHubAdapter:
@@ -71,19 +77,38 @@ class GitHubAdapter:
         self._prefix = f"repos/{pr.repository}/pulls/{pr.number}"
         self._comments: list[dict[str, Any]] = []
         self._author: str | None = None
+        self.note: str | None = None  # what could not be read, for the published line and the review's notes
 
     def identity(self) -> str | frozenset[str]:
-        return self.api.user_login(ACTIONS_BOT, (403,))  # 403: an installation token (the Actions GITHUB_TOKEN)
+        """GitHub's own word (GraphQL `viewer`): a person's or an App's login (`<app>[bot]`, the Actions token's
+        `github-actions[bot]`). Where GraphQL cannot say, REST's `GET /user`, which refuses an installation
+        token (403): that is taken for the Actions token, the one a workflow is given."""
+        try:
+            viewer = actor(self.api.graphql(VIEWER, {}).get("viewer"))
+        except ApiRefusal:
+            viewer = Actor("", False)
+        if viewer.login:
+            return viewer.login
+        return self.api.user_login(ACTIONS_BOT, (403,))
 
     def diff(self) -> CommentableLines:
         return commentable_lines(self.api.get_all(f"{self._prefix}/files"))
 
     def existing(self) -> list[Posted]:
-        """The review threads (GraphQL) and the reviews, whose bodies hold the summaries (REST)."""
-        threads = self._threads()
+        """The review threads (GraphQL) and the reviews, whose bodies hold the summaries (REST). Where GraphQL
+        fails (an outage, a proxy without it), REST's review comments stand in: their markers keep a re-run from
+        posting anything twice, but they say nothing of threads (none is resolved, reopened or a dismissal), and
+        `note` says so (issue 58.14)."""
+        reviews = posted([], self.api.get_all(f"{self._prefix}/reviews"))
+        try:
+            threads = self._threads()
+        except (ApiRefusal, ShapeError) as exc:
+            self.note = (f"review threads not read ({one_line(str(exc), 200)}): no thread resolved or reopened, "
+                         "no dismissal on the pull request counted")
+            return posted(self.api.get_all(f"{self._prefix}/comments"), []) + reviews
         may_write = {login: self._can_write(login) for login in resolvers(threads, comment_fingerprint)}
         found = [thread_posted(t, may_write.get(t.resolver.login, False)) for t in threads]
-        return [p for p in found if p is not None] + posted([], self.api.get_all(f"{self._prefix}/reviews"))
+        return [p for p in found if p is not None] + reviews
 
     def _where(self) -> dict[str, str | int]:
         owner, name = self.pr.repository.split("/", 1)
@@ -151,6 +176,19 @@ class GitHubAdapter:
             done += 1
         return done
 
+    def reopen(self, posted: Sequence[Posted]) -> int:
+        """Unresolve these threads (their finding is raised again); the same permission as resolving."""
+        done = 0
+        for p in posted:
+            try:
+                self.api.graphql(UNRESOLVE, {"thread": p.thread})
+            except ApiRefusal as exc:
+                if exc.status == 403:
+                    raise ApiRefusal(403, f"{exc.message} ({REOPEN_NEEDS})") from None
+                raise
+            done += 1
+        return done
+
     def reply(self, posted: Posted, body: str) -> None:
         """One reply in the thread `posted` opens (REST: its first comment's id)."""
         if not posted.id.isdigit():
@@ -173,6 +211,7 @@ def open_adapter(setup: Setup) -> GitHubAdapter:
     token = env.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise NotApplicable("no GITHUB_TOKEN", str(pr))
-    return GitHubAdapter(GitHubApi(env.get("GITHUB_API_URL", ""), token, deadline=setup.deadline), pr)
+    return GitHubAdapter(GitHubApi(env.get("GITHUB_API_URL", ""), token, deadline=setup.deadline,
+                                   graphql_url=env.get("GITHUB_GRAPHQL_URL")), pr)
 
 

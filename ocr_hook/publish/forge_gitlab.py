@@ -217,6 +217,12 @@ class GitLabAdapter:
             self.api.put(f"{self._mr}/discussions/{quote(p.thread, safe='')}", None, params={"resolved": "true"})
         return len(posted)
 
+    def reopen(self, posted: Sequence[Posted]) -> int:
+        """Unresolve these discussions: their finding is raised again."""
+        for p in posted:
+            self.api.put(f"{self._mr}/discussions/{quote(p.thread, safe='')}", None, params={"resolved": "false"})
+        return len(posted)
+
     def report_verdict(self, report: Report, passed: bool) -> None:
         pass  # the pipeline's job status is the gate
 

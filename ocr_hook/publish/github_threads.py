@@ -90,7 +90,19 @@ mutation ResolveThread($thread: ID!) {
 }
 """
 
-DOCUMENTS = (THREADS, MORE_COMMENTS, AUTHOR, RESOLVE)  # every document the adapter sends
+UNRESOLVE = """
+mutation UnresolveThread($thread: ID!) {
+  unresolveReviewThread(input: {threadId: $thread}) { thread { id isResolved } }
+}
+"""
+
+# Who the token is, as GitHub says: an App's installation token (`ghs_…`) writes as `<app>[bot]`, which
+# REST's `GET /user` refuses to name (issue 58.13).
+VIEWER = """
+query Viewer { viewer { __typename login } }
+"""
+
+DOCUMENTS = (THREADS, MORE_COMMENTS, AUTHOR, RESOLVE, UNRESOLVE, VIEWER)  # every document the adapter sends
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})  # REST's collaborator permission that does
 

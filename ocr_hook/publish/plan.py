@@ -53,6 +53,8 @@ MAX_MESSAGE_BODY = 2_000
 _COMMENT_MARKER = re.compile(r"\A<!-- ocr-hook (?:fingerprint|check)=([0-9a-f]{8,64}) -->")
 # A reply saying a finding looks fixed, in a thread a person answered: a later run finds it and says it once.
 _FIXED_MARKER = re.compile(r"\A<!-- ocr-hook fixed fingerprint=([0-9a-f]{8,64}) -->")
+# A reply saying a finding whose thread was resolved is raised again (the thread is reopened where the forge can).
+_RAISED_MARKER = re.compile(r"\A<!-- ocr-hook raised fingerprint=([0-9a-f]{8,64}) -->")
 _SUMMARY_MARKER = re.compile(
     r"\A<!-- ocr-hook review exit=(\d{1,3}) status=([a-z]{1,20}) fingerprints=([0-9a-f,]*)"
     r"(?: checks=([0-9a-f]{12}))? -->")
@@ -81,6 +83,9 @@ def refused(forge: str) -> str:
 
 def stale_commit(kind: str) -> str:
     return f"the report is of another commit than the {kind}'s head"
+
+
+RAISED_AGAIN = "raised again, and its thread is resolved"
 
 
 def routed_below(severity: str) -> str:
@@ -213,6 +218,16 @@ def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
 # Azure DevOps thread states that say "not going to change this" (the others: active, pending, fixed).
 DISMISSING_STATES = frozenset({"wontfix", "bydesign", "closed"})
 MAX_REASON = 500
+# Where a forge does not say who set a thread's state (Azure DevOps), a person's reply starting with this, after
+# the state was set, is the dismissal; the rest of the reply is the reason (docs/recipes/publish.md).
+DISMISS_PHRASE = "/ocr-hook dismiss"
+
+
+def said_dismiss(body: str) -> bool:
+    """The reply starts with the documented phrase (any case, then a blank, a colon or nothing)."""
+    text = (body or "").lstrip()
+    return text[:len(DISMISS_PHRASE)].lower() == DISMISS_PHRASE and text[len(DISMISS_PHRASE):][:1] in ("", " ",
+                                                                                                        ":", "\n")
 
 
 def person_replied(p: Posted, me: frozenset[str]) -> bool:
@@ -220,9 +235,28 @@ def person_replied(p: Posted, me: frozenset[str]) -> bool:
     return any(r.author not in me and not r.bot for r in p.replies)
 
 
+def last_word(p: Posted, me: frozenset[str]) -> str:
+    """What ocr-hook last said in the thread about its finding: "fixed", "raised" (again), or "" (nothing)."""
+    word = ""
+    for r in p.replies:
+        if r.author in me and _FIXED_MARKER.match(r.body or ""):
+            word = "fixed"
+        elif r.author in me and _RAISED_MARKER.match(r.body or ""):
+            word = "raised"
+    return word
+
+
 def replied_fixed(p: Posted, me: frozenset[str]) -> bool:
-    """An earlier run already said in this thread that the finding looks fixed."""
-    return any(r.author in me and _FIXED_MARKER.match(r.body or "") for r in p.replies)
+    """An earlier run already said in this thread that the finding looks fixed (and it was not raised since)."""
+    return last_word(p, me) == "fixed"
+
+
+def resolved_not_by_person(p: Posted, me: frozenset[str]) -> bool:
+    """The thread is resolved, and not as a person's word on a raised finding: ocr-hook (or another bot, or
+    nobody the forge names) resolved it, or it was resolved after ocr-hook said the finding looks fixed."""
+    if not p.resolved:
+        return False
+    return not p.resolved_by or p.resolved_by in me or p.resolved_by_bot or replied_fixed(p, me)
 
 
 def dismissed_by_person(p: Posted, me: frozenset[str], author: str) -> bool:
@@ -232,6 +266,8 @@ def dismissed_by_person(p: Posted, me: frozenset[str], author: str) -> bool:
     if not p.resolved_by or p.resolved_by_bot or not p.resolved_by_can_write:
         return False
     if p.resolved_by in me or (author and p.resolved_by == author):
+        return False
+    if replied_fixed(p, me):  # resolved once ocr-hook said it looks fixed: agreeing, not dismissing (issue 58.10)
         return False
     return p.state.lower() in DISMISSING_STATES if p.state else p.resolved
 
@@ -247,8 +283,12 @@ def forge_dismissals(posted: Iterable[Posted], me: str | Iterable[str], author: 
         if not dismissed_by_person(p, before.names, author):
             continue
         said = [r for r in p.replies if r.author == p.resolved_by and (r.body or "").strip()]
-        reason = clip(" ".join(visible(said[-1].body).split()), MAX_REASON) if said else ""
-        found[fp] = ForgeDismissal(fp, p.resolved_by, p.resolved_at or (said[-1].at if said else ""), reason, where)
+        words = said[-1].body.lstrip() if said else ""
+        words = words[len(DISMISS_PHRASE):].lstrip(" :") if said_dismiss(words) else words
+        reason = clip(" ".join(visible(words).split()), MAX_REASON)
+        severity, text = _said(p.body)
+        found[fp] = ForgeDismissal(fp, p.resolved_by, p.resolved_at or (said[-1].at if said else ""), reason, where,
+                                   severity, text)
     return found
 
 
@@ -268,6 +308,15 @@ def check_overrides(posted: Iterable[Posted], me: str | Iterable[str], author: s
     return found
 
 
+def _said(body: str) -> tuple[str, str]:
+    """The severity and the text (message, then any fix) of one of ocr-hook's inline comments, as comment_body
+    wrote them: what a dismissal was about, when two findings share its fingerprint (issue 58.16)."""
+    lines = (body or "").split("\n")
+    heading_parts = lines[1].split(" · ") if len(lines) > 1 else []
+    severity = heading_parts[1].strip() if len(heading_parts) > 2 and heading_parts[0] == "**ocr-hook**" else ""
+    return severity, clip("\n".join(lines[3:]), MAX_MESSAGE_INLINE)
+
+
 def fixed_fingerprints(report: Report, threads: Mapping[str, Posted]) -> frozenset[str]:
     """The findings of earlier threads that are fixed: review memory resolved them, or (where no memory is
     kept) a complete review of the thread's file in this report no longer raises them. A thread whose
@@ -276,6 +325,12 @@ def fixed_fingerprints(report: Report, threads: Mapping[str, Posted]) -> frozens
     reviewed = set(report.reviewed)
     gone = {fp for fp, p in threads.items() if p.path and p.path in reviewed and fp not in raised}
     return frozenset(set(report.resolved) | gone)
+
+
+def raised_reply_body(fingerprint: str) -> str:
+    """The one reply in a finding's thread that was resolved and whose finding the latest review raises again."""
+    return (f"<!-- ocr-hook raised fingerprint={fingerprint} -->\n**ocr-hook**: the latest review raises this "
+            "finding again; the thread is reopened where the forge allows it.")
 
 
 def fixed_reply_body(fingerprint: str, answered: bool = True) -> str:
@@ -315,6 +370,8 @@ class Plan:
     check_inline: tuple[tuple[Inline, CheckVerdict], ...] = ()
     check_listed: tuple[tuple[CheckVerdict, str], ...] = ()
     threaded: frozenset[str] = frozenset()
+    reopen: tuple[Posted, ...] = ()  # resolved threads (by ocr-hook, or after it said fixed) of findings raised again
+    summary_due: bool = True  # a new summary is due whatever happens to the threads (new findings, another verdict)
 
 
 def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, kind: str = "pull request",
@@ -332,13 +389,19 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
     suppressed = len(report.findings) - len(live)
     # A replace-style summary is rewritten whole: only findings with their own comment are "posted".
     posted = before.fingerprints if summary == "append" else before.inline
-    new = [f for f in live if f.fingerprint not in posted]
+    # A raised finding whose only thread is resolved would be shown nowhere (issue 58.11, 58.16): the summary
+    # lists it, and a thread resolved not as a person's word on it is reopened, with one reply saying why.
+    folded = {f.fingerprint: before.threads[f.fingerprint] for f in live
+              if f.fingerprint in before.threads and before.threads[f.fingerprint].resolved}
+    new = [f for f in live if f.fingerprint not in posted or f.fingerprint in folded]
     comments: list[Inline] = []
     listed: list[tuple[Finding, str]] = []
     for f in new:
         start, end = lines_of(f)
         routed = routing.why(f)
-        if routed is not None:
+        if f.fingerprint in folded:
+            listed.append((f, RAISED_AGAIN))
+        elif routed is not None:
             listed.append((f, routed))
         elif not f.anchored or start < 1:
             listed.append((f, UNANCHORED))
@@ -367,13 +430,25 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
         elif not replied_fixed(p, before.names):  # answered, or a forge that cannot resolve (Gitea): one reply
             replies.append((p, fixed_reply_body(fp, answered)))
     _resolve_passed_checks(report, before, resolve, replies)
+    reopen: list[Posted] = []
+    for fp, p in sorted(folded.items()):
+        if resolved_not_by_person(p, before.names) and p.thread:
+            reopen.append(p)
+            if last_word(p, before.names) != "raised":
+                replies.append((p, raised_reply_body(fp)))
     unchanged = before.last_review == (report.exit_code, report.status) and \
         before.last_checks == check_threads.digest(report.checks)
-    post = bool(new) or not unchanged or bool(resolve) or bool(replies) or bool(check_inline)
+    # a folded finding the latest summary lists already is nothing new: a run that may not reopen its thread
+    # would otherwise post the same summary again on every run
+    shown = set(review_marker(before.summary.body)[2]) if before.summary and review_marker(before.summary.body) \
+        else set()
+    fresh = [f for f in new if f.fingerprint not in folded or f.fingerprint not in shown]
+    summary_due = bool(fresh) or not unchanged or bool(check_inline)
+    post = summary_due or bool(resolve) or bool(replies) or bool(reopen)
     note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""
     on_forge = sum(1 for f in report.findings if f.suppressed == "dismissed" and f.extra.get("dismissed_in"))
     return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, tuple(resolve), note,
-                tuple(replies), on_forge, kind, check_inline, check_listed, threaded)
+                tuple(replies), on_forge, kind, check_inline, check_listed, threaded, tuple(reopen), summary_due)
 
 
 def _plan_checks(report: Report, lines: CommentableLines, before: Earlier, inline: bool,
@@ -502,7 +577,7 @@ def counts(findings: Sequence[Finding]) -> str:
 
 
 def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
-                 summary: SummaryStyle = "append") -> tuple[str, tuple[str, ...]]:
+                 summary: SummaryStyle = "append", resolved: int | None = None) -> tuple[str, tuple[str, ...]]:
     """The summary's Markdown and the fingerprints it lists (its marker carries them). Stays under
     `max_chars` (the forge's limit for one body): what does not fit is counted, not listed."""
     report = plan.report
@@ -515,8 +590,9 @@ def summary_body(plan: Plan, *, max_chars: int, inline_count: int | None = None,
         parts.append(f"{plan.already} already posted by an earlier run (not repeated)")
     if plan.suppressed:
         parts.append(f"{plan.suppressed} suppressed (not posted)")
-    if plan.resolve:
-        parts.append(f"{len(plan.resolve)} resolved since (threads resolved)")
+    n_resolved = len(plan.resolve) if resolved is None else resolved  # what was done, once it is (issue 58.12)
+    if n_resolved:
+        parts.append(f"{n_resolved} resolved since (threads resolved)")
     head = ["### ocr-hook review", "", f"**{inert(report.verdict)}**" if report.verdict else "", "",
             "; ".join(parts) + "."]
     if plan.forge_dismissed:

@@ -13,6 +13,7 @@ import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.check_threads import thread_body
@@ -21,6 +22,8 @@ from ocr_hook.publish.plan import Plan, Posted, Routing, comment_body, earlier, 
 from ocr_hook.publish.pr_diff import CommentableLines
 from ocr_hook.publish.report_input import Report
 
+FIXED_REPLY = "<!-- ocr-hook fixed "  # how plan.fixed_reply_body starts
+PASSED_REPLY = "<!-- ocr-hook check-passed="  # how check_threads.passed_reply_body starts (the rest: raised again)
 MAX_READ = 8 * 1024 * 1024
 
 
@@ -28,6 +31,12 @@ NO_ROUTING = Routing()
 
 
 def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Routing = NO_ROUTING) -> str:
+    line = _publish(adapter, report, checkout, routing)
+    note = getattr(adapter, "note", None)  # what the adapter could not read (GitHub: the threads, issue 58.14)
+    return line + (f" ({note})" if note else "")
+
+
+def _publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Routing) -> str:
     own = getattr(adapter, "publish_report", None)
     if own is not None:  # a report forge (Bitbucket Code Insights: ≤ 1,000 annotations, no comments or summary)
         check_bound(report, adapter, checkout)
@@ -47,6 +56,12 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Ro
         adapter.report_verdict(report, report.exit_code == 0)
         return (f"nothing new to publish on {adapter.target}: {plan.already} finding(s) already posted, "
                 "same verdict")
+    # The threads first, so that the summary says what was done, not what was meant (issue 58.12).
+    closed = _close_threads(adapter, plan)
+    if not plan.summary_due and not closed.resolved:
+        adapter.report_verdict(report, report.exit_code == 0)
+        return f"nothing new to publish on {adapter.target}: {plan.already} finding(s) already posted, same " \
+               f"verdict{closed.said(plan)}{closed.left}"
     refusal = ""
     try:
         refused = adapter.post_inline(_texts(plan, lines, adapter))
@@ -58,27 +73,29 @@ def publish(adapter: Adapter, report: Report, checkout: Path | None, routing: Ro
             plan = plan_publish(report, lines, before, refused_fps=refused, **options)  # type: ignore[arg-type]
             refusal = f"{len(refused)} inline comment(s) refused"
     posted_inline = len(plan.inline) + len(plan.check_inline)
-    body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
-    if not posted_inline and not plan.resolve and not plan.replies and not refusal and before.summary is not None \
+    body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style,
+                                 resolved=closed.resolved)
+    if not posted_inline and not closed.resolved and not refusal and before.summary is not None \
             and before.summary.body == body:
         adapter.report_verdict(report, report.exit_code == 0)
-        return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this"
+        return f"nothing new to publish on {adapter.target}: {adapter.summary_name} already says this" + \
+            closed.said(plan) + closed.left
     try:
         _put_summary(adapter, before.summary, body)
     except InlineRefused as exc:  # one-request forges: the review with its comments was refused
         refusal = exc.reason
         plan = plan_publish(report, lines, before, inline=False, **options)  # type: ignore[arg-type]
         adapter.post_inline([])
-        body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style)
+        body, _listed = summary_body(plan, max_chars=adapter.max_body, summary=adapter.summary_style,
+                                     resolved=closed.resolved)
         _put_summary(adapter, before.summary, body)
         posted_inline = 0
     posted_checks = len(plan.check_inline) if posted_inline else 0
-    resolved, answered, left = _close_threads(adapter, plan)
     adapter.report_verdict(report, report.exit_code == 0)
-    line = _published(adapter, plan, posted_inline - posted_checks, resolved, answered, posted_checks)
+    line = _published(adapter, plan, posted_inline - posted_checks, closed, posted_checks)
     return line + (f" ({adapter.forge} refused the inline comments: {refusal}; listed in {adapter.summary_name})"
                    if refusal and posted_inline == 0 else f" ({refusal}; listed in {adapter.summary_name})"
-                   if refusal else "") + left
+                   if refusal else "") + closed.left
 
 
 def _anchored_paths(report: Report) -> set[str]:
@@ -87,19 +104,57 @@ def _anchored_paths(report: Report) -> set[str]:
                                                               if e.anchored}
 
 
-def _close_threads(adapter: Adapter, plan: Plan) -> tuple[int, int, str]:
-    """Resolve the fixed findings' threads and reply where a person answered: (resolved, answered, what was
-    refused). The review is posted by now: a refusal here (GitHub's Actions token without `contents: write`)
-    leaves those threads as they are and is said on the same line, not as a review that was not published."""
-    resolved = answered = 0
-    try:
-        resolved = adapter.resolve(plan.resolve) if plan.resolve else 0
-        for thread, text in plan.replies:
+class Closed(NamedTuple):
+    """What was done to earlier threads: resolved, reopened, answered, and what the forge refused (a clause)."""
+
+    resolved: int = 0
+    reopened: int = 0
+    answered: int = 0
+    left: str = ""
+
+    def said(self, plan: Plan) -> str:
+        return "".join(f"; {p}" for p in self.parts(plan))
+
+    def parts(self, plan: Plan) -> list[str]:
+        told = [text for _thread, text in plan.replies[:self.answered]]
+        fixed = sum(1 for text in told if text.startswith(FIXED_REPLY))
+        passed = sum(1 for text in told if text.startswith(PASSED_REPLY))
+        raised = len(told) - fixed - passed
+        return [part for part in (
+            f"{self.resolved} thread(s) resolved" if self.resolved else "",
+            f"{self.reopened} thread(s) reopened" if self.reopened else "",
+            f"{fixed} answered thread(s) told the finding looks fixed" if fixed else "",
+            f"{passed} answered check thread(s) told the check passes" if passed else "",
+            f"{raised} thread(s) told the finding is raised again" if raised else "") if part]
+
+
+def _close_threads(adapter: Adapter, plan: Plan) -> Closed:
+    """Resolve the fixed findings' threads, reopen those of findings raised again, and reply where a person
+    answered (or a finding is raised again). Each on its own: a refused resolve (GitHub's Actions token without
+    `contents: write`) stops neither the reopening nor the replies (`pull-requests: write` is enough for those),
+    and what was refused is said once on the published line, never as a review that was not published."""
+    refusals: list[str] = []
+    resolved = reopened = answered = 0
+    if plan.resolve:
+        try:
+            resolved = adapter.resolve(plan.resolve)
+        except ApiRefusal as exc:
+            refusals.append(f"{adapter.forge} refused to resolve the fixed findings' threads: {exc}")
+    reopen = getattr(adapter, "reopen", None)
+    if plan.reopen and reopen is not None:
+        try:
+            reopened = reopen(plan.reopen)
+        except ApiRefusal as exc:
+            refusals.append(f"{adapter.forge} refused to reopen the threads of findings raised again (listed in "
+                            f"{adapter.summary_name}): {exc}")
+    for thread, text in plan.replies:
+        try:
             adapter.reply(thread, text)
-            answered += 1
-    except ApiRefusal as exc:
-        return resolved, answered, f" ({adapter.forge} refused to resolve or answer the fixed findings' threads: {exc})"
-    return resolved, answered, ""
+        except ApiRefusal as exc:
+            refusals.append(f"{adapter.forge} refused to answer in a thread: {exc}")
+            break
+        answered += 1
+    return Closed(resolved, reopened, answered, "".join(f" ({r})" for r in refusals))
 
 
 def _put_summary(adapter: Adapter, previous: Posted | None, body: str) -> None:
@@ -123,7 +178,7 @@ def _texts(plan: Plan, lines: CommentableLines, adapter: Adapter) -> list[Inline
     return texts
 
 
-def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, answered: int, checks: int = 0) -> str:
+def _published(adapter: Adapter, plan: Plan, inline: int, closed: Closed, checks: int = 0) -> str:
     parts = [f"{inline} inline comment(s)", f"{len(plan.listed)} finding(s) in {adapter.summary_name}"]
     if plan.report.checks:
         parts.append(f"{len(plan.report.checks)} check(s) in {adapter.summary_name}")
@@ -133,10 +188,7 @@ def _published(adapter: Adapter, plan: Plan, inline: int, resolved: int, answere
         parts.append(f"{plan.already} already posted earlier")
     if plan.suppressed:
         parts.append(f"{plan.suppressed} suppressed, not posted")
-    if resolved:
-        parts.append(f"{resolved} thread(s) resolved")
-    if answered:
-        parts.append(f"{answered} answered thread(s) told the finding looks fixed")
+    parts += closed.parts(plan)
     return f"published {adapter.published_as} on {adapter.target}: " + ", ".join(parts)
 
 

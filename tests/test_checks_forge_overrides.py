@@ -200,10 +200,11 @@ def test_azure(world: World) -> None:
         world.publish(env)
         threads = {t["comments"][0]["content"].split("\n", 1)[0]: t for t in azure.pulls[7].threads}
         tested, logged = threads[marker(API_TESTS)], threads[marker(CHANGELOG)]
-        azure.reply(tested, REASON, member)
-        azure.set_status(tested, "byDesign")  # the member says why, then sets the state
-        azure.reply(logged, "Not needed.", AUTHOR)
-        azure.set_status(logged, "wontFix")  # the pull request's author
+        # Azure records no author for a status: the member sets it, then says so with the documented phrase
+        azure.set_status(tested, "byDesign")
+        azure.reply(tested, f"/ocr-hook dismiss {REASON}", member)
+        azure.set_status(logged, "wontFix")  # the pull request's author, phrase and all: never an override
+        azure.reply(logged, "/ocr-hook dismiss Not needed.", AUTHOR)
         world.overridden(env, member["id"], "azure")
         [status] = azure.pulls[7].statuses
         assert "checks: 2 fail; failed: api-tests, changelog" in status["description"]

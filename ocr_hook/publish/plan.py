@@ -272,6 +272,13 @@ def dismissed_by_person(p: Posted, me: frozenset[str], author: str) -> bool:
     return p.state.lower() in DISMISSING_STATES if p.state else p.resolved
 
 
+def _reason(reply: str) -> str:
+    """A person's reply as the reason for their dismissal or override: the documented phrase (Azure) left out."""
+    words = (reply or "").lstrip()
+    words = words[len(DISMISS_PHRASE):].lstrip(" :") if said_dismiss(words) else words
+    return clip(" ".join(visible(words).split()), MAX_REASON)
+
+
 def forge_dismissals(posted: Iterable[Posted], me: str | Iterable[str], author: str,
                      where: str) -> dict[str, ForgeDismissal]:
     """Fingerprint → the dismissal a person made on the forge (`where`: "GitLab merge request group/app!3"),
@@ -283,9 +290,7 @@ def forge_dismissals(posted: Iterable[Posted], me: str | Iterable[str], author: 
         if not dismissed_by_person(p, before.names, author):
             continue
         said = [r for r in p.replies if r.author == p.resolved_by and (r.body or "").strip()]
-        words = said[-1].body.lstrip() if said else ""
-        words = words[len(DISMISS_PHRASE):].lstrip(" :") if said_dismiss(words) else words
-        reason = clip(" ".join(visible(words).split()), MAX_REASON)
+        reason = _reason(said[-1].body if said else "")
         severity, text = _said(p.body)
         found[fp] = ForgeDismissal(fp, p.resolved_by, p.resolved_at or (said[-1].at if said else ""), reason, where,
                                    severity, text)
@@ -303,8 +308,7 @@ def check_overrides(posted: Iterable[Posted], me: str | Iterable[str], author: s
         if not dismissed_by_person(p, before.names, author):
             continue
         said = [r for r in p.replies if r.author == p.resolved_by and (r.body or "").strip()]
-        reason = clip(" ".join(visible(said[-1].body).split()), MAX_REASON) if said else "resolved the check's thread"
-        found[key] = Override(p.resolved_by, reason, where)
+        found[key] = Override(p.resolved_by, _reason(said[-1].body) if said else "resolved the check's thread", where)
     return found
 
 

@@ -104,5 +104,7 @@ def overrides_for(repo_root: str, name: str, change_set: ChangeSet, environ: Map
     entries = read(repo_root, name)
     if not entries:
         return {}
-    here = change_id(change_set, environ, name)
-    return {e.check: Override(by=e.by, reason=e.reason, where=name) for e in entries if e.change == here}
+    here = {change_id(change_set, environ, name)}
+    if change_set.target is not None:  # in CI too: the range as `dismiss --check --base` names it in a checkout
+        here.add(change_id(change_set, {}, name))
+    return {e.check: Override(by=e.by, reason=e.reason, where=name) for e in entries if e.change in here}

@@ -118,6 +118,9 @@ def test_a_rerun_sends_nothing_and_says_the_verdict_was_carried(world: Any) -> N
     assert world["text_requests"] == []
     assert "FAIL [block] endpoint-test" in text.stdout and "carried" in text.stdout
     assert "N/A [warn] docs-settings" in text.stdout
+    # A run blocked by a check says how to override it, with the scope the review had (pasted as printed).
+    assert "a check does not hold for this change?" in text.stdout
+    assert 'ocr-hook dismiss --check endpoint-test --base main --reason "..."' in text.stdout
 
 
 def test_a_push_outside_the_check_s_paths_does_not_ask_it_again(world: Any) -> None:
@@ -155,7 +158,13 @@ def test_dismiss_check_overrides_one_check_and_says_who_and_why(world: Any) -> N
                    env=world["env"])
     assert done.returncode == 0, done.stderr
     assert "checks:" in (repo / ".ocr-hook/dismissed.yaml").read_text()
-    proc = run_cli(repo, *world["args"], env=world["env"])
+    # Committed, as the command says to: the branch's range has a new last commit, the override still names it.
+    # And in a merge request's CI job, whose own name for the change is the request, the range's override holds.
+    commit_all(repo, "override endpoint-test")
+    try:
+        proc = run_cli(repo, *world["args"], env={**world["env"], "GITLAB_CI": "true", "CI_MERGE_REQUEST_IID": "7"})
+    finally:
+        git(repo, "reset", "-q", "HEAD~1")  # the later tests' branch as it was, the override left in the work tree
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "OVERRIDDEN [block] endpoint-test" in proc.stdout
     assert "overridden by lead@example.com" in proc.stdout and "tested by the e2e suite" in proc.stdout

@@ -45,3 +45,7 @@ def test_claude_code_answers_the_checks_with_the_same_tools(tmp_path: Path) -> N
     names = {t["name"] for t in asked[0].body["tools"]}
     assert names == {f"mcp__ocr-hook__{n}" for n in ("file_read", "file_read_diff", "file_find", "code_search",
                                                       "check_verdict", "task_done")}, names
+    # check_verdict's `check` is an enum of this change's checks, as on the API path (strict mode then refuses
+    # any other name before a handler sees it).
+    [verdict_tool] = [t for t in asked[0].body["tools"] if t["name"] == "mcp__ocr-hook__check_verdict"]
+    assert verdict_tool["input_schema"]["properties"]["check"]["enum"] == ["calc-tests"], verdict_tool

@@ -4,7 +4,7 @@ Delegate, through the CLI with no key (no request may reach the fake Messages AP
 applicable checks (the pass's brief, check_verdict with the names as its enum; a check the change does not
 touch is not there); the host answers them through `delegate call SESSION --file :checks`; `finish` refuses,
 exit 3, while an applicable check has no verdict, and then reports the host's verdict and gates on it. The MCP
-server's `review`, through the real MCP SDK client, returns the verdicts in its checked output.
+server's `review` returns the verdicts: test_mcp_server's review test (its server, no second one).
 """
 
 from __future__ import annotations
@@ -12,16 +12,11 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
-import anyio
 import forked_cli
 import pytest
-from agent_support import main_opening
-from e2e_support import CALC_AFTER, CALC_BEFORE, CALC_PATH
-from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
+from fake_api import FakeMessagesAPI
 from gitrepo import commit_all, git, make_repo, write
-from test_mcp_server import serving
 
 BEFORE = "import os\n\n\ndef total(values):\n    return sum(values)\n"
 AFTER = ("import os\n\n\ndef total(values):\n    return sum(values)\n\n\n"
@@ -85,36 +80,3 @@ def test_the_host_answers_the_checks_and_finish_refuses_until_it_has(repo: Path,
     assert (evidence["path"], evidence["start_line"], evidence["anchored"]) == ("calc.py", EVAL_LINE - 1, True)
     assert {c["name"]: c["verdict"] for c in report["checks"]}["docs-settings"] == "not_applicable"
     assert report["usage"]["requests"] == 0 and fake_api.requests == []
-
-
-PASS_OPENING = "Evaluate the team's checks"
-
-
-def test_the_mcp_review_returns_the_verdicts(tmp_path: Path, fake_api: FakeMessagesAPI,
-                                             sdk_env: dict[str, str]) -> None:
-    repo = make_repo(tmp_path / "repo")
-    write(repo, CALC_PATH, CALC_BEFORE)
-    write(repo, ".ocr-hook/checks/calc-tests.md", TESTS_CHECK)
-    commit_all(repo, "base")
-    write(repo, CALC_PATH, CALC_AFTER)
-    git(repo, "add", CALC_PATH)
-    fake_api.script(main_opening(CALC_PATH), [task_done()])
-    fake_api.script(PASS_OPENING, [Reply([tool_use("check_verdict", {
-        "check": "calc-tests", "verdict": "pass", "reason": "The change adds no function.", "evidence": []})]),
-        task_done()])
-
-    async def main() -> Any:
-        async with serving(repo, sdk_env, tmp_path / "stderr.txt") as client:
-            listed = await client.session.list_tools()
-            calls = next(t for t in listed.tools if t.name == "delegate_call")
-            assert "check_verdict" in calls.input_schema["properties"]["tool"]["enum"]  # the host answers checks
-            return await client.call("review", {}), next(t for t in listed.tools if t.name == "review")
-
-    result, tool = anyio.run(main)
-    described = tool.output_schema["properties"]["checks"]["items"]["properties"]
-    assert described["verdict"]["enum"] == ["pass", "fail", "inconclusive", "not_applicable"]
-    doc = result.structured_content  # (the SDK's client checked it against the tool's output schema)
-    assert not result.is_error and doc is not None
-    [verdict] = doc["checks"]
-    assert (verdict["name"], verdict["verdict"], verdict["mode"]) == ("calc-tests", "pass", "block")
-    assert any(PASS_OPENING in r.first_user_text for r in fake_api.requests)

@@ -121,11 +121,18 @@ def test_a_second_dismissal_appends_and_keeps_the_first_entry_byte_for_byte(tmp_
     report = str(run.out_dir / "report.json")
     assert dismiss(repo, sdk_env, fps[1], "--reason", "first", "--from", report).returncode == 0
     first_text = (repo / DISMISSALS).read_text()
+    # A check's override (`dismiss --check`) puts its `checks:` list after the findings' list: the next finding
+    # still goes into `dismissed:`, and the override is kept byte for byte (issue 59 item 6).
+    write(repo, ".ocr-hook/checks/calc-tests.md", "---\nmode: block\n---\nArithmetic changes come with a test.\n")
+    assert dismiss(repo, sdk_env, "--check", "calc-tests", "--reason", "tested elsewhere").returncode == 0
+    with_check = (repo / DISMISSALS).read_text()
+    assert with_check.startswith(first_text) and with_check[len(first_text):].startswith("checks:\n")
     proc = dismiss(repo, sdk_env, fps[0][:10], "--reason", "second", "--from", report, "--paths", "*.py",
                    "--expires", "2999-01-01")
     assert proc.returncode == 0, proc.stderr
     text_now = (repo / DISMISSALS).read_text()
-    assert text_now.startswith(first_text)
+    assert text_now.startswith(first_text) and text_now.endswith(with_check[len(first_text):])
+    assert [c["reason"] for c in yaml.safe_load(text_now)["checks"]] == ["tested elsewhere"]
     assert [e["reason"] for e in entries(repo)] == ["first", "second"]
     assert entries(repo)[1]["paths"] == ["*.py"] and str(entries(repo)[1]["expires"]) == "2999-01-01"
     assert "by" not in entries(repo)[0]  # no user.email anywhere: left out

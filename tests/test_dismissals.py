@@ -127,3 +127,29 @@ def test_a_new_entry_keeps_the_first_200_characters_of_the_message_on_one_line()
     e = d.new_entry(report, "  why  ", [], "me@example.com", TODAY, None)
     assert e.message.startswith("line one line two x") and len(e.message) == 200
     assert (e.reason, e.paths, e.by) == ("why", ("a.py",), "me@example.com")
+
+
+CHECK_ITEM = "- check: calc-tests\n  change: staged abc\n  reason: r\n  by: a@b\n  'on': 2026-12-01\n"
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"])
+def test_both_lists_take_new_entries_in_either_order_and_nothing_else_changes(eol: str) -> None:
+    """The file holds `dismissed:` (findings) and `checks:` (`dismiss --check`) in whichever order the commands
+    first wrote them: each adds to its own list, before the next key and its comments, in the file's line endings
+    (issue 59 item 6)."""
+    checks_first = ("# overrides\nchecks:\n  - check: a\n    by: x\n\n# findings, below\n").replace("\n", eol)
+    text = d.appended_text(checks_first, [entry(1)], "f")
+    assert text.startswith(checks_first) and d.parse_text(text, "f") == (entry(1),)
+    assert eol == "\n" or "\n" not in text.replace("\r\n", "")
+    findings_first = d.file_text([entry(1)]).replace("\n", eol) + f"# the checks{eol}checks:{eol}- check: a{eol}"
+    text = d.appended_text(findings_first, [entry(2)], "f")
+    assert d.parse_text(text, "f") == (entry(1), entry(2))
+    head = findings_first.split(f"# the checks{eol}")[0]
+    assert text.startswith(head) and text.endswith(f"# the checks{eol}checks:{eol}- check: a{eol}")
+    text = d.insert_items(text, "checks", CHECK_ITEM, "f")  # the checks list is last: appended
+    assert text.endswith(f"- check: a{eol}" + CHECK_ITEM.replace("\n", eol))
+    again = d.insert_items(checks_first, "checks", CHECK_ITEM, "f")  # the only key: at the end, at its indentation
+    assert again == checks_first + "".join("  " + line + eol for line in CHECK_ITEM.splitlines())
+    assert d.insert_items("", "checks", CHECK_ITEM, "f") == "checks:\n" + CHECK_ITEM
+    with pytest.raises(ConfigError, match="flow style"):
+        d.insert_items("checks: []\n", "checks", CHECK_ITEM, "f")

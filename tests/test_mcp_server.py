@@ -18,7 +18,7 @@ import anyio
 import mcp_types as types
 from agent_support import filter_keeps_all
 from e2e_support import CALC_LINE, CALC_PATH, calc_repo, comment, comment_turn
-from fake_api import FakeMessagesAPI, Reply, task_done
+from fake_api import FakeMessagesAPI, Reply, check_verdict, task_done
 from gitrepo import git, run_cli, write
 from jsonschema import Draft202012Validator
 from mcp.client.session import ClientSession
@@ -48,6 +48,9 @@ class Client:
 
         with anyio.fail_after(CALL_TIMEOUT_S):
             return await self.session.call_tool(name, arguments or {}, progress_callback=on_progress)
+
+
+CHECKS_OPENING = "Evaluate the team's checks"
 
 
 @asynccontextmanager
@@ -121,6 +124,11 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
     assert finding["properties"]["severity"]["enum"] == ["critical", "high", "medium", "low"]
     assert {"exit_code", "verdict", "status", "findings", "coverage", "usage"} <= set(review.output_schema["required"])
     assert "max_cost" not in preview.input_schema["properties"]
+    # Checks (DESIGN.md 20): the review's document describes the verdicts; a host answers checks through
+    # delegate_call's check_verdict.
+    described = review.output_schema["properties"]["checks"]["items"]["properties"]
+    assert described["verdict"]["enum"] == ["pass", "fail", "inconclusive", "not_applicable"]
+    assert "check_verdict" in listed["delegate_call"].input_schema["properties"]["tool"]["enum"]
     assert stderr_of(tmp_path / "stderr.txt") == ""
 
 
@@ -130,8 +138,15 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
 def test_review_of_a_staged_change_returns_the_cli_document_with_progress(
         tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
     repo = calc_repo(tmp_path / "repo")
+    # A team's check at HEAD (the staged change left as it is): the review returns its verdict too.
+    write(repo, ".ocr-hook/checks/calc-tests.md", "---\npaths: [\"calc.py\"]\nmode: block\nwhen: commit\n---\n"
+          "Every new function in calc.py has a test.\n")
+    git(repo, "add", ".ocr-hook/checks/calc-tests.md")
+    git(repo, "commit", "-q", "--no-verify", "-m", "check", "--", ".ocr-hook/checks/calc-tests.md")
     _filter_keeps_everything(fake_api)
     fake_api.script(CALC_PATH, [comment_turn(comment(severity="high")), task_done()])
+    fake_api.script(CHECKS_OPENING, [check_verdict("calc-tests", "pass", "The change adds no function.",
+                                                   then_done=True)])
     progress: list[tuple[float, str | None]] = []
 
     async def main() -> types.CallToolResult:
@@ -148,6 +163,8 @@ def test_review_of_a_staged_change_returns_the_cli_document_with_progress(
     assert (finding["path"], finding["start_line"], finding["severity"]) == (CALC_PATH, CALC_LINE, "high")
     assert finding["suggestion"] == "    return a + b"
     assert doc["coverage"]["reviewed"] == [CALC_PATH] and doc["usage"]["requests"] >= 2
+    [verdict] = doc["checks"]
+    assert (verdict["name"], verdict["verdict"], verdict["mode"]) == ("calc-tests", "pass", "block")
     # The text blocks: the verdict first, then the same document as JSON for clients without structured content.
     assert [b.text for b in result.content[:1]] == [doc["verdict"]]  # type: ignore[union-attr]
     assert json.loads(result.content[1].text) == doc  # type: ignore[union-attr]
@@ -161,6 +178,7 @@ def test_review_of_a_staged_change_returns_the_cli_document_with_progress(
     cli_doc = json.loads(cli.stdout)
     for key in ("status", "exit_code", "verdict", "fail_on", "scope", "findings", "schema_version"):
         assert cli_doc[key] == doc[key], key
+    assert [(c["name"], c["verdict"], c["carried"]) for c in cli_doc["checks"]] == [("calc-tests", "pass", True)]
     assert cli_doc["coverage"]["cached"] == [CALC_PATH]
     assert stderr_of(tmp_path / "stderr.txt") == ""
 

@@ -10,7 +10,15 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ocr_hook.agent.checks_pass import NO_VERDICT, ChecksOutcome, ChecksTask, _Pass, first_message, unanswered
+from ocr_hook.agent.checks_pass import (
+    NO_VERDICT,
+    ChecksOutcome,
+    ChecksTask,
+    _Pass,
+    check_tools,
+    first_message,
+    unanswered,
+)
 
 if TYPE_CHECKING:
     from ocr_hook.agent.tool_api import ToolResult
@@ -54,7 +62,8 @@ async def evaluate_checks_claude_code(task: ChecksTask, budget: Budget, environ:
     first = first_message(task, mask, rounds)
     talk = CliTalk(cli_path(settings.claude_code_path), environ, budget, settings.model_for("main"),
                    one.system[0]["text"], rounds, settings.max_output_tokens, phase="checks", answer=answer,
-                   closers=CLOSERS)
+                   closers=CLOSERS, schemas={t["name"]: t["input_schema"] for t in check_tools(list(one.by_name))
+                                             if t["name"] == "check_verdict"})
     cut = ""
     try:
         if not talk.fits(len(first) // 3):

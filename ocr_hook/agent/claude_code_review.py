@@ -244,7 +244,11 @@ class CliTalk:
 
     def __init__(self, cli: str, environ: Mapping[str, str], budget: Budget, model: str, system: str, rounds: int,
                  max_tokens: int, *, phase: str | None = None, answer: Answer | None = None,
-                 closers: frozenset[str] = frozenset(), thinking: bool = False, effort: str | None = None) -> None:
+                 closers: frozenset[str] = frozenset(), thinking: bool = False, effort: str | None = None,
+                 schemas: Mapping[str, dict[str, Any]] | None = None) -> None:
+        # `schemas`: a tool's input schema for this conversation in place of the registry's (the checks pass's
+        # check_verdict, whose `check` is an enum of this change's checks, as on the API path).
+        self._schemas = schemas or {}
         self.cli, self.environ, self.budget, self.model, self.system = cli, environ, budget, model, system
         self.rounds, self.max_tokens, self.phase = rounds, max_tokens, phase
         self.thinking, self.effort, self._answer, self._closers = thinking, effort, answer, closers
@@ -335,8 +339,8 @@ class CliTalk:
                 return {"content": [{"type": "text", "text": result.text or "(empty)"}], "is_error": result.is_error}
             return handle
 
-        return [tool(spec.name, spec.description, spec.input_schema)(handler_for(spec.name))
-                for spec in registry.tools_for_phase(self.phase)]
+        return [tool(spec.name, spec.description, self._schemas.get(spec.name, spec.input_schema))(
+                    handler_for(spec.name)) for spec in registry.tools_for_phase(self.phase)]
 
     def _observe(self, message: Mapping[str, Any]) -> None:
         if message.get("type") == "stream_event" and isinstance(message.get("event"), dict):

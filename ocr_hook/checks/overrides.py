@@ -40,12 +40,16 @@ def change_id(change_set: ChangeSet, environ: Mapping[str, str], dismissals_file
     system = running(environ)
     if number:
         return f"pull request {number}" + (f" ({system})" if system else "")
+    outside = ["--", ".", f":(exclude,literal){dismissals_file}"]
     if change_set.target is None:
         base = ["HEAD"] if git.has_head(change_set.repo_root) else [git.empty_tree(change_set.repo_root)]
-        raw = git.git_text(change_set.repo_root, ["diff", "--cached", "--raw", "-z", "--no-renames", *base, "--", ".",
-                                                  f":(exclude,literal){dismissals_file}"])
+        raw = git.git_text(change_set.repo_root, ["diff", "--cached", "--raw", "-z", "--no-renames", *base, *outside])
         return "staged change " + sha256_hex(raw.encode("utf-8", "surrogateescape"))[:16]
-    return f"range {change_set.base}..{change_set.target}"
+    # A range by what it changes, not by its last commit: committing the override (as `dismiss --check` says to)
+    # makes a new last commit, and the override must still name the change it was written for.
+    raw = git.git_text(change_set.repo_root, ["diff", "--raw", "-z", "--no-renames", change_set.base,
+                                              change_set.target, *outside])
+    return f"range from {change_set.base[:12]}, changes {sha256_hex(raw.encode('utf-8', 'surrogateescape'))[:16]}"
 
 
 def parse(data: Any, where: str) -> tuple[CheckOverride, ...]:
@@ -100,5 +104,7 @@ def overrides_for(repo_root: str, name: str, change_set: ChangeSet, environ: Map
     entries = read(repo_root, name)
     if not entries:
         return {}
-    here = change_id(change_set, environ, name)
-    return {e.check: Override(by=e.by, reason=e.reason, where=name) for e in entries if e.change == here}
+    here = {change_id(change_set, environ, name)}
+    if change_set.target is not None:  # in CI too: the range as `dismiss --check --base` names it in a checkout
+        here.add(change_id(change_set, {}, name))
+    return {e.check: Override(by=e.by, reason=e.reason, where=name) for e in entries if e.change in here}

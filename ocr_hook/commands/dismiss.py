@@ -316,16 +316,14 @@ def run_check(name: str, reason: str | None, base: str | None, config_file: str 
             dismissals.parse_text(text, settings.dismissals_file)  # a bad file: exit 2, nothing written
             parse(data, settings.dismissals_file)
         body = yaml.safe_dump([{**entry.as_dict()}], sort_keys=False, allow_unicode=True, width=1_000_000)
-        if text is None or not text.strip():
-            new = "checks:\n" + body
-        elif isinstance(data, Mapping) and "checks" in data:
-            last_key = [line for line in text.splitlines() if re.match(r"^[A-Za-z_]+:", line)][-1]
-            if not last_key.startswith("checks:"):
-                raise ConfigError(f"{settings.dismissals_file}: its 'checks' list is not last in the file; move it "
-                                  "to the end to add to it")
-            new = text + ("" if text.endswith("\n") else "\n") + body
-        else:
-            new = text + ("" if text.endswith("\n") else "\n") + "checks:\n" + body
+        new = dismissals.insert_items(text or "", "checks", body, settings.dismissals_file)
+        # What the file held is still there, unchanged, with this one entry added (else nothing is written).
+        after = yaml.load(new, Loader=dismissals._Loader)
+        if parse(after, settings.dismissals_file) != (*parse(data, settings.dismissals_file), entry) or (
+                text is not None and dismissals.parse_text(new, settings.dismissals_file)
+                != dismissals.parse_text(text, settings.dismissals_file)):
+            raise ConfigError(f"{settings.dismissals_file}: cannot add to it without rewriting it (its 'checks' "
+                              "list must be in block style); nothing written")
         full = os.path.join(root, settings.dismissals_file)
         os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
         write_atomic(full, new)

@@ -829,6 +829,11 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
                            patch_command=patch_command, rerun=rerun, program=program(environ or {}),
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory)  # (every scope's review is memory's latest: apply, dismiss)
+        from ocr_hook.reports.hints import check_steps
+
+        checks = check_steps([c.name for c in decided.blocking_checks], base_ref=change_set.base_ref, ci=ci,
+                             dismissals_file=settings.dismissals_file)
+        steps = (*(steps or ("What to do next:",) if checks else steps), *checks)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,
         on_error=settings.on_error, exit_code=code, gate=decided,

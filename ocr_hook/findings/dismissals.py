@@ -290,34 +290,50 @@ def file_text(entries: Iterable[Dismissal]) -> str:
 
 
 def appended_text(existing: str, added: Sequence[Dismissal], where: str) -> str:
-    """`existing` (a dismissals file's text as it is on disk) with `added` appended after its last byte, in
-    its own line endings and at its list's indentation; nothing before is changed. A file the entries cannot
-    be appended to without rewriting it (a flow-style list, the list not last in the file) is a ConfigError:
-    the caller writes nothing."""
+    """`existing` (a dismissals file's text as it is on disk) with `added` appended to its `dismissed:` list (see
+    insert_items); nothing else is changed. A file the entries cannot be added to without rewriting it (a
+    flow-style list) is a ConfigError: the caller writes nothing."""
     before = parse_text(existing, where)
-    eol = "\r\n" if "\r\n" in existing else "\n"
-    root = yaml.compose(existing, Loader=_Loader)
-    items = None
-    if isinstance(root, yaml.MappingNode):
-        items = next((v for k, v in root.value if getattr(k, "value", None) == "dismissed"), None)
-    if isinstance(items, yaml.SequenceNode) and items.flow_style:
-        raise ConfigError(f"dismissals file {where}: its list is written in flow style ([...]); cannot add to it "
-                          "without rewriting it: write it as a block list (one '- ' per entry) first")
-    indent = items.start_mark.column if isinstance(items, yaml.SequenceNode) and items.value else 0
     body = file_text(added).split("\n", 1)[1]  # the list items, without the `dismissed:` line
-    if not isinstance(root, yaml.MappingNode):  # empty, or comments only: the key goes first
-        body = "dismissed:\n" + body
-    lines = [(" " * indent + line) if line else line for line in body.split("\n")]
-    text = existing if not existing or existing.endswith("\n") else existing + eol
-    text += eol.join(lines)
+    text = insert_items(existing, "dismissed", body, where)
     try:
         after = parse_text(text, where)
     except ConfigError:
         after = ()
     if after != (*before, *added):
         raise ConfigError(f"dismissals file {where}: cannot add to it without rewriting it (its 'dismissed' list "
-                          "must be the last thing in the file, in block style); nothing written")
+                          "must be in block style); nothing written")
     return text
+
+
+def insert_items(existing: str, key: str, items: str, where: str) -> str:
+    """`existing` with the block-list `items` (YAML text, at column 0) added at the end of its top-level `key`
+    list, in the file's own line endings and at the list's indentation; the key is added at the end of the file
+    when it has none. The file holds two lists (`dismissed:` and `checks:`, each written by its own command) in
+    either order, so the items go before the next top-level key (and the comments just above it) when the list
+    is not last. Nothing else is changed; a flow-style list is a ConfigError (it cannot be added to in place)."""
+    eol = "\r\n" if "\r\n" in existing else "\n"
+    root = yaml.compose(existing, Loader=_Loader) if existing.strip() else None
+    keys = list(root.value) if isinstance(root, yaml.MappingNode) else []
+    at = next((n for n, (k, _v) in enumerate(keys) if getattr(k, "value", None) == key), None)
+    node = keys[at][1] if at is not None else None
+    if isinstance(node, yaml.SequenceNode) and node.flow_style:
+        raise ConfigError(f"dismissals file {where}: its '{key}' list is written in flow style ([...]); cannot add "
+                          "to it without rewriting it: write it as a block list (one '- ' per entry) first")
+    indent = node.start_mark.column if isinstance(node, yaml.SequenceNode) and node.value else 0
+    body = [(" " * indent + line) if line else line for line in items.rstrip("\n").split("\n")]
+    if node is None:
+        body = [f"{key}:", *body]
+    text = existing if not existing or existing.endswith("\n") else existing + eol
+    lines = text.splitlines(keepends=True)
+    cut = len(lines)
+    if at is not None and at + 1 < len(keys):
+        cut = keys[at + 1][0].start_mark.line
+        # the comments and blank lines just above the next key belong to it
+        while cut > 0 and (not lines[cut - 1].strip() or lines[cut - 1].startswith("#")):
+            cut -= 1
+    added = "".join(line + eol for line in body)
+    return "".join(lines[:cut]) + added + "".join(lines[cut:])
 
 
 class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]

@@ -229,6 +229,9 @@ def _check_results(verdict: CheckVerdict, rule_index: Mapping[str, int]) -> list
     text = f"Check {verdict.name} ({verdict.mode}): {verdict.verdict}. {verdict.reason}"
     places = [(e.path, e.start_line, max(e.start_line, e.end_line)) for e in verdict.evidence if e.anchored]
     if not places:
+        # Not the repository root: GitHub code scanning refuses a location without a region (its rule GH1003
+        # wants region.startLine), and a directory has no lines; the check's own file, line 1, is where the
+        # rule the team wrote lives.
         places = [(verdict.source or ".ocr-hook", 1, 1)]
     out = []
     for path, start, end in places:

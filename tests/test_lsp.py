@@ -345,3 +345,26 @@ def test_neovim_shows_the_diagnostics_and_applies_the_fix(world: World, tmp_path
     assert "\n".join(seen["lines"]) + "\n" == AFTER.replace("a - b", "a + b")
     assert (world.repo / "app.py").read_text() == AFTER  # the editor changed its buffer, not the file
     assert len(world.fake.requests) == requests
+
+
+def test_without_pygls_the_command_names_the_pip_command_of_this_installation(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process (no interpreter to start): pygls made unimportable, the server's module imported afresh."""
+    import shlex
+    import sys
+
+    from ocr_hook.errors import ConfigError
+    from ocr_hook.install_command import add_extra_hint
+    from ocr_hook.lsp import command
+
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    monkeypatch.delitem(sys.modules, "ocr_hook.lsp.server", raising=False)
+    with pytest.raises(ConfigError) as raised:
+        command.run(str(repo), None, 1.0)
+    hint = add_extra_hint("editor")
+    assert str(raised.value) == f"ocr-hook lsp needs pygls: {hint}"
+    # This interpreter's pip, installing this installation again with the extra (editable stays editable).
+    words = shlex.split(hint)
+    assert words[:4] == [sys.executable, "-m", "pip", "install"] and words[-1].endswith("[editor]")
+    assert Path(words[-1].removesuffix("[editor]")).joinpath("ocr_hook", "lsp", "command.py").is_file()

@@ -104,6 +104,55 @@ def test_open_shows_the_last_reviews_findings_at_their_lines(world: World) -> No
         assert not [m for m in ("pydantic_core", "jiter") if m in mapped]
 
 
+_WATCHED: list[tuple[str, str]] | None = None  # what the audit hook below records while a test looks
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    import threading
+
+    if _WATCHED is not None and threading.current_thread() is threading.main_thread():
+        if event in ("os.listdir", "os.scandir", "os.walk", "glob.glob"):
+            _WATCHED.append((event, str(args[0])))
+        elif event == "open" and isinstance(args[0], str) and not args[0].endswith((".py", ".pyc", ".so")):
+            _WATCHED.append((event, args[0]))
+        elif event == "subprocess.Popen":
+            _WATCHED.append((event, " ".join(str(a) for a in args[1])))
+
+
+def test_what_the_server_reads_does_not_grow_with_the_tree(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded on a repository of any size (10,000 files or more): reading the last review and placing it on an
+    open file lists no directory, reads only the settings, the dismissals and memory's entries, and starts no
+    git but `rev-parse` (the repository's identity). Observed with the interpreter's audit events, in-process
+    (the server's own State: what it runs on start, on a finished review and on open, change and save)."""
+    import sys
+
+    from ocr_hook.lsp.server import State
+
+    global _WATCHED
+    for name in ("HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, world.env[name])
+    sys.addaudithook(_audit)  # (hooks cannot be removed: this one records only between the lines below)
+    _WATCHED = []
+    try:
+        state = State(str(world.repo), None, 1.0)
+        state.load()
+        placed = state.placement(world.editor.uri("app.py"), AFTER)
+    finally:
+        seen, _WATCHED = _WATCHED, None
+    assert placed is not None and len(placed.shown) == 2
+    # (Importing lists the interpreter's package directories; nothing of the repository is listed.)
+    listed = [path for e, path in seen if e not in ("open", "subprocess.Popen")]
+    assert not [path for path in listed if path.startswith(str(world.repo))]
+    gits = [cmd for e, cmd in seen if e == "subprocess.Popen"]
+    assert all(" rev-parse " in f"{cmd} " for cmd in gits), gits
+    opened = {path for e, path in seen if e == "open"}
+    cache = world.env["XDG_CACHE_HOME"]
+    assert {p for p in opened if not p.startswith(cache)} <= {
+        str(world.repo / ".ocr-hook.yaml"), str(world.repo / ".ocr-hook" / "dismissed.yaml"),
+        str(Path(__file__).resolve().parent.parent / "config" / "defaults.yaml")}
+    assert all("/ocr-hook/memory/" in p for p in opened if p.startswith(cache)) and len(opened) <= 8
+
+
 def test_the_fix_action_is_the_edit_ocr_hook_apply_makes(world: World) -> None:
     diagnostics = world.editor.open("app.py", AFTER)
     actions = world.editor.code_actions("app.py", 1, diagnostics)

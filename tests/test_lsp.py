@@ -34,6 +34,8 @@ class World(NamedTuple):
     editor: EditorClient
     ids: dict[str, str]  # full fingerprints by finding
     report: Path
+    first: lsp.ShowMessageParams  # what the server said on connecting, before any review
+    unreviewed: list[lsp.Diagnostic]  # app.py's diagnostics then
 
 
 def _script(fake: FakeMessagesAPI, *comments: dict[str, Any]) -> None:
@@ -53,15 +55,22 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with FakeMessagesAPI() as fake:
         env = {"HOME": str(base / "home"), "XDG_CACHE_HOME": str(base / "cache"), "ANTHROPIC_BASE_URL": fake.url,
                "ANTHROPIC_API_KEY": "test-key-not-secret", "ANTHROPIC_AUTH_TOKEN": ""}
-        _script(fake, SUBTRACT, CONCAT)
-        report = base / "report.json"
-        proc = run_cli(repo, "review", "-q", "--json-output", str(report), env=env)
-        assert proc.returncode == 1, proc.stdout + proc.stderr
-        ids = {f["message"]: f["fingerprint"] for f in json.loads(report.read_text())["findings"]}
+        # The server starts before any review (one server for the module: each start imports pygls and
+        # lsprotocol, a second of CPU): what it says with nothing to show is kept for the test of that.
         editor = EditorClient(repo, {**_environ(), **env}, "--poll", "0.1")
         try:
+            first = editor.wait_for(lambda: editor.messages[0] if editor.messages else None, "a message")
+            unreviewed = editor.open("app.py", AFTER)
+            seen = len(editor.published)
+            _script(fake, SUBTRACT, CONCAT)
+            report = base / "report.json"
+            proc = run_cli(repo, "review", "-q", "--json-output", str(report), env=env)
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            ids = {f["message"]: f["fingerprint"] for f in json.loads(report.read_text())["findings"]}
+            # The review, run elsewhere, reaches the open file without a request of the editor's.
+            editor.diagnostics_after("app.py", seen, lambda d: len(d) == 2)
             yield World(repo, env, fake, editor, {"subtract": ids[SUBTRACT["content"]],
-                                                  "concat": ids[CONCAT["content"]]}, report)
+                                                  "concat": ids[CONCAT["content"]]}, report, first, unreviewed)
         finally:
             editor.close()
 
@@ -87,6 +96,61 @@ def test_open_shows_the_last_reviews_findings_at_their_lines(world: World) -> No
     assert got[cat].range.start.line == 5 and got[cat].severity == lsp.DiagnosticSeverity.Information
     assert got[cat].message == "[LOW] style: Use an f-string."
     assert len(world.fake.requests) == requests
+    # Serving memory needs no SDK: its compiled parts (pydantic_core, jiter) are not mapped into the server.
+    # (Read from the running server: an import-time check of its own would cost another start.)
+    maps = Path(f"/proc/{world.editor.client._server.pid}/maps")
+    if maps.exists():
+        mapped = maps.read_text()
+        assert not [m for m in ("pydantic_core", "jiter") if m in mapped]
+
+
+_WATCHED: list[tuple[str, str]] | None = None  # what the audit hook below records while a test looks
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    import threading
+
+    if _WATCHED is not None and threading.current_thread() is threading.main_thread():
+        if event in ("os.listdir", "os.scandir", "os.walk", "glob.glob"):
+            _WATCHED.append((event, str(args[0])))
+        elif event == "open" and isinstance(args[0], str) and not args[0].endswith((".py", ".pyc", ".so")):
+            _WATCHED.append((event, args[0]))
+        elif event == "subprocess.Popen":
+            _WATCHED.append((event, " ".join(str(a) for a in args[1])))
+
+
+def test_what_the_server_reads_does_not_grow_with_the_tree(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded on a repository of any size (10,000 files or more): reading the last review and placing it on an
+    open file lists no directory, reads only the settings, the dismissals and memory's entries, and starts no
+    git but `rev-parse` (the repository's identity). Observed with the interpreter's audit events, in-process
+    (the server's own State: what it runs on start, on a finished review and on open, change and save)."""
+    import sys
+
+    from ocr_hook.lsp.server import State
+
+    global _WATCHED
+    for name in ("HOME", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, world.env[name])
+    sys.addaudithook(_audit)  # (hooks cannot be removed: this one records only between the lines below)
+    _WATCHED = []
+    try:
+        state = State(str(world.repo), None, 1.0)
+        state.load()
+        placed = state.placement(world.editor.uri("app.py"), AFTER)
+    finally:
+        seen, _WATCHED = _WATCHED, None
+    assert placed is not None and len(placed.shown) == 2
+    # (Importing lists the interpreter's package directories; nothing of the repository is listed.)
+    listed = [path for e, path in seen if e not in ("open", "subprocess.Popen")]
+    assert not [path for path in listed if path.startswith(str(world.repo))]
+    gits = [cmd for e, cmd in seen if e == "subprocess.Popen"]
+    assert all(" rev-parse " in f"{cmd} " for cmd in gits), gits
+    opened = {path for e, path in seen if e == "open"}
+    cache = world.env["XDG_CACHE_HOME"]
+    assert {p for p in opened if not p.startswith(cache)} <= {
+        str(world.repo / ".ocr-hook.yaml"), str(world.repo / ".ocr-hook" / "dismissed.yaml"),
+        str(Path(__file__).resolve().parent.parent / "config" / "defaults.yaml")}
+    assert all("/ocr-hook/memory/" in p for p in opened if p.startswith(cache)) and len(opened) <= 8
 
 
 def test_the_fix_action_is_the_edit_ocr_hook_apply_makes(world: World) -> None:
@@ -196,24 +260,28 @@ def test_the_sarif_report_gives_the_json_reports_findings(world: World, tmp_path
                                 if not f.suppressed) == from_json
 
 
-def test_one_line_when_there_is_nothing_to_show(tmp_path: Path) -> None:
+def test_one_line_when_there_is_nothing_to_show(world: World) -> None:
     """No review yet: said once when the editor connects; settings broken later: said once when they break."""
-    repo = make_repo(tmp_path / "repo")
-    write(repo, "app.py", BEFORE)
-    commit_all(repo, "base")
-    client = EditorClient(repo, _environ(), "--poll", "0.1")
+    assert world.first.message == ("ocr-hook: no review of this repository yet: run ocr-hook review (or commit "
+                                   "with the hook)")
+    assert world.first.type == lsp.MessageType.Warning
+    assert world.unreviewed == []
+    client, settings = world.editor, world.repo / ".ocr-hook.yaml"
+    said, kept = len(client.messages), settings.read_text()
+    write(world.repo, ".ocr-hook.yaml", "fail_on: [\n")
     try:
-        first = client.wait_for(lambda: client.messages[0] if client.messages else None, "a message")
-        assert first.message == ("ocr-hook: no review of this repository yet: run ocr-hook review (or commit with "
-                                 "the hook)")
-        assert first.type == lsp.MessageType.Warning
-        assert client.open("app.py", BEFORE) == []
-        write(repo, ".ocr-hook.yaml", "fail_on: [\n")
-        second = client.wait_for(lambda: client.messages[1] if len(client.messages) > 1 else None, "a message")
-        assert second.message.startswith(f"ocr-hook: {repo}/.ocr-hook.yaml: line 2: ") and "\n" not in second.message
-        assert second.type == lsp.MessageType.Warning
+        second = client.wait_for(lambda: client.messages[said] if len(client.messages) > said else None,
+                                 "a message")
+        assert second.message.startswith(f"ocr-hook: {world.repo}/.ocr-hook.yaml: line 2: ")
+        assert "\n" not in second.message and second.type == lsp.MessageType.Warning
     finally:
-        client.close()
+        seen = len(client.published)
+        write(world.repo, ".ocr-hook.yaml", kept)
+    # Mended: a save reads the settings again (as may the watch first): the review is shown as before, for the
+    # tests after this one too (while broken, nothing was).
+    client.save("app.py")
+    mended = client.diagnostics_after("app.py", seen, lambda d: d != [])
+    assert set(_by_code(mended)) == {world.ids["subtract"][:8]}
 
 
 def test_the_vscode_problem_matcher_reads_the_text_report(world: World) -> None:
@@ -326,3 +394,26 @@ def test_neovim_shows_the_diagnostics_and_applies_the_fix(world: World, tmp_path
     assert "\n".join(seen["lines"]) + "\n" == AFTER.replace("a - b", "a + b")
     assert (world.repo / "app.py").read_text() == AFTER  # the editor changed its buffer, not the file
     assert len(world.fake.requests) == requests
+
+
+def test_without_pygls_the_command_names_the_pip_command_of_this_installation(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process (no interpreter to start): pygls made unimportable, the server's module imported afresh."""
+    import shlex
+    import sys
+
+    from ocr_hook.errors import ConfigError
+    from ocr_hook.install_command import add_extra_hint
+    from ocr_hook.lsp import command
+
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    monkeypatch.delitem(sys.modules, "ocr_hook.lsp.server", raising=False)
+    with pytest.raises(ConfigError) as raised:
+        command.run(str(repo), None, 1.0)
+    hint = add_extra_hint("editor")
+    assert str(raised.value) == f"ocr-hook lsp needs pygls: {hint}"
+    # This interpreter's pip, installing this installation again with the extra (editable stays editable).
+    words = shlex.split(hint)
+    assert words[:4] == [sys.executable, "-m", "pip", "install"] and words[-1].endswith("[editor]")
+    assert Path(words[-1].removesuffix("[editor]")).joinpath("ocr_hook", "lsp", "command.py").is_file()

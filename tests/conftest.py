@@ -37,6 +37,8 @@ settings.load_profile("ocr-hook")
 
 def pytest_configure(config: pytest.Config) -> None:
     skip_guard.install(config)
+    if getattr(config.option, "loadscopereorder", None) is not None:
+        config.option.loadscopereorder = False  # SLOWEST_FILES' order, as --no-loadscope-reorder (xdist 3.6+)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -46,18 +48,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return (os.cpu_count() or 1) + 1
 
 
-# The files that take longest (wall time, with their module fixtures), slowest first, from `pytest
-# --durations=0` summed per file. Under `--dist loadfile` xdist hands out files in collection order, so an
-# alphabetical run could start test_precommit_hook.py (47 s) last and leave the other workers idle at the end;
-# starting the long files first lets the short ones fill in. A stale list costs balance, never a result.
-SLOWEST_FILES = ("test_precommit_hook.py", "test_action.py", "test_bench_quality.py", "test_fault_matrix.py",
-                 "test_hook_managers.py", "test_mcp_server.py", "test_reports_sarif.py", "test_delegate.py",
-                 "test_memory_e2e.py", "test_repo_integrity.py", "test_claude_code_isolation.py",
-                 "test_claude_code_failures.py", "test_docs_commands.py", "test_repo_scale.py",
-                 "test_claude_code_provider.py", "test_reports_merge_sarif.py", "test_cli_review.py",
-                 "test_delegate_gate.py", "test_dismiss.py", "test_github_review.py", "test_warm.py",
-                 "test_compat_servers.py", "test_guidance.py", "test_fixes_e2e.py", "test_hostile_content.py",
-                 "test_forked_cli.py")
+# The files that take longest (wall time with their module fixtures, from `pytest --durations=0` summed per file),
+# slowest first: under `--dist loadfile` a worker takes the next file in the queue when it is nearly done with its
+# own, so the long files start first and the short ones fill in at the end. xdist (3.6 and later) would reorder
+# the queue by the number of tests in each file, which put test_precommit_hook.py (11 tests, the longest file)
+# last of all; pytest_configure switches that off. A stale list costs balance, never a result.
+SLOWEST_FILES = ("test_precommit_hook.py", "test_hook_managers.py", "test_action.py", "test_repo_integrity.py",
+                 "test_bench_quality.py", "test_mcp_server.py", "test_memory_e2e.py", "test_cli_review.py",
+                 "test_github_review.py", "test_fault_matrix.py", "test_dismiss.py", "test_doctor.py",
+                 "test_claude_code_provider.py", "test_reports_sarif.py", "test_reports_merge_sarif.py",
+                 "test_warm.py", "test_repo_scale.py", "test_delegate.py", "test_docs_commands.py",
+                 "test_secrets_never_leave.py", "test_claude_code_failures.py", "test_delegate_gate.py",
+                 "test_publish_azure.py", "test_claude_code_isolation.py", "test_portability.py",
+                 "test_validators.py", "test_scan.py", "test_forked_cli.py", "test_guidance.py",
+                 "test_publish_bitbucket.py", "test_anchoring_properties.py", "test_publish_hostile.py",
+                 "test_fuzz_parsing.py", "test_claude_code_recipes.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import forked_cli
 import pytest
 from agent_support import filter_keeps_all, is_relocate, main_opening
 from fake_api import FakeMessagesAPI, Reply, task_done, text, tool_use
@@ -20,6 +21,7 @@ BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
 if str(BENCH_DIR) not in sys.path:
     sys.path.insert(0, str(BENCH_DIR))
 
+from quality import runner  # noqa: E402
 from quality.cases import Case, Golden, load_cases, propose  # noqa: E402
 from quality.judge import Judge  # noqa: E402
 from quality.match import hits, summarise  # noqa: E402
@@ -115,10 +117,30 @@ def _script_fake(fake: FakeMessagesAPI, judge_says_yes: str | None = None) -> No
                                                 task_done()])
 
 
+class _ForkedCli:
+    """subprocess as quality.runner uses it, with its `python -m ocr_hook review` runs forked from a warm process
+    (tests/forked_cli.py: the same arguments, environment, working directory, output and exit code, without
+    importing the SDK again for each of a test's ten runs). Any other command runs as before."""
+
+    TimeoutExpired = subprocess.TimeoutExpired
+
+    @staticmethod
+    def run(argv: list[str], *, cwd: Path, env: Mapping[str, str], timeout: float, errors: str = "strict",
+            **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if argv[:3] != [sys.executable, "-m", "ocr_hook"]:
+            return subprocess.run(argv, cwd=cwd, env=env, timeout=timeout, errors=errors, **kwargs)
+        return forked_cli.run(argv[3:], cwd=cwd, env=env, timeout=timeout, errors=errors)
+
+
 def _run(cases: list[Case], configs: list[Path], repos: Path, env: Mapping[str, str], max_cost: float,
          judge: Judge | None = None) -> dict[str, Any]:
-    return Run(RunOptions(configs=configs, cases=cases, repos=repos, max_cost=max_cost, allow_clone=False,
-                          judge=judge, env=env, log=lambda line: None)).execute()
+    assert runner.subprocess is subprocess  # the bench still starts the CLI with subprocess.run
+    runner.subprocess = _ForkedCli  # type: ignore[assignment]
+    try:
+        return Run(RunOptions(configs=configs, cases=cases, repos=repos, max_cost=max_cost, allow_clone=False,
+                              judge=judge, env=env, log=lambda line: None)).execute()
+    finally:
+        runner.subprocess = subprocess
 
 
 def test_proposer_finds_the_fixes_and_maps_golden_lines_to_the_buggy_version(upstream, cases) -> None:

@@ -75,9 +75,16 @@ def install_commands(text: str) -> list[str]:
     return found
 
 
+def clone_url(clone: Path) -> str:
+    """The scratch clone's URL with its host named, `file://localhost/…`: git reads it as `file:///…`, but the pip
+    Python 3.11 bundles (23.2.1, what a newcomer's fresh venv has) rejects `ocr-hook[mcp] @ git+file:///…` as an
+    invalid requirement (its packaging wants a host in the URL of a `name @ url` requirement)."""
+    return "file://localhost" + clone.as_uri().removeprefix("file://")
+
+
 def substituted(command: str, clone: Path) -> str:
     """The documented substitution: the placeholder URL of the repository becomes the scratch clone's."""
-    return PLACEHOLDER_URL.sub(clone.as_uri(), command)
+    return PLACEHOLDER_URL.sub(clone_url(clone), command)
 
 
 PATH_EXTRAS = re.compile(r"^(?P<source>.*?)(?:\[(?P<extras>[^\]]*)\])?$")
@@ -214,14 +221,14 @@ def test_the_extra_command_of_each_kind_of_installation_works_as_pasted(
     # the origins pip records for the docs' own installs from a clone, an editable clone and the URL at the tag
     origins = docs_run[1]
     kinds = {"directory": origins[False, "."], "editable": origins[True, "."],
-             "vcs": origins[False, f"git+{clone.as_uri()}@{TAG}"]}
+             "vcs": origins[False, f"git+{clone_url(clone)}@{TAG}"]}
     # (a wheel's archive_info is tests/test_install_command.py's: building one here would double this test's time)
     assert [sorted(k for k in info if k.endswith("_info")) for info in kinds.values()] == \
         [["dir_info"], ["dir_info"], ["vcs_info"]]
     requires = ['mcp<3,>=2.3; extra == "mcp"']
     commands = {name: [add_extra_command("mcp", info, requires, "python")] for name, info in kinds.items()}
     assert commands["editable"][0].startswith("python -m pip install -e ")
-    assert f"@ git+{clone.as_uri()}@{TAG}" in commands["vcs"][0]
+    assert f"@ git+{clone_url(clone)}@{TAG}" in commands["vcs"][0]
     assert run_all(commands, clone, tmp_path) == []
 
 

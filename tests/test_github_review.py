@@ -3,7 +3,7 @@
 The report comes from a real review: a real repository with a feature branch, the real CLI and SDK
 against the scripted fake Messages API. The pull request the fake serves has that branch's diff as
 `git diff` prints it (GitHub's `patch` is the same hunks without the file header). The command runs as
-a subprocess with the variables a GitHub Actions runner sets.
+a subprocess with the variables a GitHub Actions runner sets (forked from a warm one: tests/forked_cli.py).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import json
 import re
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import forked_cli
 import pytest
 from agent_support import main_opening
 from ci_repos import ci_free_env
@@ -70,10 +70,9 @@ class Case:
             env = {k: v for k, v in ci_free_env().items() if not k.startswith("ANTHROPIC_")}
             env.update(ANTHROPIC_BASE_URL=fake.url, ANTHROPIC_API_KEY=TEST_API_KEY,
                        NO_PROXY="127.0.0.1,localhost")
-            proc = subprocess.run([sys.executable, "-m", "ocr_hook", "review", "--base", "main", "--no-cache",
-                                   "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format", "json",
-                                   "--json-output", str(self.report_path)],
-                                  cwd=self.repo, env=env, capture_output=True, text=True, timeout=120)
+            proc = forked_cli.run(["review", "--base", "main", "--no-cache", "--no-review-filter", "--filter-mode",
+                                   "nofilter", "-q", "--format", "json", "--json-output", str(self.report_path)],
+                                  cwd=self.repo, env=env, timeout=120)
         assert proc.returncode == 1, proc.stderr
         self.report: dict[str, Any] = json.loads(self.report_path.read_text(encoding="utf-8"))
 
@@ -108,9 +107,8 @@ def publish(case: Case, github: FakeGitHub, event: Path, *, report: Path | None 
                       NO_PROXY="127.0.0.1,localhost", **ROUTING_OFF)
     if token is not None:
         env["GITHUB_TOKEN"] = token
-    proc = subprocess.run([sys.executable, "-m", "ocr_hook", "github-review", "--from",
-                           str(report or case.report_path)], cwd=case.repo, env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = forked_cli.run(["github-review", "--from", str(report or case.report_path)], cwd=case.repo, env=env,
+                          timeout=60)
     assert "Traceback" not in proc.stderr, proc.stderr
     assert TOKEN not in proc.stdout + proc.stderr
     return proc

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import forked_cli
 import pytest
 import yaml
 from agent_support import is_filter
@@ -214,8 +215,7 @@ def test_a_blocked_commit_says_what_to_do_and_each_way_out_works(tmp_path, hook_
     proc = _commit(repo, env)
     assert proc.returncode == 1 and head(repo) == before
     out = "\n".join(_hook_output(proc))
-    report = json.loads(subprocess.run([sys.executable, "-m", "ocr_hook", "review", "-q", "--format", "json"],
-                                       cwd=repo, env=env, capture_output=True, text=True, check=False).stdout)
+    report = json.loads(forked_cli.run(["review", "-q", "--format", "json"], cwd=repo, env=env, timeout=120).stdout)
     short = report["findings"][0]["fingerprint"][:8]
     assert f"[HIGH] bug  {short}" in out
     hint = out[out.index("What to do next:"):]
@@ -294,8 +294,7 @@ def test_dismiss_by_the_short_id_then_the_commit_passes(tmp_path, hook_config, p
     # The id as the developer reads it in the blocked commit's output; dismiss finds it in the hook's review memory.
     short = re.search(r"ocr-hook dismiss ([0-9a-f]{8}) ", blocked.stdout + blocked.stderr).group(1)
     reason = "subtraction on purpose: add() receives negated amounts"
-    dismissed = subprocess.run([sys.executable, "-m", "ocr_hook", "dismiss", short, "--reason", reason],
-                               cwd=repo, env=env, capture_output=True, text=True)
+    dismissed = forked_cli.run(["dismiss", short, "--reason", reason], cwd=repo, env=env, timeout=120)
     assert dismissed.returncode == 0, dismissed.stderr
     assert "git add .ocr-hook/dismissed.yaml" in dismissed.stdout
     git(repo, "add", ".ocr-hook/dismissed.yaml")

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_samples import ctx, finding, result, reviewed
-from validators import validate_sarif
+from validators import multitool_results_by_file, validate_sarif
 
 from ocr_hook.changes.shard import shard_select
 from ocr_hook.errors import ConfigError
@@ -37,11 +38,52 @@ def _shard_files(tmp_path: Path, category: str = "ocr-hook") -> list[Path]:
     return out
 
 
-def test_merge_two_shards_into_one_valid_run(tmp_path: Path) -> None:
-    merged = merge_sarif(_shard_files(tmp_path))
-    target = tmp_path / "merged.sarif"
-    target.write_text(dump_sarif(merged), encoding="utf-8")
-    doc = validate_sarif(target)
+def _two_shards(tmp_path: Path) -> str:
+    return dump_sarif(merge_sarif(_shard_files(tmp_path)))
+
+
+def _all_complete(tmp_path: Path) -> str:
+    files = []
+    for i in (1, 2):
+        path = tmp_path / f"s{i}.sarif"
+        write_report("sarif", result([finding(path=f"f{i}.py", start=1)], reviewed(f"f{i}.py")), ctx(), path)
+        files.append(path)
+    return json.dumps(merge_sarif(files))
+
+
+def _over_the_cap(tmp_path: Path) -> str:
+    files = []
+    for i in (1, 2):
+        lows = [finding(path=f"s{i}/f{n}.py", start=1, severity="low", message=f"low {n}") for n in range(600)]
+        if i == 2:
+            lows.append(finding(path="s2/worst.py", start=1, severity="critical", message="worst"))
+        path = tmp_path / f"big{i}.sarif"
+        write_report("sarif", result(lows, reviewed()), ctx(file_texts={}), path)
+        files.append(path)
+    return json.dumps(merge_sarif(files))
+
+
+@pytest.fixture(scope="module")
+def merged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
+    """Each test's merged log, written once for the module so that the multitool (about 2 s of CPU to start)
+    checks them all in one run: its file and what the multitool found in it."""
+    folder = tmp_path_factory.mktemp("merged")
+    paths = {}
+    for make in (_two_shards, _all_complete, _over_the_cap):
+        (folder / make.__name__).mkdir()
+        paths[make.__name__] = folder / make.__name__ / "merged.sarif"
+        paths[make.__name__].write_text(make(folder / make.__name__), encoding="utf-8")
+    found = multitool_results_by_file(list(paths.values()))
+    return {name: (path, found[path]) for name, path in paths.items()}
+
+
+def _validated(merged: dict[str, tuple[Path, list[dict[str, Any]]]], name: str) -> dict[str, Any]:
+    path, found = merged[name]
+    return validate_sarif(path, multitool_found=found)
+
+
+def test_merge_two_shards_into_one_valid_run(merged) -> None:
+    doc = _validated(merged, "_two_shards")
     assert len(doc["runs"]) == 1
     run = doc["runs"][0]
     assert sorted(r["message"]["text"].split("\n")[0] for r in run["results"]) == [
@@ -58,15 +100,9 @@ def test_merge_two_shards_into_one_valid_run(tmp_path: Path) -> None:
     assert run["automationDetails"] == {"id": "ocr-hook/"}
 
 
-def test_all_complete_shards_merge_successful(tmp_path: Path) -> None:
-    files = []
-    for i in (1, 2):
-        path = tmp_path / f"s{i}.sarif"
-        write_report("sarif", result([finding(path=f"f{i}.py", start=1)], reviewed(f"f{i}.py")), ctx(), path)
-        files.append(path)
-    merged = merge_sarif(files)
-    assert merged["runs"][0]["invocations"][0]["executionSuccessful"] is True
-    validate_sarif(merged)
+def test_all_complete_shards_merge_successful(merged) -> None:
+    doc = _validated(merged, "_all_complete")
+    assert doc["runs"][0]["invocations"][0]["executionSuccessful"] is True
 
 
 def test_merge_refuses_different_categories(tmp_path: Path) -> None:
@@ -101,20 +137,10 @@ def test_merge_missing_file_and_no_files(tmp_path: Path) -> None:
         merge_sarif([])
 
 
-def test_merge_caps_results_by_severity(tmp_path: Path) -> None:
-    files = []
-    for i in (1, 2):
-        lows = [finding(path=f"s{i}/f{n}.py", start=1, severity="low", message=f"low {n}") for n in range(600)]
-        if i == 2:
-            lows.append(finding(path="s2/worst.py", start=1, severity="critical", message="worst"))
-        path = tmp_path / f"big{i}.sarif"
-        write_report("sarif", result(lows, reviewed()), ctx(file_texts={}), path)
-        files.append(path)
-    merged = merge_sarif(files)
-    results = merged["runs"][0]["results"]
+def test_merge_caps_results_by_severity(merged) -> None:
+    doc = _validated(merged, "_over_the_cap")
+    results = doc["runs"][0]["results"]
     assert len(results) == 1000
     assert any(r["message"]["text"] == "worst" for r in results)
-    notes = merged["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     assert any(n["message"]["text"].startswith("201 more findings") for n in notes)
-    validate_sarif(merged)
-    json.dumps(merged)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_samples import FILE_TEXTS, HOSTILE, ctx, finding, result, reviewed, rich_result
-from validators import validate_sarif
+from validators import multitool_results_by_file, validate_sarif
 
 from ocr_hook.findings.line_hash import line_hash
 from ocr_hook.outcome import FileCoverage
@@ -13,10 +15,44 @@ from ocr_hook.reports import renderer, write_report
 from ocr_hook.reports.sarif import MAX_RESULTS, OUR_FINGERPRINT, sarif_log
 
 
-def _write_and_validate(tmp_path: Path, res, **ctx_kwargs) -> dict:
-    path = tmp_path / "out.sarif"
-    write_report("sarif", res, ctx(**ctx_kwargs), path)
-    return validate_sarif(path)
+def _over_the_cap() -> Any:
+    lows = [finding(path=f"f{i}.py", start=1, severity="low", message=f"low {i}") for i in range(MAX_RESULTS)]
+    highs = [finding(path=f"h{i}.py", start=1, severity="high", message=f"high {i}") for i in range(3)]
+    return result(lows + highs)
+
+
+HOSTILE_PATH = "src/we ird,:%name.py"
+# The document each test checks, and the report context it is written with. They are written once for the module
+# so that the multitool (a .NET program: about 2 s of CPU to start) checks them all in one run; each test asserts
+# the schema and the multitool's findings for its own file.
+DOCUMENTS: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
+    "rich": lambda: (_with_checks(), {"exit_code": 1, "sarif_category": "ocr-hook-pr"}),
+    "clean": lambda: (result([], reviewed("src/app.py")), {}),
+    "incomplete": lambda: (result([], [FileCoverage("src/app.py", "skipped", "budget exhausted", incomplete=True)]),
+                           {}),
+    "hostile": lambda: (result([finding(message=HOSTILE, suggestion=HOSTILE, path=HOSTILE_PATH, start=1)]), {}),
+    "no-text": lambda: (result([finding(path="deleted.py", start=3)]), {"file_texts": {}}),
+    "no-root": lambda: (result([finding()]), {"repo_root": "", "tool_version": ""}),
+    "capped": lambda: (_over_the_cap(), {"file_texts": {}}),
+}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[dict[str, Any]]]]:
+    """Each document's file and what the multitool found in it."""
+    folder = tmp_path_factory.mktemp("sarif")
+    paths = {}
+    for name, make in DOCUMENTS.items():
+        res, ctx_kwargs = make()
+        paths[name] = folder / f"{name}.sarif"
+        write_report("sarif", res, ctx(**ctx_kwargs), paths[name])
+    found = multitool_results_by_file(list(paths.values()))
+    return {name: (path, found[path]) for name, path in paths.items()}
+
+
+def _validated(written: dict[str, tuple[Path, list[dict[str, Any]]]], name: str) -> dict:
+    path, found = written[name]
+    return validate_sarif(path, multitool_found=found)
 
 
 def _results_by_message(doc: dict) -> dict[str, dict]:
@@ -41,8 +77,8 @@ def _with_checks():
     return res
 
 
-def test_rich_result_is_valid_and_complete(tmp_path: Path) -> None:
-    doc = _write_and_validate(tmp_path, _with_checks(), exit_code=1, sarif_category="ocr-hook-pr")
+def test_rich_result_is_valid_and_complete(written) -> None:
+    doc = _validated(written, "rich")
     checks = [r for r in doc["runs"][0]["results"] if r["ruleId"].startswith("ocr-hook/check/")]
     rules = {rule["id"]: rule for rule in doc["runs"][0]["tool"]["driver"]["rules"]}
     assert {"ocr-hook/check/endpoint-test", "ocr-hook/check/licence"} <= set(rules)
@@ -109,26 +145,24 @@ def test_rich_result_is_valid_and_complete(tmp_path: Path) -> None:
     assert next(n for t, n in notes.items() if t.startswith("assets/logo.png"))["level"] == "note"
 
 
-def test_clean_complete_review_is_successful(tmp_path: Path) -> None:
-    doc = _write_and_validate(tmp_path, result([], reviewed("src/app.py")))
+def test_clean_complete_review_is_successful(written) -> None:
+    doc = _validated(written, "clean")
     run = doc["runs"][0]
     assert run["results"] == []
     assert run["invocations"][0]["executionSuccessful"] is True
     assert run["invocations"][0]["toolExecutionNotifications"] == []
 
 
-def test_incomplete_review_without_findings_is_not_successful(tmp_path: Path) -> None:
-    files = [FileCoverage("src/app.py", "skipped", "budget exhausted", incomplete=True)]
-    doc = _write_and_validate(tmp_path, result([], files))
+def test_incomplete_review_without_findings_is_not_successful(written) -> None:
+    doc = _validated(written, "incomplete")
     invocation = doc["runs"][0]["invocations"][0]
     assert invocation["executionSuccessful"] is False
     assert invocation["toolExecutionNotifications"][0]["level"] == "warning"
 
 
-def test_hostile_text_stays_valid_and_intact(tmp_path: Path) -> None:
-    res = result([finding(message=HOSTILE, suggestion=HOSTILE, path="src/we ird,:%name.py", start=1)])
-    doc = _write_and_validate(tmp_path, res)
-    text = (tmp_path / "out.sarif").read_text(encoding="utf-8")
+def test_hostile_text_stays_valid_and_intact(written) -> None:
+    doc = _validated(written, "hostile")
+    text = written["hostile"][0].read_text(encoding="utf-8")
     assert "<" not in text and "\x1b" not in text and text.isascii()
     r = doc["runs"][0]["results"][0]
     assert r["message"]["text"].startswith(HOSTILE)  # data is kept exactly; only the encoding is safe
@@ -136,14 +170,14 @@ def test_hostile_text_stays_valid_and_intact(tmp_path: Path) -> None:
     assert uri == "src/we%20ird%2C%3A%25name.py"
 
 
-def test_file_without_text_has_no_line_hash_but_is_valid(tmp_path: Path) -> None:
-    doc = _write_and_validate(tmp_path, result([finding(path="deleted.py", start=3)]), file_texts={})
+def test_file_without_text_has_no_line_hash_but_is_valid(written) -> None:
+    doc = _validated(written, "no-text")
     fingerprints = doc["runs"][0]["results"][0]["partialFingerprints"]
     assert "primaryLocationLineHash" not in fingerprints and OUR_FINGERPRINT in fingerprints
 
 
-def test_no_repo_root_no_version(tmp_path: Path) -> None:
-    doc = _write_and_validate(tmp_path, result([finding()]), repo_root="", tool_version="")
+def test_no_repo_root_no_version(written) -> None:
+    doc = _validated(written, "no-root")
     assert "originalUriBaseIds" not in doc["runs"][0]
 
 
@@ -156,10 +190,8 @@ def test_security_severity_per_severity(severity: str) -> None:
     assert doc["runs"][0]["tool"]["driver"]["rules"][r["ruleIndex"]]["properties"]["security-severity"] == expected
 
 
-def test_results_capped_by_severity(tmp_path: Path) -> None:
-    lows = [finding(path=f"f{i}.py", start=1, severity="low", message=f"low {i}") for i in range(MAX_RESULTS)]
-    highs = [finding(path=f"h{i}.py", start=1, severity="high", message=f"high {i}") for i in range(3)]
-    doc = _write_and_validate(tmp_path, result(lows + highs), file_texts={})
+def test_results_capped_by_severity(written) -> None:
+    doc = _validated(written, "capped")
     run = doc["runs"][0]
     assert len(run["results"]) == MAX_RESULTS
     kept = {r["message"]["text"] for r in run["results"]}

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from validators import SCHEMAS, multitool_results, schema_errors, validate_gitlab, validate_sarif
+from validators import SCHEMAS, multitool_results_by_file, schema_errors, validate_gitlab, validate_sarif
 
 
 def _minimal_sarif() -> dict[str, Any]:
@@ -64,8 +64,13 @@ def test_the_multitool_applies_githubs_rules(tmp_path: Path) -> None:
     assert not schema_errors(log)
     path = tmp_path / "no-location.sarif"
     path.write_text(json.dumps(log), encoding="utf-8")
-    errors = {r.get("ruleId") for r in multitool_results(path) if r.get("level") == "error"}
+    good = tmp_path / "minimal.sarif"
+    good.write_text(json.dumps(_minimal_sarif()), encoding="utf-8")
+    # one run of the multitool over both files: each file's errors are its own
+    found = multitool_results_by_file([good, path])
+    errors = {r.get("ruleId") for r in found[path] if r.get("level") == "error"}
     assert any(rule and rule.startswith("GH1001") for rule in errors), errors
+    assert [r for r in found[good] if r.get("level") == "error"] == []
     with pytest.raises(AssertionError, match="GH1001"):
         validate_sarif(path)
 

@@ -68,28 +68,8 @@ def head_branch(environ: Mapping[str, str]) -> str | None:
     return value(environ, "GITHUB_HEAD_REF") or None
 
 
-def request_number(environ: Mapping[str, str]) -> str | None:
-    """The pull request's number: a pull_request run's GITHUB_REF is refs/pull/N/merge (Gitea's refs/pull/N/head);
-    a pull_request_target run's is the base branch, so its number comes from the event payload."""
-    ref = value(environ, "GITHUB_REF")
-    if ref.startswith("refs/pull/") and ref.count("/") >= 3:
-        return ref.split("/")[2]
-    path = value(environ, "GITHUB_EVENT_PATH")
-    if not path or not value(environ, "GITHUB_EVENT_NAME").startswith("pull_request"):
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            payload = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    request = payload.get("pull_request") if isinstance(payload, dict) else None
-    number = request.get("number") if isinstance(request, dict) else None
-    return str(number) if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
-
-
-def request_text(environ: Mapping[str, str]) -> str | None:
-    """The pull request's title and body from the event payload (pull_request, pull_request_target);
-    None for other events or an unreadable payload (intent is optional: no error)."""
+def _event_request(environ: Mapping[str, str]) -> dict | None:
+    """The event payload's `pull_request` object; None without one or for an unreadable payload."""
     path = value(environ, "GITHUB_EVENT_PATH")
     if not path:
         return None
@@ -99,7 +79,27 @@ def request_text(environ: Mapping[str, str]) -> str | None:
     except (OSError, ValueError):
         return None
     request = payload.get("pull_request") if isinstance(payload, dict) else None
-    if not isinstance(request, dict):
+    return request if isinstance(request, dict) else None
+
+
+def request_number(environ: Mapping[str, str]) -> str | None:
+    """The pull request's number: a pull_request run's GITHUB_REF is refs/pull/N/merge (Gitea's refs/pull/N/head);
+    a pull_request_target run's is the base branch, so its number comes from the event payload."""
+    ref = value(environ, "GITHUB_REF")
+    if ref.startswith("refs/pull/") and ref.count("/") >= 3:
+        return ref.split("/")[2]
+    if not value(environ, "GITHUB_EVENT_NAME").startswith("pull_request"):
+        return None
+    request = _event_request(environ)
+    number = request.get("number") if request is not None else None
+    return str(number) if isinstance(number, int) and not isinstance(number, bool) and number > 0 else None
+
+
+def request_text(environ: Mapping[str, str]) -> str | None:
+    """The pull request's title and body from the event payload (pull_request, pull_request_target);
+    None for other events or an unreadable payload (intent is optional: no error)."""
+    request = _event_request(environ)
+    if request is None:
         return None
     title = request.get("title") if isinstance(request.get("title"), str) else ""
     body = request.get("body") if isinstance(request.get("body"), str) else ""

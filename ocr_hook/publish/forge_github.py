@@ -165,26 +165,21 @@ class GitHubAdapter:
             raise
 
     def resolve(self, posted: Sequence[Posted]) -> int:
-        done = 0
-        for p in posted:
-            try:
-                self.api.graphql(RESOLVE, {"thread": p.thread})
-            except ApiRefusal as exc:
-                if exc.status == 403:
-                    raise ApiRefusal(403, f"{exc.message} ({RESOLVE_NEEDS})") from None
-                raise
-            done += 1
-        return done
+        return self._each_thread(RESOLVE, RESOLVE_NEEDS, posted)
 
     def reopen(self, posted: Sequence[Posted]) -> int:
         """Unresolve these threads (their finding is raised again); the same permission as resolving."""
+        return self._each_thread(UNRESOLVE, REOPEN_NEEDS, posted)
+
+    def _each_thread(self, mutation: str, needs: str, posted: Sequence[Posted]) -> int:
+        """The mutation on each thread, in order: how many were done; a 403 names the permission it needs."""
         done = 0
         for p in posted:
             try:
-                self.api.graphql(UNRESOLVE, {"thread": p.thread})
+                self.api.graphql(mutation, {"thread": p.thread})
             except ApiRefusal as exc:
                 if exc.status == 403:
-                    raise ApiRefusal(403, f"{exc.message} ({REOPEN_NEEDS})") from None
+                    raise ApiRefusal(403, f"{exc.message} ({needs})") from None
                 raise
             done += 1
         return done

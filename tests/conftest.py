@@ -54,8 +54,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # the queue by the number of tests in each file, which put test_precommit_hook.py (11 tests, the longest file)
 # last of all; pytest_configure switches that off. A stale list costs balance, never a result.
 SLOWEST_FILES = ("test_precommit_hook.py", "test_hook_managers.py", "test_action.py", "test_repo_integrity.py",
-                 "test_bench_quality.py", "test_mcp_server.py", "test_memory_e2e.py", "test_cli_review.py",
-                 "test_github_review.py", "test_fault_matrix.py", "test_dismiss.py", "test_doctor.py",
+                 "test_bench_quality.py", "test_mcp_server.py", "test_lsp.py", "test_memory_e2e.py",
+                 "test_cli_review.py", "test_github_review.py", "test_fault_matrix.py", "test_apply_scopes.py",
+                 "test_checks_e2e.py",
+                 "test_checks_forge_overrides.py", "test_change_exemptions.py", "test_dismiss.py", "test_doctor.py",
                  "test_claude_code_provider.py", "test_reports_sarif.py", "test_reports_merge_sarif.py",
                  "test_warm.py", "test_repo_scale.py", "test_delegate.py", "test_docs_commands.py",
                  "test_secrets_never_leave.py", "test_claude_code_failures.py", "test_delegate_gate.py",

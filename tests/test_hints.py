@@ -108,3 +108,12 @@ def test_a_commit_s_own_index_is_told_from_the_repository_s() -> None:
     assert not temporary_index({**git_env, "GIT_INDEX_FILE": ".git/index"})
     assert not temporary_index({"GIT_INDEX_FILE": "/r/.git/index.lock"})  # set by hand, outside git
     assert not temporary_index(git_env)
+
+
+def test_a_blocking_checks_override_command_names_the_same_program() -> None:
+    """Under pre-commit with no ocr-hook of the user's own, the check's override command is pasted as printed too."""
+    from ocr_hook.reports.hints import check_steps
+
+    lines = check_steps(["endpoint-test"], base_ref="main", ci=None, dismissals_file=".ocr-hook/dismissed.yaml",
+                        program="/p/bin/ocr-hook")
+    assert '      /p/bin/ocr-hook dismiss --check endpoint-test --base main --reason "..."' in lines

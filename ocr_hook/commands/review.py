@@ -824,15 +824,16 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             ci = running(environ)
         from ocr_hook.hookenv.program import program
 
+        shell_program = program(environ or {})
         steps = next_steps(list(decided.blocking), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
-                           patch_command=patch_command, rerun=rerun, program=program(environ or {}),
+                           patch_command=patch_command, rerun=rerun, program=shell_program,
                            json_output=settings.json_output, dismissals_file=settings.dismissals_file,
                            memory=settings.memory)  # (every scope's review is memory's latest: apply, dismiss)
         from ocr_hook.reports.hints import check_steps
 
         checks = check_steps([c.name for c in decided.blocking_checks], base_ref=change_set.base_ref, ci=ci,
-                             dismissals_file=settings.dismissals_file)
+                             dismissals_file=settings.dismissals_file, program=shell_program)
         steps = (*(steps or ("What to do next:",) if checks else steps), *checks)
     return ReportContext(
         repo_root=change_set.repo_root, tool_version=__version__, fail_on=settings.fail_on,

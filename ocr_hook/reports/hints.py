@@ -90,7 +90,8 @@ def _quoted(path: str) -> str:
     return shlex.quote(path)
 
 
-def check_steps(names: Iterable[str], *, base_ref: str | None, ci: str | None, dismissals_file: str) -> tuple[str, ...]:
+def check_steps(names: Iterable[str], *, base_ref: str | None, ci: str | None, dismissals_file: str,
+                program: str = "ocr-hook") -> tuple[str, ...]:
     """The hint for blocking checks (DESIGN.md 20): override one check for this change with a reason (never all at
     once), recorded in the dismissals file and committed with the change; the command names the change as the
     review did (its range from `base_ref`, else the staged change). In CI it is run in a checkout of the branch,
@@ -102,7 +103,7 @@ def check_steps(names: Iterable[str], *, base_ref: str | None, ci: str | None, d
     where = "In your checkout of the branch, o" if ci else "O"
     lines = [f"  - a check does not hold for this change? {where}verride that one check with the "
              f"reason, then commit {dismissals_file}{' and push' if ci else ''}:"]
-    lines += [f"      ocr-hook dismiss --check {_quoted(n)}{scope} --reason \"...\"" for n in names[:5]]
+    lines += [f"      {program} dismiss --check {_quoted(n)}{scope} --reason \"...\"" for n in names[:5]]
     if ci:
         lines.append("    (or a maintainer resolves the check's thread on the pull request)")
     return tuple(lines)

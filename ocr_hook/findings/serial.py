@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ocr_hook.errors import FatalError
-from ocr_hook.findings.model import STATUSES, Category, Finding, Fix, Severity
+from ocr_hook.findings.model import ALIASES, STATUSES, Category, Finding, Fix, Severity, all_fingerprints
 
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
@@ -112,6 +112,9 @@ def finding_to_report(f: Finding) -> dict[str, Any]:
         "suggestion": f.suggestion,
         "anchored": f.anchored,
         "fingerprint": f.fingerprint,
+        # The finding's other fingerprints (its earlier form's, its file's before a rename): what a publisher
+        # matches earlier threads by, so a `git mv` does not post the finding again (issue 58.15).
+        **({"fingerprint_aliases": aliases} if (aliases := _aliases(f)) else {}),
         "suppressed": f.suppressed,
         "suppression_reason": f.suppression_reason,  # a dismissal's reason (ocr-hook dismiss, or a person's reply)
         "anchor_note": f.anchor_note,
@@ -122,6 +125,10 @@ def finding_to_report(f: Finding) -> dict[str, Any]:
         # Dismissed by a person on the pull request (DESIGN.md 18): by, at, in and the reason.
         **({"dismissal": forge_dismissal_dict(f)} if f.extra.get("dismissed_in") else {}),
     }
+
+
+def _aliases(f: Finding) -> list[str]:
+    return [n for n in dict.fromkeys(all_fingerprints(f)[1:]) if n != f.fingerprint]
 
 
 # A finding a person dismissed on the forge carries who, when and where in `extra`.
@@ -248,8 +255,18 @@ def finding_from_report(f: dict[str, Any]) -> Finding:
         suppression_reason=None if f.get("suppression_reason") is None else _text(f["suppression_reason"]),
         fix=None if fix is None else Fix(int(fix["start_line"]), int(fix["end_line"]), _text(fix["replacement"])),
         status=_status(f.get("status")),
-        extra=_dismissal_extra(f.get("dismissal")),
+        extra=_dismissal_extra(f.get("dismissal")) | _aliases_extra(f.get("fingerprint_aliases")),
     )
+
+
+def _aliases_extra(data: Any) -> dict[str, str]:
+    """A report's `fingerprint_aliases` (optional: reports before issue 58.15 have none) as Finding.extra keeps
+    them; each must be hex as a fingerprint is, since a publisher matches markers with them."""
+    if data is None:
+        return {}
+    if not isinstance(data, list):
+        raise TypeError("fingerprint_aliases must be a list")
+    return {ALIASES: " ".join(_fingerprint(a) for a in data)} if data else {}
 
 
 def _dismissal_extra(data: Any) -> dict[str, str]:

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ocr_hook.checks.model import CheckVerdict, Override
 from ocr_hook.findings import Finding
 from ocr_hook.findings.dismissals import ForgeDismissal
-from ocr_hook.findings.model import Severity
+from ocr_hook.findings.model import Severity, all_fingerprints
 from ocr_hook.publish import check_threads
 from ocr_hook.publish.pr_diff import CommentableLines, accepts, same_text
 from ocr_hook.publish.render import clip, code_span, fenced, inert, verbatim_ok, visible
@@ -211,6 +211,28 @@ def earlier(posted: Iterable[Posted], me: str | Iterable[str]) -> Earlier:
             seen.update(marker[2])
     return Earlier(frozenset(seen), last, frozenset(inline), summary, threads, names, checks,
                    _checks_said(summary.body) if summary is not None else "")
+
+
+def by_current_names(before: Earlier, findings: Iterable[Finding]) -> tuple[Earlier, dict[str, str]]:
+    """`before` with every marker that names one of a finding's aliases (its file's path before a `git mv`, an
+    earlier fingerprint form) read as that finding's own fingerprint, and the renaming: the finding's earlier
+    thread is its thread (posted already; resolved or dismissed as it is), never a reason to post it again
+    (issue 58.15). A fingerprint with markers of its own keeps them."""
+    renamed: dict[str, str] = {}
+    for f in findings:
+        if f.fingerprint in before.fingerprints:
+            continue
+        for alias in all_fingerprints(f)[1:]:
+            if alias in before.fingerprints and alias not in renamed:
+                renamed[alias] = f.fingerprint
+                break
+    if not renamed:
+        return before, renamed
+    threads: dict[str, Posted] = {}
+    for fp, p in before.threads.items():
+        threads.setdefault(renamed.get(fp, fp), p)
+    return replace(before, fingerprints=frozenset(renamed.get(fp, fp) for fp in before.fingerprints),
+                   inline=frozenset(renamed.get(fp, fp) for fp in before.inline), threads=threads), renamed
 
 
 # --- what people did with our threads ---------------------------------------------------------------------
@@ -389,6 +411,7 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
     that go to the summary whatever their lines."""
     reviewed = reviewed or {}
     routing = routing or Routing()
+    before, renamed = by_current_names(before, report.findings)
     live = sorted((f for f in report.findings if f.suppressed is None), key=importance)
     suppressed = len(report.findings) - len(live)
     # A replace-style summary is rewritten whole: only findings with their own comment are "posted".
@@ -444,8 +467,8 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
         before.last_checks == check_threads.digest(report.checks)
     # a folded finding the latest summary lists already is nothing new: a run that may not reopen its thread
     # would otherwise post the same summary again on every run
-    shown = set(review_marker(before.summary.body)[2]) if before.summary and review_marker(before.summary.body) \
-        else set()
+    shown = {renamed.get(fp, fp) for fp in review_marker(before.summary.body)[2]} \
+        if before.summary and review_marker(before.summary.body) else set()
     fresh = [f for f in new if f.fingerprint not in folded or f.fingerprint not in shown]
     summary_due = bool(fresh) or not unchanged or bool(check_inline)
     post = summary_due or bool(resolve) or bool(replies) or bool(reopen)

@@ -161,8 +161,12 @@ def build(root: str, report: str | None, poll_s: float) -> LanguageServer:
     async def watch() -> None:
         while True:
             await asyncio.sleep(state.poll_s)
-            if state.changed():
-                reload()
+            try:
+                if state.changed():
+                    reload()
+            except Exception as exc:  # one bad reading (a file half-written) must not end the watch for the session
+                server.window_log_message(lsp.LogMessageParams(type=lsp.MessageType.Error,
+                                                               message=f"ocr-hook: reading the review failed: {exc!r}"))
 
     @server.feature(lsp.INITIALIZED)
     def initialized(_params: lsp.InitializedParams) -> None:
@@ -191,8 +195,9 @@ def build(root: str, report: str | None, poll_s: float) -> LanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
         if state.changed():
-            state.load()
-        publish(params.text_document.uri)
+            reload()  # as the watch would: a note that is new (settings broken since) is said, never swallowed
+        else:
+            publish(params.text_document.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(params: lsp.DidCloseTextDocumentParams) -> None:

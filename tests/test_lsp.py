@@ -16,13 +16,8 @@ from gitrepo import commit_all, git, make_repo, run_cli, write
 from lsp_support import EditorClient
 from lsprotocol import types as lsp
 from pygls.workspace import TextDocument
+from test_apply import AFTER, BEFORE, CONCAT, SUBTRACT  # the same change: the fix must be apply's edit
 
-BEFORE = "def add(a, b):\n    return a + b\n\n\ndef label(name):\n    return name\n"
-AFTER = "def add(a, b):\n    return a - b\n\n\ndef label(name):\n    return 'Item: ' + name\n"
-SUBTRACT = {"content": "add() subtracts.", "existing_code": "return a - b", "suggestion_code": "return a + b",
-            "severity": "high", "category": "bug"}
-CONCAT = {"content": "Use an f-string.", "existing_code": "return 'Item: ' + name",
-          "suggestion_code": "return f'Item: {name}'", "severity": "low", "category": "style"}
 LATER = {"content": "label() has no docstring.", "existing_code": "def label(name):", "severity": "medium",
          "category": "documentation"}
 

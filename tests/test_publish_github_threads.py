@@ -118,30 +118,61 @@ def test_a_fix_resolves_exactly_its_thread_and_answers_the_one_a_person_replied_
     assert len(github.writes()) == before
 
 
-def test_least_privilege_answers_threads_and_posts_no_review_for_a_resolve_it_may_not_make(
+def test_least_privilege_remembers_a_refused_resolve_and_a_resolve_before_the_code_came_back_dismisses_nothing(
         case: Reviewed, github: FakeGitHub, pull: Pull, tmp_path: Path) -> None:
-    """Issue 58.12: with `contents: read` a refused resolve neither stops the reply in an answered thread nor
-    makes a review claiming "1 resolved since", on this run or any later one."""
+    """Issue 58.12 and 58.10 with `contents: read` over a pull request's life: the fixed finding whose resolve
+    GitHub refuses is told so once in its thread (remembered there for every later CI run, no cache needed), the
+    one a maintainer resolved once the fix was pushed is told it looks fixed, and the one the author answered is
+    told so too, whatever the refused resolve; no review claims a resolve; the maintainer resolves the
+    first as invited; the code comes back: neither resolve dismisses it (the gate fails), the reopen GitHub
+    refuses is said once in each thread, and a run after that still counts both and posts nothing."""
     github.no_contents_write.add(TOKEN)  # `pull-requests: write` only: GitHub answers FORBIDDEN to resolving
-    publish(case, github, tmp_path, command="github-review")
+    publish(case, github, tmp_path)
+    high, plain = opening(github, case, FIXED)["id"], opening(github, case, PLAIN)["id"]
+    github.resolve_thread(7, plain, "maint")  # resolved by a maintainer once the fix is pushed, before CI publishes
     answered = opening(github, case, CONTEXT)["id"]
     github.reply_in_thread(7, answered, "I will rename it in this pull request.", "contributor")
-    fixed = case.fixed(tmp_path, FIXED, CONTEXT)
+    fixed = case.fixed(tmp_path, FIXED, PLAIN, CONTEXT)
     line = publish(case, github, tmp_path, fixed, command="github-review")
-    assert line.startswith("ocr-hook: github-review: nothing new to publish on octo/app#7: "), line
-    assert "1 answered thread(s) told the finding looks fixed" in line, line
+    assert "3 answered thread(s) told the finding looks fixed" in line and "resolved," not in line, line
     assert ("(GitHub refused to resolve the fixed findings' threads: HTTP 403: Resource not accessible by "
             "integration (FORBIDDEN) (resolving a review thread needs `permissions: contents: write`") in line, line
-    assert github.resolved == [] and not any(t.resolved for t in pull.threads.values())
-    assert len(pull.reviews) == 1  # no second review saying something was resolved
-    [reply] = [r for r in github.writes() if r.path.endswith("/replies")]
-    assert reply.path == f"/repos/octo/app/pulls/7/comments/{answered}/replies" and reply.status == 201
+    said = {c["in_reply_to_id"]: c["body"] for c in pull.comments
+            if c.get("in_reply_to_id") and c["user"]["login"] == BOT}
+    assert "has replies" in said[answered]  # the reply in the answered thread goes out whatever the resolve
+    assert said[high].startswith(f"<!-- ocr-hook fixed fingerprint={case.finding(FIXED)['fingerprint']} -->")
+    assert "may not resolve" in said[high], said[high]
+    assert said[plain].startswith(f"<!-- ocr-hook fixed fingerprint={case.finding(PLAIN)['fingerprint']} -->")
+    assert not any("resolved since" in r["body"] for r in pull.reviews)  # the summary claims no resolve
+    before = len(github.writes())
+    again = publish(case, github, tmp_path, fixed)  # remembered: no resolve asked again, nothing said twice
+    assert "nothing new to publish" in again and "refused" not in again, again
+    assert len(github.writes()) == before
 
-    # Every later run: the resolve is refused again, and nothing new is posted.
-    comments = len(pull.comments)
-    again = publish(case, github, tmp_path, fixed, command="github-review")
-    assert "nothing new to publish" in again and "answered" not in again, again
-    assert len(pull.reviews) == 1 and len(pull.comments) == comments
+    github.resolve_thread(7, high, "maint")  # as the reply invites
+    report = tmp_path / "back.json"
+    with FakeMessagesAPI() as messages:  # the next push brings the code back: the same findings
+        script(messages)
+        proc = ocr_hook(case.repo, {**ci(github, tmp_path), **messages_env(messages)}, "review", "--base", "main",
+                        "--no-cache", "--no-review-filter", "--filter-mode", "nofilter", "-q", "--format", "json",
+                        "--json-output", str(report))
+    assert proc.returncode == 1, proc.stderr  # no resolve made after the fix dismisses the finding that came back
+    findings = {f["message"]: f for f in json.loads(report.read_text(encoding="utf-8"))["findings"]}
+    assert findings[FIXED]["suppressed"] is None and findings[PLAIN]["suppressed"] is None
+
+    back = publish(case, github, tmp_path, report)
+    assert "2 thread(s) told the finding is raised again" in back and "reopened" not in back, back
+    assert "refused to reopen" in back and github.unresolved == [], back
+    body = pull.reviews[-1]["body"]
+    assert FIXED in body and PLAIN.split(";")[0] in body and "raised again, and its thread is resolved" in body
+    kept = [c["body"] for c in pull.comments if c.get("in_reply_to_id") in (high, plain)][-2:]
+    assert all(b.startswith("<!-- ocr-hook raised fingerprint=") and " kept=resolved -->" in b for b in kept), kept
+    before = len(github.writes())
+    assert "nothing new to publish" in publish(case, github, tmp_path, report)  # no reopen asked again
+    assert len(github.writes()) == before
+    dismissals = ocr_hook(case.repo, ci(github, tmp_path), "dismiss", "--from-forge", "--from", str(report))
+    assert dismissals.returncode == 0, dismissals.stderr  # the resolves from before the raise still dismiss nothing
+    assert dismissals.stdout.startswith("no finding was dismissed on the pull request"), dismissals.stdout
 
 
 def test_a_github_apps_token_is_known_by_the_name_github_gives_it(

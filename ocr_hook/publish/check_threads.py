@@ -98,9 +98,10 @@ def thread_body(v: CheckVerdict, kind: str) -> str:
     return "\n".join(parts)
 
 
-def passed_reply_body(key: str) -> str:
-    return (f"<!-- ocr-hook check-passed={key} -->\n**ocr-hook**: this check passes on the latest review. The "
-            "thread stays open because it has replies; resolve it when the conversation is done.")
+def passed_reply_body(key: str, why: str = "") -> str:
+    """`why`: another reason the thread stays open than its replies (the forge refused to resolve it)."""
+    why = why or "The thread stays open because it has replies; resolve it when the conversation is done."
+    return f"<!-- ocr-hook check-passed={key} -->\n**ocr-hook**: this check passes on the latest review. {why}"
 
 
 def replied_passed(replies: Iterable[object], me: frozenset[str]) -> bool:

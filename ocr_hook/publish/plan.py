@@ -53,8 +53,9 @@ MAX_MESSAGE_BODY = 2_000
 _COMMENT_MARKER = re.compile(r"\A<!-- ocr-hook (?:fingerprint|check)=([0-9a-f]{8,64}) -->")
 # A reply saying a finding looks fixed, in a thread a person answered: a later run finds it and says it once.
 _FIXED_MARKER = re.compile(r"\A<!-- ocr-hook fixed fingerprint=([0-9a-f]{8,64}) -->")
-# A reply saying a finding whose thread was resolved is raised again (the thread is reopened where the forge can).
-_RAISED_MARKER = re.compile(r"\A<!-- ocr-hook raised fingerprint=([0-9a-f]{8,64}) -->")
+# A reply saying a finding whose thread was resolved is raised again (the thread is reopened where the forge can);
+# ` kept=resolved`: the forge would not reopen it, so the resolve it still shows is from before (issue 58.10, 58.12).
+_RAISED_MARKER = re.compile(r"\A<!-- ocr-hook raised fingerprint=([0-9a-f]{8,64})( kept=resolved)? -->")
 _SUMMARY_MARKER = re.compile(
     r"\A<!-- ocr-hook review exit=(\d{1,3}) status=([a-z]{1,20}) fingerprints=([0-9a-f,]*)"
     r"(?: checks=([0-9a-f]{12}))? -->")
@@ -258,14 +259,24 @@ def person_replied(p: Posted, me: frozenset[str]) -> bool:
 
 
 def last_word(p: Posted, me: frozenset[str]) -> str:
-    """What ocr-hook last said in the thread about its finding: "fixed", "raised" (again), or "" (nothing)."""
+    """What ocr-hook last said in the thread about its finding: "fixed", "raised" (again, the thread reopened),
+    "kept" (raised again, the thread left resolved: the forge would not reopen it), or "" (nothing)."""
     word = ""
     for r in p.replies:
-        if r.author in me and _FIXED_MARKER.match(r.body or ""):
+        if r.author not in me:
+            continue
+        if _FIXED_MARKER.match(r.body or ""):
             word = "fixed"
-        elif r.author in me and _RAISED_MARKER.match(r.body or ""):
-            word = "raised"
+        elif raised := _RAISED_MARKER.match(r.body or ""):
+            word = "kept" if raised.group(2) else "raised"
     return word
+
+
+def spent(p: Posted, me: frozenset[str]) -> bool:
+    """The thread's resolve is from before what ocr-hook last said in it: that the finding looks fixed (a resolve
+    then is agreement), or that it is raised again in a thread the forge would not reopen. A resolve counts only
+    while its finding is raised (issue 58.10): once a review saw the finding fixed, an earlier resolve is spent."""
+    return last_word(p, me) in ("fixed", "kept")
 
 
 def replied_fixed(p: Posted, me: frozenset[str]) -> bool:
@@ -275,10 +286,10 @@ def replied_fixed(p: Posted, me: frozenset[str]) -> bool:
 
 def resolved_not_by_person(p: Posted, me: frozenset[str]) -> bool:
     """The thread is resolved, and not as a person's word on a raised finding: ocr-hook (or another bot, or
-    nobody the forge names) resolved it, or it was resolved after ocr-hook said the finding looks fixed."""
+    nobody the forge names) resolved it, or its resolve is `spent`."""
     if not p.resolved:
         return False
-    return not p.resolved_by or p.resolved_by in me or p.resolved_by_bot or replied_fixed(p, me)
+    return not p.resolved_by or p.resolved_by in me or p.resolved_by_bot or spent(p, me)
 
 
 def dismissed_by_person(p: Posted, me: frozenset[str], author: str) -> bool:
@@ -289,7 +300,7 @@ def dismissed_by_person(p: Posted, me: frozenset[str], author: str) -> bool:
         return False
     if p.resolved_by in me or (author and p.resolved_by == author):
         return False
-    if replied_fixed(p, me):  # resolved once ocr-hook said it looks fixed: agreeing, not dismissing (issue 58.10)
+    if spent(p, me):  # resolved before the finding was seen fixed, or after: agreeing, not dismissing (issue 58.10)
         return False
     return p.state.lower() in DISMISSING_STATES if p.state else p.resolved
 
@@ -353,19 +364,42 @@ def fixed_fingerprints(report: Report, threads: Mapping[str, Posted]) -> frozens
     return frozenset(set(report.resolved) | gone)
 
 
-def raised_reply_body(fingerprint: str) -> str:
-    """The one reply in a finding's thread that was resolved and whose finding the latest review raises again."""
+def raised_reply_body(fingerprint: str, kept: bool = False) -> str:
+    """The one reply in a finding's thread that was resolved and whose finding the latest review raises again;
+    `kept`: the forge refused to reopen the thread (or cannot), and the reply says what its resolve still means."""
+    if kept:
+        return (f"<!-- ocr-hook raised fingerprint={fingerprint} kept=resolved -->\n**ocr-hook**: the latest review "
+                "raises this finding again. This thread could not be reopened and stays resolved; that resolve is "
+                "from before, so it dismisses nothing: the finding counts until it is fixed or dismissed in the "
+                "repository's dismissals file (`ocr-hook dismiss`).")
     return (f"<!-- ocr-hook raised fingerprint={fingerprint} -->\n**ocr-hook**: the latest review raises this "
             "finding again; the thread is reopened where the forge allows it.")
 
 
-def fixed_reply_body(fingerprint: str, answered: bool = True) -> str:
+FIXED_ANSWERED = "The thread stays open because it has replies; resolve it when the conversation is done."
+FIXED_NO_API = "This forge's API cannot resolve the thread; resolve it when you agree."
+FIXED_REFUSED = "The token ocr-hook publishes with may not resolve threads here; resolve it when you agree."
+FIXED_RESOLVED = ("Its thread was resolved before; should the finding come back, that resolve no longer "
+                  "dismisses it: it counts again and the thread is reopened.")
+
+
+def fixed_reply_body(fingerprint: str, answered: bool = True, why: str = "") -> str:
     """The one reply in a fixed finding's thread that a person answered (resolving it would hide their words),
-    or (`answered` False) in one the forge's API cannot resolve (Gitea's)."""
-    why = ("The thread stays open because it has replies; resolve it when the conversation is done." if answered
-           else "This forge's API cannot resolve the thread; resolve it when you agree.")
+    or (`answered` False) in one the forge's API cannot resolve (Gitea's); `why` says another reason: the forge
+    refused the resolve (FIXED_REFUSED), or a person resolved the thread already (FIXED_RESOLVED). Either way
+    the reply marks the thread: a resolve that stands after it is agreement, never a dismissal (`spent`)."""
+    why = why or (FIXED_ANSWERED if answered else FIXED_NO_API)
     return (f"<!-- ocr-hook fixed fingerprint={fingerprint} -->\n**ocr-hook**: this finding looks fixed: the "
             f"latest review of this file no longer raises it. {why}")
+
+
+def refused_reply(p: Posted) -> str:
+    """What to say, once, in a thread of ours whose resolve the forge refused (the token may not resolve): the
+    reply remembers the refusal on the forge, where the next CI run reads it (no cache needed), so no later run
+    asks again or says more (issue 58.12)."""
+    if key := check_threads.marker_key(p.body):
+        return check_threads.passed_reply_body(key, FIXED_REFUSED)
+    return fixed_reply_body(comment_fingerprint(p.body) or "", why=FIXED_REFUSED)
 
 
 # --- the plan ----------------------------------------------------------------------------------------------
@@ -398,6 +432,7 @@ class Plan:
     threaded: frozenset[str] = frozenset()
     reopen: tuple[Posted, ...] = ()  # resolved threads (by ocr-hook, or after it said fixed) of findings raised again
     summary_due: bool = True  # a new summary is due whatever happens to the threads (new findings, another verdict)
+    if_refused: tuple[str, ...] = ()  # for each of `resolve`, the one reply to make should the forge refuse it
 
 
 def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, kind: str = "pull request",
@@ -451,17 +486,26 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
     resolve: list[Posted] = []
     replies: list[tuple[Posted, str]] = []
     for fp, p in open_fixed:
+        if replied_fixed(p, before.names):  # said once: the thread was answered, or may not be resolved
+            continue
         answered = person_replied(p, before.names)
         if p.resolvable and not answered:
             resolve.append(p)
-        elif not replied_fixed(p, before.names):  # answered, or a forge that cannot resolve (Gitea): one reply
+        else:  # answered, or a forge that cannot resolve (Gitea): one reply
             replies.append((p, fixed_reply_body(fp, answered)))
+    # A fixed finding whose thread a person resolved already: one reply marks the thread, so that resolve (made
+    # before the fix, or after it) dismisses nothing should the finding come back (issue 58.10).
+    replies += [(p, fixed_reply_body(fp, why=FIXED_RESOLVED)) for fp, p in sorted(before.threads.items())
+                if fp in fixed and p.resolved and p.thread and p.resolved_by_can_write
+                and not resolved_not_by_person(p, before.names)]
     _resolve_passed_checks(report, before, resolve, replies)
     reopen: list[Posted] = []
     for fp, p in sorted(folded.items()):
-        if resolved_not_by_person(p, before.names) and p.thread:
+        word = last_word(p, before.names)
+        # "kept": the forge refused to reopen it before; the summary lists the finding, nothing is asked again
+        if resolved_not_by_person(p, before.names) and p.thread and word != "kept":
             reopen.append(p)
-            if last_word(p, before.names) != "raised":
+            if word != "raised":
                 replies.append((p, raised_reply_body(fp)))
     unchanged = before.last_review == (report.exit_code, report.status) and \
         before.last_checks == check_threads.digest(report.checks)
@@ -474,8 +518,10 @@ def plan_publish(report: Report, lines: CommentableLines, before: Earlier, *, ki
     post = summary_due or bool(resolve) or bool(replies) or bool(reopen)
     note = f"Nothing is commented inline: {stale_commit(kind)}." if stale else ""
     on_forge = sum(1 for f in report.findings if f.suppressed == "dismissed" and f.extra.get("dismissed_in"))
+    if_refused = tuple(refused_reply(p) for p in resolve)
     return Plan(report, tuple(comments), tuple(listed), len(live) - len(new), suppressed, post, tuple(resolve), note,
-                tuple(replies), on_forge, kind, check_inline, check_listed, threaded, tuple(reopen), summary_due)
+                tuple(replies), on_forge, kind, check_inline, check_listed, threaded, tuple(reopen), summary_due,
+                if_refused)
 
 
 def _plan_checks(report: Report, lines: CommentableLines, before: Earlier, inline: bool,
@@ -521,9 +567,11 @@ def _resolve_passed_checks(report: Report, before: Earlier, resolve: list[Posted
         v = now.get(key)
         if v is None or v.verdict not in ("pass", "not_applicable") or p.resolved or not p.thread:
             continue
+        if check_threads.replied_passed(p.replies, before.names):  # said once (answered, or may not resolve)
+            continue
         if p.resolvable and not person_replied(p, before.names):
             resolve.append(p)
-        elif not check_threads.replied_passed(p.replies, before.names):
+        else:
             replies.append((p, check_threads.passed_reply_body(key)))
 
 

@@ -18,11 +18,22 @@ from typing import NamedTuple
 from ocr_hook.publish.api_client import ApiRefusal
 from ocr_hook.publish.check_threads import thread_body
 from ocr_hook.publish.forges import Adapter, InlineRefused, InlineText, NotApplicable
-from ocr_hook.publish.plan import Plan, Posted, Routing, comment_body, earlier, plan_publish, summary_body
+from ocr_hook.publish.plan import (
+    Plan,
+    Posted,
+    Routing,
+    comment_body,
+    comment_fingerprint,
+    earlier,
+    plan_publish,
+    raised_reply_body,
+    summary_body,
+)
 from ocr_hook.publish.pr_diff import CommentableLines
 from ocr_hook.publish.report_input import Report
 
 FIXED_REPLY = "<!-- ocr-hook fixed "  # how plan.fixed_reply_body starts
+RAISED_REPLY = "<!-- ocr-hook raised "  # how plan.raised_reply_body starts
 PASSED_REPLY = "<!-- ocr-hook check-passed="  # how check_threads.passed_reply_body starts (the rest: raised again)
 MAX_READ = 8 * 1024 * 1024
 
@@ -105,21 +116,21 @@ def _anchored_paths(report: Report) -> set[str]:
 
 
 class Closed(NamedTuple):
-    """What was done to earlier threads: resolved, reopened, answered, and what the forge refused (a clause)."""
+    """What was done to earlier threads: resolved, reopened, the replies said, and what the forge refused (a
+    clause)."""
 
     resolved: int = 0
     reopened: int = 0
-    answered: int = 0
+    told: tuple[str, ...] = ()  # the bodies of the replies posted
     left: str = ""
 
     def said(self, plan: Plan) -> str:
         return "".join(f"; {p}" for p in self.parts(plan))
 
     def parts(self, plan: Plan) -> list[str]:
-        told = [text for _thread, text in plan.replies[:self.answered]]
-        fixed = sum(1 for text in told if text.startswith(FIXED_REPLY))
-        passed = sum(1 for text in told if text.startswith(PASSED_REPLY))
-        raised = len(told) - fixed - passed
+        fixed = sum(1 for text in self.told if text.startswith(FIXED_REPLY))
+        passed = sum(1 for text in self.told if text.startswith(PASSED_REPLY))
+        raised = len(self.told) - fixed - passed
         return [part for part in (
             f"{self.resolved} thread(s) resolved" if self.resolved else "",
             f"{self.reopened} thread(s) reopened" if self.reopened else "",
@@ -128,33 +139,63 @@ class Closed(NamedTuple):
             f"{raised} thread(s) told the finding is raised again" if raised else "") if part]
 
 
+# The forge's word for "this token may not": the thread is left as it is and the reply says so, once.
+MAY_NOT = (401, 403)
+
+
 def _close_threads(adapter: Adapter, plan: Plan) -> Closed:
     """Resolve the fixed findings' threads, reopen those of findings raised again, and reply where a person
-    answered (or a finding is raised again). Each on its own: a refused resolve (GitHub's Actions token without
-    `contents: write`) stops neither the reopening nor the replies (`pull-requests: write` is enough for those),
-    and what was refused is said once on the published line, never as a review that was not published."""
+    answered (or a finding is raised again). One thread at a time and each step on its own: a refused resolve
+    (GitHub's Actions token without `contents: write`) stops neither the reopening nor the replies
+    (`pull-requests: write` is enough for those), and what was refused is said once on the published line,
+    never as a review that was not published (issue 58.12). A thread the token may not resolve, or reopen, gets
+    one reply saying so instead: the reply is the memory of the refusal, on the forge where every later CI run
+    reads it (a CI cache may be gone), so no later run asks again or posts anything for it."""
     refusals: list[str] = []
-    resolved = reopened = answered = 0
-    if plan.resolve:
+    replies = list(plan.replies)
+    resolved = 0
+    for i, p in enumerate(plan.resolve):
         try:
-            resolved = adapter.resolve(plan.resolve)
+            resolved += adapter.resolve([p])
         except ApiRefusal as exc:
             refusals.append(f"{adapter.forge} refused to resolve the fixed findings' threads: {exc}")
-    reopen = getattr(adapter, "reopen", None)
-    if plan.reopen and reopen is not None:
-        try:
-            reopened = reopen(plan.reopen)
-        except ApiRefusal as exc:
-            refusals.append(f"{adapter.forge} refused to reopen the threads of findings raised again (listed in "
-                            f"{adapter.summary_name}): {exc}")
-    for thread, text in plan.replies:
+            if exc.status in MAY_NOT:
+                replies += list(zip(plan.resolve[i:], plan.if_refused[i:], strict=True))
+            break
+    reopened, stays, untried = _reopen(adapter, plan, refusals)
+    if stays or untried:  # no "reopened" said of these: a thread left resolved is told so, one retried told nothing
+        replies = [(p, text) for p, text in replies
+                   if not (text.startswith(RAISED_REPLY) and any(p is q for q in (*stays, *untried)))]
+        replies += [(p, raised_reply_body(fp, kept=True)) for p in stays if (fp := comment_fingerprint(p.body))]
+    told: list[str] = []
+    for thread, text in replies:
         try:
             adapter.reply(thread, text)
         except ApiRefusal as exc:
             refusals.append(f"{adapter.forge} refused to answer in a thread: {exc}")
             break
-        answered += 1
-    return Closed(resolved, reopened, answered, "".join(f" ({r})" for r in refusals))
+        told.append(text)
+    return Closed(resolved, reopened, tuple(told), "".join(f" ({r})" for r in refusals))
+
+
+def _reopen(adapter: Adapter, plan: Plan, refusals: list[str]) -> tuple[int, list[Posted], list[Posted]]:
+    """Reopen the plan's threads one by one: how many were, those that stay resolved because the forge may not
+    (or cannot) reopen them, and those a failure of another kind left for the next run to try again."""
+    reopen = getattr(adapter, "reopen", None)
+    if not plan.reopen:
+        return 0, [], []
+    if reopen is None:  # a forge without an unresolve
+        return 0, list(plan.reopen), []
+    done = 0
+    for i, p in enumerate(plan.reopen):
+        try:
+            done += reopen([p])
+        except ApiRefusal as exc:
+            refusals.append(f"{adapter.forge} refused to reopen the threads of findings raised again (listed in "
+                            f"{adapter.summary_name}): {exc}")
+            rest = list(plan.reopen[i:])
+            return (done, rest, []) if exc.status in MAY_NOT else (done, [], rest)
+    return done, [], []
 
 
 def _put_summary(adapter: Adapter, previous: Posted | None, body: str) -> None:

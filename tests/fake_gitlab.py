@@ -23,7 +23,8 @@ merge requests, discussions, notes and draft notes) and the error bodies GitLab 
 * PUT …/draft_notes/:id/publish → 204; that one draft becomes a discussion.
 * POST …/notes {body} → 201; PUT …/notes/:note_id {body} → 200 (only its author: else 403).
 * PUT …/discussions/:discussion_id?resolved=true → 200; the first note's resolved_by is the token's user,
-  resolved_at now (false clears both).
+  resolved_at now (false clears both). Resolving and unresolving need the Developer role or being the MR's
+  author: a Reporter's token (which may still comment) is 403 {"message": "403 Forbidden"}.
 * POST …/discussions/:discussion_id/notes {body} → 201: a reply in the thread, by the token's user.
 * GET …/notes/:note_id/award_emoji → [{id, name, user: {id, username}}] (thumbsup, thumbsdown, …), paged.
 * GET /projects/:id/members/all/:user_id → the member with access_level (Developer 30, Maintainer 40, Owner
@@ -249,6 +250,8 @@ class FakeGitLab(FakeForge):
             first = found["notes"][0]
             if not first["resolvable"]:
                 return 400, {"message": "400 Bad request - Discussion is not resolvable"}, {}
+            if (self._known(username)["access"] or 0) < 30 and username != mr.author:
+                return 403, {"message": "403 Forbidden"}, {}  # a Reporter's token: may comment, not resolve
             self._resolve(first, username, rec.query.get("resolved") == "true")
             return 200, found, {}
         if (d := re.fullmatch(r"/discussions/([0-9a-f]+)/notes", rest)) and rec.method == "POST":

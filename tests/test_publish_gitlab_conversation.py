@@ -244,6 +244,42 @@ def test_a_merge_requests_life_fixed_threads_resolved_a_maintainers_resolve_dism
             f"<!-- ocr-hook raised fingerprint={subtracts} -->")
 
 
+def test_a_reporters_token_remembers_each_refused_resolve_and_an_earlier_resolve_dismisses_nothing(
+        tmp_path: Path, gitlab: FakeGitLab) -> None:
+    """Issue 58.12 and 58.10 on GitLab: a token with the Reporter role may comment but not resolve (403). The fixed
+    finding's thread is told so once (the next run asks nothing); a maintainer resolves it as invited; the code
+    comes back: that resolve dismisses nothing, the reopen GitLab refuses is said in the thread, the note lists
+    the finding."""
+    with FakeMessagesAPI() as api:
+        life = Life(tmp_path, gitlab, api)
+        gitlab.person("ocr-bot", access=20, bot=True)
+        gitlab.person("maria", access=40)
+        life.push(BUGGY, FIRST)
+        first, _sarif, _text = life.review(1)
+        life.publish()
+        subtracts = life.fp(first, SUBTRACTS)
+        life.push(FIXED, AFTER_FIX)
+        life.review(1)
+        line = life.publish()
+        assert "2 answered thread(s) told the finding looks fixed" in line and "GitLab refused to resolve" in line
+        assert "may not resolve" in gitlab.thread(3, subtracts)["notes"][-1]["body"], line
+        assert not any(d["notes"][0]["resolved"] for d in life.mr.discussions)
+        assert "resolved since" not in life.note()
+        gitlab.reset()
+        assert "nothing new to publish" in life.publish()
+        assert gitlab.writes() == []  # remembered in the thread: no resolve asked again, nothing said again
+
+        gitlab.resolve_as(3, subtracts, "maria")  # as the reply invites
+        life.push(BUGGY, FIRST)
+        back, _sarif, _text = life.review(1)
+        assert next(f for f in back["findings"] if f["fingerprint"] == subtracts)["suppressed"] is None
+        line = life.publish()
+        assert "1 thread(s) told the finding is raised again" in line and "refused to reopen" in line, line
+        assert gitlab.thread(3, subtracts)["notes"][-1]["body"].startswith(
+            f"<!-- ocr-hook raised fingerprint={subtracts} kept=resolved -->")
+        assert SUBTRACTS in life.note() and "raised again, and its thread is resolved" in life.note()
+
+
 def test_an_outage_while_reading_the_threads_is_a_note_and_changes_nothing(tmp_path: Path,
                                                                           gitlab: FakeGitLab) -> None:
     with FakeMessagesAPI() as api:

@@ -13,6 +13,8 @@ from ocr_hook.findings.dismissals import ForgeDismissal, apply_forge
 from ocr_hook.findings.model import Category, Finding, Severity
 from ocr_hook.findings.serial import Report
 from ocr_hook.publish.plan import (
+    FIXED_REFUSED,
+    FIXED_RESOLVED,
     Posted,
     Reply,
     Routing,
@@ -20,6 +22,7 @@ from ocr_hook.publish.plan import (
     fixed_reply_body,
     forge_dismissals,
     plan_publish,
+    raised_reply_body,
 )
 from ocr_hook.settings import load
 
@@ -97,6 +100,38 @@ def test_fixed_threads_resolve_unless_a_person_answered_then_one_reply() -> None
     assert again.resolve == () and again.replies == ()
     bot_only = thread(A, replies=(Reply("renovate", "bump", bot=True),))  # a bot is not a person
     assert plan_publish(report(), {}, earlier([bot_only], ME), summary="replace").resolve == (bot_only,)
+
+
+@pytest.mark.parametrize(("said", "counts"), [
+    ((), True),  # raised all along: a maintainer's resolve dismisses
+    ((fixed_reply_body(A),), False),  # resolved around a fix a review saw: agreement, spent (issue 58.10)
+    ((fixed_reply_body(A, why=FIXED_REFUSED),), False),  # resolved as the refused resolve's reply invites
+    ((fixed_reply_body(A, why=FIXED_RESOLVED),), False),  # resolved before the fix was seen
+    ((fixed_reply_body(A), raised_reply_body(A)), True),  # reopened, and resolved again since
+    ((fixed_reply_body(A), raised_reply_body(A, kept=True)), False),  # never reopened: the resolve is from before
+])
+def test_a_resolve_counts_only_while_its_finding_is_raised(said: tuple[str, ...], counts: bool) -> None:
+    posted = thread(A, replies=tuple(Reply(ME, body) for body in said), **resolved_by("maria"))
+    assert (A in forge_dismissals([posted], ME, AUTHOR, WHERE)) is counts
+
+
+def test_what_ocr_hook_said_in_a_thread_is_what_later_runs_remember() -> None:
+    """Issue 58.10 and 58.12 as the plan sees them: each thing is said once, and nothing refused is asked again."""
+    resolved = thread(A, **resolved_by("maria"))  # a maintainer resolved it before any review saw it fixed
+    plan = plan_publish(report(), {}, earlier([resolved], ME), summary="replace")
+    assert plan.resolve == () and plan.replies == ((resolved, fixed_reply_body(A, why=FIXED_RESOLVED)),)
+    marked = dataclasses.replace(resolved, replies=(Reply(ME, plan.replies[0][1]),))
+    assert plan_publish(report(), {}, earlier([marked], ME), summary="replace").replies == ()
+    back = plan_publish(report(finding(A)), {}, earlier([marked], ME), summary="replace")
+    assert back.reopen == (marked,) and back.replies == ((marked, raised_reply_body(A)),)
+    kept = dataclasses.replace(marked, replies=(*marked.replies, Reply(ME, raised_reply_body(A, kept=True))))
+    still = plan_publish(report(finding(A)), {}, earlier([kept], ME), summary="replace")
+    assert still.reopen == () and still.replies == () and [f.fingerprint for f, _ in still.listed] == [A]
+    quiet = thread(B)
+    first = plan_publish(report(), {}, earlier([quiet], ME), summary="replace")
+    assert first.resolve == (quiet,) and first.if_refused == (fixed_reply_body(B, why=FIXED_REFUSED),)
+    refused = thread(B, replies=(Reply(ME, first.if_refused[0]),))  # the reply made when the forge refused
+    assert plan_publish(report(), {}, earlier([refused], ME), summary="replace").resolve == ()
 
 
 @pytest.mark.parametrize(("rep", "posted", "fixed"), [

@@ -13,11 +13,13 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
    "NAME_API_URL", deadline=setup.deadline)`, so the token is masked, never redirected, never sent off
    the root, and 429s wait within the deadline.
 2. The object it returns has the attributes and methods of `Adapter` below. The driver calls, in
-   order: identity(), diff(), existing(), then (when the plan has anything new) resolve(posted),
-   reopen(posted), reply(posted, body) for each thread to answer, post_inline(items), put_summary(body,
-   previous), report_verdict(report, passed). Any of them may raise ApiRefusal: the run stops there with one line,
-   exit 0; a refusal of resolve() or reply() (the review is posted by then) ends the published line
-   instead and the verdict still goes. The review in CI (publish.forge_dismissals.read) calls identity(),
+   order: identity(), diff(), existing(), then (when the plan has anything new) resolve([posted]) and
+   reopen([posted]) one thread at a time, reply(posted, body) for each thread to answer, post_inline(items),
+   put_summary(body, previous), report_verdict(report, passed). Any of them may raise ApiRefusal: the run
+   stops there with one line, exit 0; a refusal of resolve(), reopen() or reply() ends the published line
+   instead and the rest still goes. A resolve or reopen refused with 401/403 (the token may not) is
+   answered by one reply in that thread saying so, which later runs find (publishing.py, issue 58.12).
+   The review in CI (publish.forge_dismissals.read) calls identity(),
    existing() and author() only, and writes nothing.
    * identity(): the name(s) the forge gives the token's user (GitLab `GET /user` username, Gitea
      `GET /user` login). Markers count only in what `existing()` lists with that author.
@@ -46,8 +48,8 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
      many. A forge without threads returns 0. Never called for a thread a person answered:
    * reply(posted, body): one comment in that thread (the finding looks fixed, or is raised again).
    * reopen(posted), where the forge can: unresolve these threads (their finding is raised again after
-     ocr-hook resolved them, or after it said the finding looked fixed); return how many. Optional: without
-     it such a finding is listed in the summary only (it always is).
+     ocr-hook resolved them, or once a review saw it fixed); return how many. Optional: without it such a
+     finding is listed in the summary only (it always is), and its thread told it stays resolved.
    * report_verdict(report, passed): a status where the forge has one (Azure PR status, Bitbucket
      report result); nothing elsewhere.
 3. Add its name to FORGES and its module to ADAPTERS here, and its CI marker to `detect`.

@@ -11,7 +11,10 @@ text of them) and what earlier runs of the same publishing identity left there, 
   categories; they go to the summary, never dropped);
 * which earlier threads to resolve: those whose finding is fixed (`fixed`: review memory resolved it, or a
   complete review of its file no longer raises it), whose first comment is ours, and that no person
-  answered; a fixed finding's thread that a person answered gets one short reply instead (`replies`);
+  answered; a fixed finding's thread that a person answered gets one short reply instead (`replies`), and
+  so does one a person resolved already, which marks its resolve as spent (a resolve counts only while its
+  finding is raised, issue 58.10); `if_refused`: the reply for each thread to resolve, should the forge
+  refuse (it is the refusal's memory, issue 58.12);
 * whether anything is new at all (a re-run with the same findings and verdict posts nothing).
 
 And what people did with our threads (DESIGN.md 18): `forge_dismissals` gives the findings a person with

@@ -76,7 +76,7 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         return _symlink(path, ctx)
     data = ctx.snapshot.read_bytes(path)
     if data is None:
-        return _unreadable(path, ctx)
+        return _too_large(path, ctx) or _unreadable(path, ctx)
     if b"\0" in data[:_BINARY_PROBE]:
         return ToolResult(f"`{path}` is a binary file ({len(data)} bytes); its content cannot be shown.", True)
     # Masked as a whole file: a range cut from the middle of a key block no longer shows it is one.
@@ -184,6 +184,16 @@ def _symlink(path: str, ctx: ToolContext) -> ToolResult:
         f'{{"file_path": "{resolved}"}}.',
         is_error=True,
     )
+
+
+def _too_large(path: str, ctx: ToolContext) -> ToolResult | None:
+    """A file over max_file_bytes is never read whole (issue 62.4): the model is told so, and how to see parts."""
+    size = ctx.snapshot.oversize(path)
+    if size is None:
+        return None
+    return ToolResult(f"`{path}` has {size} bytes, more than the review reads of one file (max_file_bytes), so "
+                      "its content is not shown. To see the lines that matter, call code_search with a "
+                      f'pattern and {{"file_patterns": ["{path}"]}}.', is_error=True)
 
 
 def _unreadable(path: str, ctx: ToolContext) -> ToolResult:
@@ -420,6 +430,8 @@ class _MaskedLines:
     def __call__(self, hit: GrepHit) -> str:
         if hit.path not in self._files:
             data = self._ctx.snapshot.read_bytes(hit.path)
+            if data is None and self._ctx.snapshot.oversize(hit.path) is not None:
+                return mask_secrets(hit.text)[0]  # too large to read whole (issue 62.4): the line on its own
             if data is None or b"\0" in data[:_BINARY_PROBE]:
                 self._files[hit.path] = None
             else:

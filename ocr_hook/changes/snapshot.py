@@ -51,12 +51,14 @@ class GitSnapshot:
     """Implements snapshot_api.Snapshot for the index (target None) or a commit."""
 
     def __init__(self, repo_root: str, target: str | None, likely_paths: Sequence[str] = (),
-                 known: Mapping[str, tuple[str, str]] | None = None) -> None:
+                 known: Mapping[str, tuple[str, str]] | None = None, max_bytes: int | None = None) -> None:
         """likely_paths: the paths most reads will be for (the change set's). In the index, they are
         listed on their own first: the whole listing of a large repository costs ~1 ms per 1,000 files,
         which a run that reads only the changed files (e.g. a cached one) need not pay.
         known: path → (mode, object id) of every likely path the index holds, as the staged diff gave
-        them; then even that first listing (one `git ls-files` process) is skipped."""
+        them; then even that first listing (one `git ls-files` process) is skipped.
+        max_bytes: a blob larger than this is never read (read_bytes answers None, oversize its size), so no
+        reader of the snapshot (a tool, the context pack) loads a file over the cap whole (issue 62.4)."""
         self.repo_root = repo_root
         self.target = target
         self._lock = threading.Lock()
@@ -70,6 +72,8 @@ class GitSnapshot:
             self._likely_entries = {p: _Entry(*known[p]) for p in self._likely if p in known}
         self._blobs: dict[str, bytes] = {}
         self._blob_bytes = 0
+        self._max_bytes = max_bytes
+        self._oversize: dict[str, int] = {}  # object id → size, of the blobs refused for the cap
         self._closed = False
 
     # --- reading --------------------------------------------------------------------------------
@@ -84,10 +88,18 @@ class GitSnapshot:
             data = self._blobs.get(entry.sha)
             if data is None:
                 data = self._cat(entry.sha)
+                if data is None:
+                    return None
                 if self._blob_bytes + len(data) <= _BLOB_MEMO_BYTES:
                     self._blobs[entry.sha] = data
                     self._blob_bytes += len(data)
             return data
+
+    def oversize(self, path: str) -> int | None:
+        """The size of the blob at `path` when a read refused it for being over the cap; else None."""
+        with self._lock:
+            entry = self._entry(path)
+            return None if entry is None else self._oversize.get(entry.sha)
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
@@ -126,7 +138,9 @@ class GitSnapshot:
             self._entries, self._listing_digest = _load_listing(self.repo_root, self.target)
         return self._entries
 
-    def _cat(self, sha: str) -> bytes:
+    def _cat(self, sha: str) -> bytes | None:
+        if sha in self._oversize:
+            return None
         proc = self._cat_file()
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -136,6 +150,11 @@ class GitSnapshot:
             if len(header) != 3:
                 raise GitError(f"git cat-file could not read object {sha}: {' '.join(header) or 'no answer'}")
             size = int(header[2])
+            if self._max_bytes is not None and size > self._max_bytes:
+                # The header says enough: the process is ended rather than drained (the next read starts another).
+                self._oversize[sha] = size
+                self._stop_cat_file(kill=True)
+                return None
             data = proc.stdout.read(size + 1)
         except (OSError, ValueError) as exc:
             self._stop_cat_file()
@@ -153,10 +172,12 @@ class GitSnapshot:
             )
         return self._proc
 
-    def _stop_cat_file(self) -> None:
+    def _stop_cat_file(self, kill: bool = False) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if kill:
+            proc.kill()
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
@@ -232,12 +253,13 @@ class GitSnapshot:
         self.close()
 
 
-def open_snapshot(repo_root: str, change_set: ChangeSet) -> GitSnapshot:
-    """The reviewed side of `change_set`: the index when change_set.target is None, else that commit."""
+def open_snapshot(repo_root: str, change_set: ChangeSet, max_bytes: int | None = None) -> GitSnapshot:
+    """The reviewed side of `change_set`: the index when change_set.target is None, else that commit; a blob over
+    `max_bytes` (the settings' max_file_bytes) is never read."""
     known = None
     if change_set.target is None:  # the staged diff's new side is the index: its ids are the index's
         known = {f.path: (f.new_mode, f.new_sha) for f in change_set.files if f.new_sha and f.new_mode}
-    snapshot = GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known)
+    snapshot = GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known, max_bytes)
     with snapshot._lock:
         snapshot._cat_file()  # started now, so git starts up beside the imports before the first read
     return snapshot

@@ -196,7 +196,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         with deadline.bounded(started + settings.timeout, time_limit_text(settings.timeout)):
             if change_set is None:
                 change_set = collect_changes(root, scope, relative, environ, head=head,
-                                             max_bytes=settings.max_file_bytes, sides=sides)
+                                             max_bytes=settings.max_file_bytes, sides=sides, selection=settings)
             if not change_set.files:
                 # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
                 empty = ReviewResult(findings=[], files=[], scope=change_set.description,
@@ -227,7 +227,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
                   intent: str | None, agent: Agent | None = None) -> Reviewed:
     from ocr_hook.changes.snapshot import open_snapshot
 
-    snapshot = open_snapshot(root, change_set)  # (its cat-file first: the first reads come before the listings')
+    # (its cat-file first: the first reads come before the listings')
+    snapshot = open_snapshot(root, change_set, settings.max_file_bytes)
     try:
         _prefetch_git(change_set, settings)
         dismissed: tuple[Dismissal, ...] = ()

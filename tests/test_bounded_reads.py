@@ -125,12 +125,12 @@ def test_the_tools_never_read_a_file_over_the_cap_whole(tmp_path: Path, fake_api
     assert "data/rows.txt:1:row 1 of a table kept as text" in search, search
 
 
-def test_a_move_past_the_rename_limit_keeps_its_renames(tmp_path: Path, fake_api: FakeMessagesAPI,
+def test_a_move_past_the_rename_limit_keeps_its_renames_and_its_baseline(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                        sdk_env: dict[str, str]) -> None:
     """Past git's rename limit (diff.renameLimit: 1,000 files by default; 5 here, so the test moves 12 and stays
     cheap) a move with edits became deletions and additions: a baselined finding in a moved file came back, the
     file reviewed whole as added. With the limit lifted it stays a rename, and the baseline written for the old
-    path still names the finding."""
+    path still names the finding, in the move's own review and in a later change and scan of the moved file."""
     from ocr_hook.findings.model import fingerprint
 
     repo = make_repo(tmp_path / "repo")
@@ -160,3 +160,16 @@ def test_a_move_past_the_rename_limit_keeps_its_renames(tmp_path: Path, fake_api
     # Reviewed as the rename it is: its first message names the old path, and no old file is listed as deleted.
     assert "rename from old/p7/mod.py" in json.dumps(fake_api.requests_for("# and edited")[0].body["messages"][0])
     assert not [s for s in report["coverage"]["skipped"] if s["reason"] == "deleted"], report["coverage"]["skipped"]
+
+    # Later: a change to the moved file alone, then a scan. Neither diff knows the move; the finding keeps its name.
+    moved = git(repo, "rev-parse", "HEAD").strip()
+    write(repo, "new/p7/mod.py", (repo / "new/p7/mod.py").read_text().replace("    return compute",
+                                                                            "    # a later edit\n    return compute"))
+    commit_all(repo, "later")
+    later = run_cli(repo, "review", "--base", moved, "--baseline", ".ocr-hook/baseline.json", "--format", "json",
+                    env=sdk_env)
+    scan = run_cli(repo, "scan", "--baseline", ".ocr-hook/baseline.json", "--format", "json", env=sdk_env)
+    for proc in (later, scan):
+        found = json.loads(proc.stdout)
+        assert found["coverage"]["reviewed"] == ["new/p7/mod.py"], found["coverage"]["reviewed"]
+        assert [(f["path"], f["suppressed"]) for f in found["findings"]] == [("new/p7/mod.py", "baseline")], proc.stderr

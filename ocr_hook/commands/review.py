@@ -439,6 +439,13 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result.elapsed_s = time.monotonic() - started
     result.late_findings = settings.late_findings
     texts = _file_texts(result, snapshot)
+    if result.findings and (settings.baseline or dismissed):  # a moved file's findings keep their names (62.6)
+        from ocr_hook.findings.moves import with_earlier_names, written_files
+
+        written = written_files(change_set.repo_root, settings.baseline,
+                                settings.dismissals_file if dismissed else None)
+        result.findings = with_earlier_names(result.findings, change_set.repo_root, change_set.target,
+                                             guidance.revision, written, settings.max_file_bytes)
     _apply_dismissals(result, dismissed, guidance, settings)
     result = _apply_policies(result, change_set, texts, settings, guidance.revision)
     _name_exemptions(result, change_set, selected, texts, dismissed, guidance, settings)

@@ -44,9 +44,9 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
     git.repo_top, which saves the staged scope a git call. `max_bytes`: a file bigger than this on either
     side is listed with its size (FileChange.oversize) and never read nor diffed. `sides`: resolve_sides's
     answer when the caller asked already (a range's settings are read at its base side before collecting).
-    `selection`: the settings the files will be selected by; with `max_bytes`, a file they skip by its name alone
-    (sensitive, vendored, excluded) is listed and never diffed, so a scan's memory follows the files it reviews,
-    not the tree's bytes (issue 62.5)."""
+    `selection`: the settings a scan's files will be selected by; with `max_bytes`, a file they skip by its name
+    alone (sensitive, vendored, excluded) is listed and never diffed, so a scan's memory follows the files it
+    reviews, not the tree's bytes (issue 62.5). A change's diffs are its own size, and its checks read them all."""
     if scope.kind == SCAN:
         return _scan(repo_root, scope, paths, head, max_bytes, selection)
     sides = sides or resolve_sides(repo_root, scope, environ, head=head)
@@ -55,7 +55,7 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
         # A conflict anywhere stops the run, also outside the PATHS the diff below is limited to.
         git.check_no_unmerged(repo_root)
     files = diff_files(repo_root, sides.base, sides.target, paths, check_unmerged=staged and not paths,
-                       max_bytes=max_bytes, unreviewed=_by_name(selection))
+                       max_bytes=max_bytes)
     description = sides.description
     if paths:
         description += " in " + ", ".join(paths)

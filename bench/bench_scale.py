@@ -133,9 +133,9 @@ def memory_of_unreviewed_bytes(repo: Path, env: dict[str, str], blob_mb: int) ->
           flush=True)
     before = git(repo, "rev-parse", "HEAD").strip()
     text = "".join(f"function vendored_{i}(a, b) {{ return a * {i} + b; }} // nobody reviews this\n"
-                   for i in range(16_000))  # about 1 MB
-    for n in range(196):
-        target = repo / "vendor" / f"lib{n // 20}" / f"m{n}.js"
+                   for i in range(1_600))  # about 100 KB: under max_file_bytes, or it would be skipped by size
+    for n in range(1_960):
+        target = repo / "vendor" / f"lib{n // 100}" / f"m{n}.js"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text.replace("nobody", f"file {n}: nobody"))
     commit_all(repo, "vendor 196 MB")

@@ -131,8 +131,8 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("sensitive", "More globs of files that must never leave the machine (added to the list below)."),
         ("max_file_lines", "Longer files are skipped, and the review is incomplete."),
         ("max_file_bytes", "Larger files are skipped, and the review is incomplete. Nothing reads them whole: "
-                           "not the diff's rename detection, nor the model's `file_read` (it is told the file is too "
-                           "large) or `code_search` (its hits come from git, line by line)."),
+                           "not the diff's rename detection, nor the model's `file_read` and `code_search` (they "
+                           "say the file is too large)."),
         ("max_diff_lines", "Files with more changed lines are skipped, and the review is incomplete."),
     ]),
     ("Project guidance", [

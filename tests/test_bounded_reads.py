@@ -101,7 +101,7 @@ def test_a_scan_does_not_diff_what_it_skips_by_name(tmp_path: Path, sdk_env: dic
 def test_the_tools_never_read_a_file_over_the_cap_whole(tmp_path: Path, fake_api: FakeMessagesAPI,
                                                        sdk_env: dict[str, str]) -> None:
     """The model asks file_read for 5 lines of a file over max_file_bytes and code_search hits it: the first is
-    told the file is too large, the second gets its hits (the line masked on its own), and neither reads it."""
+    told the file is too large, the second that it was not searched (git grep would load it whole)."""
     big = 4 * MB
     repo = make_repo(tmp_path / "repo")
     write(repo, "app.py", "def handler():\n    return 1\n")
@@ -122,7 +122,8 @@ def test_the_tools_never_read_a_file_over_the_cap_whole(tmp_path: Path, fake_api
     messages = fake_api.requests_for("return 2  # rows_marker")[-1].body["messages"]
     read, search = (json.dumps(m["content"]) for m in (messages[2], messages[4]))
     assert f"`data/rows.txt` has {big} bytes" in read and "1|row 1" not in read, read
-    assert "data/rows.txt:1:row 1 of a table kept as text" in search, search
+    # git grep loads every file it searches whole: the file is left out, and named.
+    assert "No matches" in search and "[Not searched, larger than max_file_bytes: data/rows.txt.]" in search, search
 
 
 def test_a_move_past_the_rename_limit_keeps_its_renames_and_its_baseline(tmp_path: Path, fake_api: FakeMessagesAPI,

@@ -192,8 +192,7 @@ def _too_large(path: str, ctx: ToolContext) -> ToolResult | None:
     if size is None:
         return None
     return ToolResult(f"`{path}` has {size} bytes, more than the review reads of one file (max_file_bytes), so "
-                      "its content is not shown. To see the lines that matter, call code_search with a "
-                      f'pattern and {{"file_patterns": ["{path}"]}}.', is_error=True)
+                      "its content is not shown, and code_search does not search it either.", is_error=True)
 
 
 def _unreadable(path: str, ctx: ToolContext) -> ToolResult:
@@ -387,6 +386,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(
             f"No matches for {json.dumps(pattern, ensure_ascii=False)}{where} in the reviewed snapshot "
             f"({mode}, {syntax}).{' ' + hidden_note if hidden_note else ''}"
+            + "".join(f" {note}" for note in _not_searched(found.too_large, pathspecs, ctx))
         )
 
     from ocr_hook.changes.names import shown as shown_name
@@ -412,11 +412,30 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             "search_text.]"
         )
     truncated = [path for path in found.truncated_files if not _is_hidden(path, ctx)]
+    out += _not_searched(found.too_large, pathspecs, ctx)
     if truncated:
         out.append(f"[Only the first {MAX_HITS_PER_FILE} matches are shown for: {', '.join(truncated)}.]")
     if hidden_note:
         out.append(hidden_note)
     return ToolResult("\n".join(out), masked=masked)
+
+
+def _not_searched(too_large: tuple[str, ...], pathspecs: tuple[str, ...], ctx: ToolContext) -> list[str]:
+    """A note naming the files too large to search (git would load each whole), those the patterns point at."""
+    from fnmatch import fnmatchcase
+
+    def pointed(path: str) -> bool:  # roughly as git matches a pattern: enough to name the likely files
+        return not pathspecs or any(path.startswith(s.rstrip("/") + "/") or fnmatchcase(path, s) or
+                                    fnmatchcase(posixpath.basename(path), s) for s in pathspecs)
+
+    named = [p for p in too_large if not _is_hidden(p, ctx) and pointed(p)]
+    if not named:
+        return []
+    from ocr_hook.changes.names import shown as shown_name
+
+    more = f" and {len(named) - _MAX_LISTED_PATHS} more" if len(named) > _MAX_LISTED_PATHS else ""
+    return [f"[Not searched, larger than max_file_bytes: {', '.join(map(shown_name, named[:_MAX_LISTED_PATHS]))}"
+            f"{more}.]"]
 
 
 class _MaskedLines:

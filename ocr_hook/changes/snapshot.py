@@ -29,6 +29,7 @@ _MAX_HIT_TEXT = 2_000
 # Blobs already read are kept (by object id, so never stale) up to this many bytes: selection, the
 # result-cache lookup, the tools and the reports all read the same few files.
 _BLOB_MEMO_BYTES = 16 * 1024 * 1024
+_MAX_GREP_EXCLUDED = 200  # files over the cap left out of a grep by name (their pathspecs share one command line)
 _MAX_LIKELY_PATHS = 500  # more would make a long command line; the whole listing is read instead
 # Patterns as text, compiled by `re` (and kept in its cache) on first use: a run answered from the cache greps
 # nothing and checks no pathspec.
@@ -74,6 +75,7 @@ class GitSnapshot:
         self._blob_bytes = 0
         self._max_bytes = max_bytes
         self._oversize: dict[str, int] = {}  # object id → size, of the blobs refused for the cap
+        self._too_large: tuple[str, ...] | None = None  # the snapshot's files over the cap, once grep asked
         self._closed = False
 
     # --- reading --------------------------------------------------------------------------------
@@ -222,7 +224,9 @@ class GitSnapshot:
         args += ["--perl-regexp"] if perl_regexp else ["--basic-regexp"]
         args += ["-e", pattern]
         args += ["--cached"] if self.target is None else [self.target]
-        args += ["--", *pathspecs]
+        too_large = self._over_cap()
+        # git grep loads every file it searches whole: those over the cap are left out (issue 62.4).
+        args += ["--", *pathspecs, *(f":(exclude,literal){p}" for p in too_large)]
         output, returncode, stderr, timed_out = _run_capped(self.repo_root, args, timeout_s)
         if timed_out:
             return GrepResult((), (), f"the search took longer than {timeout_s:g} s and was stopped; "
@@ -232,7 +236,20 @@ class GitSnapshot:
             return GrepResult((), (), f"git grep rejected the search: {message}")
         prefix = b"" if self.target is None else self.target.encode("ascii") + b":"
         hits, truncated = _parse_grep(output, prefix, max_per_file)
-        return GrepResult(tuple(hits), tuple(truncated), None)
+        return GrepResult(tuple(hits), tuple(truncated), None, too_large)
+
+    def _over_cap(self) -> tuple[str, ...]:
+        """The snapshot's regular files over the cap, from one `git cat-file --batch-check` (headers only)."""
+        if self._max_bytes is None:
+            return ()
+        with self._lock:
+            if self._too_large is None:
+                files = {p: e.sha for p, e in self._listing().items() if e.mode in _REGULAR_MODES}
+                sizes = git.blob_sizes(self.repo_root, list(files.values()))
+                big = sorted(((sizes.get(sha, 0), p) for p, sha in files.items()), reverse=True)
+                # The largest ones, as many as a command line takes on every platform.
+                self._too_large = tuple(sorted(p for size, p in big[:_MAX_GREP_EXCLUDED] if size > self._max_bytes))
+            return self._too_large
 
     # --- lifetime --------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ class GrepResult(NamedTuple):
     hits: tuple[GrepHit, ...]
     truncated_files: tuple[str, ...]  # files whose hits were cut at the per-file cap
     error: str | None  # git's complaint (bad regexp, bad pathspec), worded for the model
+    too_large: tuple[str, ...] = ()  # files not searched: over the cap (git would load each whole)
 
 
 class Snapshot(Protocol):

@@ -54,7 +54,7 @@ def test_rename_detection_never_loads_a_file_over_the_cap(tmp_path: Path, sdk_en
     write(repo, "app.py", "def handler():\n    return 1\n")
     git(repo, "add", "app.py")
     _stage_blob(repo, "dump.sql", big, b"INSERT INTO t VALUES (1, 'a row of a dump nobody reviews by hand');\n")
-    _stage_blob(repo, "keep.csv", big, b"1,2,3,a row of a table kept as it is,4,5,6\n")
+    _stage_blob(repo, "keep.csv", MB, b"1,2,3,a row of a table kept as it is,4,5,6\n")  # over the cap all the same
     base = _commit(repo, "data")
     sha = git(repo, "rev-parse", ":keep.csv").strip()  # moved in the index alone: no work tree copy
     git(repo, "rm", "-q", "--cached", "keep.csv")
@@ -70,7 +70,7 @@ def test_rename_detection_never_loads_a_file_over_the_cap(tmp_path: Path, sdk_en
     files = {f["path"]: f for f in seen["files"]}
     assert sorted(files) == ["app.py", "data/dump.sql", "data/keep.csv", "dump.sql"], files
     assert (files["data/keep.csv"]["status"], files["data/keep.csv"]["old_path"]) == ("renamed", "keep.csv")
-    assert files["data/keep.csv"]["reason"] == f"too large: {big} bytes (max_file_bytes 400000)"
+    assert files["data/keep.csv"]["reason"] == f"too large: {MB} bytes (max_file_bytes 400000)"
     assert (files["data/dump.sql"]["status"], files["dump.sql"]["status"]) == ("added", "deleted")
     assert files["app.py"]["action"] == "review"
     # Comparing the two dumps would hold both (80 MB) in git's process.

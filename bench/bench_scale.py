@@ -100,9 +100,9 @@ def generated_tree(root: Path, files: int) -> Path:
     return repo
 
 
-def add_blob(repo: Path, path: str, megabytes: int) -> None:
+def add_blob(repo: Path, path: str, megabytes: int,
+             line: bytes = b"INSERT INTO t VALUES (1, 'a row of a dump that nobody reviews by hand');\n") -> None:
     """A committed file of `megabytes` MB of SQL text, streamed into the object store (no work-tree copy)."""
-    line = b"INSERT INTO t VALUES (1, 'a row of a dump that nobody reviews by hand');\n"
     chunk = line * (1024 * 1024 // len(line) + 1)
     proc = subprocess.Popen(["git", "hash-object", "-w", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE)
@@ -117,6 +117,33 @@ def add_blob(repo: Path, path: str, megabytes: int) -> None:
     proc.wait()
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
     git(repo, "commit", "-q", "--no-verify", "-m", f"add {path}")
+
+
+def memory_of_unreviewed_bytes(repo: Path, env: dict[str, str], blob_mb: int) -> None:
+    """Issue 62.4-5: peak memory of `preview` when the --blob-mb file (committed at HEAD) is renamed and regenerated
+    (rename detection used to load both sides), and of `preview --scan` beside a 196 MB vendor/ (its patch used to
+    be parsed for files skipped by name), each against the commit before it (target: about +0 MB)."""
+    start = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "rm", "-q", "--cached", "dump.sql")
+    add_blob(repo, "data/dump.sql", blob_mb, line=b"INSERT INTO t VALUES (2, 'the same dump, generated again');\n")
+    without = cli(repo, env, "preview", "--base", start, "--format", "json", "pkg0000")
+    moved = cli(repo, env, "preview", "--base", start, "--format", "json")
+    print(f"[memory] preview of a {blob_mb} MB file renamed and regenerated: {moved.peak_mb:.0f} MB, "
+          f"{without.peak_mb:.0f} MB without it: {moved.peak_mb - without.peak_mb:+.0f} MB; wall {moved.wall:.2f} s",
+          flush=True)
+    before = git(repo, "rev-parse", "HEAD").strip()
+    text = "".join(f"function vendored_{i}(a, b) {{ return a * {i} + b; }} // nobody reviews this\n"
+                   for i in range(1_600))  # about 100 KB: under max_file_bytes, or it would be skipped by size
+    for n in range(1_960):
+        target = repo / "vendor" / f"lib{n // 100}" / f"m{n}.js"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text.replace("nobody", f"file {n}: nobody"))
+    commit_all(repo, "vendor 196 MB")
+    at_before = cli(repo, env, "preview", "--scan", "--rev", before, "--format", "json")
+    at_head = cli(repo, env, "preview", "--scan", "--format", "json")
+    print(f"[memory] preview --scan with a 196 MB vendor/: {at_head.peak_mb:.0f} MB, {at_before.peak_mb:.0f} MB "
+          f"without: {at_head.peak_mb - at_before.peak_mb:+.0f} MB; wall {at_head.wall:.2f} s vs "
+          f"{at_before.wall:.2f} s", flush=True)
 
 
 def load() -> str:
@@ -183,6 +210,8 @@ def main() -> None:
             print(f"[memory] {' '.join(what)}: {at_head.peak_mb:.0f} MB with a {args.blob_mb} MB file, "
                   f"{at_before.peak_mb:.0f} MB without: +{at_head.peak_mb - at_before.peak_mb:.0f} MB (target <= 50); "
                   f"wall {at_head.wall:.2f} s vs {at_before.wall:.2f} s", flush=True)
+
+        memory_of_unreviewed_bytes(small, env, args.blob_mb)
 
         # 3b. Linear to --big files (generated, no cache).
         per_file = {}

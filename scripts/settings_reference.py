@@ -130,7 +130,9 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
                     "`dist/`."),
         ("sensitive", "More globs of files that must never leave the machine (added to the list below)."),
         ("max_file_lines", "Longer files are skipped, and the review is incomplete."),
-        ("max_file_bytes", "Larger files are skipped, and the review is incomplete."),
+        ("max_file_bytes", "Larger files are skipped, and the review is incomplete. Nothing reads them whole: "
+                           "not the diff's rename detection, nor the model's `file_read` and `code_search` (they "
+                           "say the file is too large)."),
         ("max_diff_lines", "Files with more changed lines are skipped, and the review is incomplete."),
     ]),
     ("Project guidance", [

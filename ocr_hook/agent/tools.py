@@ -76,7 +76,7 @@ def file_read(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         return _symlink(path, ctx)
     data = ctx.snapshot.read_bytes(path)
     if data is None:
-        return _unreadable(path, ctx)
+        return _too_large(path, ctx) or _unreadable(path, ctx)
     if b"\0" in data[:_BINARY_PROBE]:
         return ToolResult(f"`{path}` is a binary file ({len(data)} bytes); its content cannot be shown.", True)
     # Masked as a whole file: a range cut from the middle of a key block no longer shows it is one.
@@ -184,6 +184,15 @@ def _symlink(path: str, ctx: ToolContext) -> ToolResult:
         f'{{"file_path": "{resolved}"}}.',
         is_error=True,
     )
+
+
+def _too_large(path: str, ctx: ToolContext) -> ToolResult | None:
+    """A file over max_file_bytes is never read whole (issue 62.4): the model is told so, and how to see parts."""
+    size = ctx.snapshot.oversize(path)
+    if size is None:
+        return None
+    return ToolResult(f"`{path}` has {size} bytes, more than the review reads of one file (max_file_bytes), so "
+                      "its content is not shown, and code_search does not search it either.", is_error=True)
 
 
 def _unreadable(path: str, ctx: ToolContext) -> ToolResult:
@@ -377,6 +386,7 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult(
             f"No matches for {json.dumps(pattern, ensure_ascii=False)}{where} in the reviewed snapshot "
             f"({mode}, {syntax}).{' ' + hidden_note if hidden_note else ''}"
+            + "".join(f" {note}" for note in _not_searched(found.too_large, pathspecs, ctx))
         )
 
     from ocr_hook.changes.names import shown as shown_name
@@ -402,11 +412,30 @@ def code_search(tool_input: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
             "search_text.]"
         )
     truncated = [path for path in found.truncated_files if not _is_hidden(path, ctx)]
+    out += _not_searched(found.too_large, pathspecs, ctx)
     if truncated:
         out.append(f"[Only the first {MAX_HITS_PER_FILE} matches are shown for: {', '.join(truncated)}.]")
     if hidden_note:
         out.append(hidden_note)
     return ToolResult("\n".join(out), masked=masked)
+
+
+def _not_searched(too_large: tuple[str, ...], pathspecs: tuple[str, ...], ctx: ToolContext) -> list[str]:
+    """A note naming the files too large to search (git would load each whole), those the patterns point at."""
+    from fnmatch import fnmatchcase
+
+    def pointed(path: str) -> bool:  # roughly as git matches a pattern: enough to name the likely files
+        return not pathspecs or any(path.startswith(s.rstrip("/") + "/") or fnmatchcase(path, s) or
+                                    fnmatchcase(posixpath.basename(path), s) for s in pathspecs)
+
+    named = [p for p in too_large if not _is_hidden(p, ctx) and pointed(p)]
+    if not named:
+        return []
+    from ocr_hook.changes.names import shown as shown_name
+
+    more = f" and {len(named) - _MAX_LISTED_PATHS} more" if len(named) > _MAX_LISTED_PATHS else ""
+    return [f"[Not searched, larger than max_file_bytes: {', '.join(map(shown_name, named[:_MAX_LISTED_PATHS]))}"
+            f"{more}.]"]
 
 
 class _MaskedLines:
@@ -420,6 +449,8 @@ class _MaskedLines:
     def __call__(self, hit: GrepHit) -> str:
         if hit.path not in self._files:
             data = self._ctx.snapshot.read_bytes(hit.path)
+            if data is None and self._ctx.snapshot.oversize(hit.path) is not None:
+                return mask_secrets(hit.text)[0]  # too large to read whole (issue 62.4): the line on its own
             if data is None or b"\0" in data[:_BINARY_PROBE]:
                 self._files[hit.path] = None
             else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.changes import deadline, git
@@ -14,6 +14,7 @@ from ocr_hook.errors import FatalError, GitError
 if TYPE_CHECKING:
     from ocr_hook.changes.ci_base import AutoBase
     from ocr_hook.changes.diff_parse import RawEntry
+    from ocr_hook.settings import Settings
 
 AUTO_BASE = "auto"  # `--base auto`: the CI system's pull/merge request base (ocr_hook.cienv)
 
@@ -35,15 +36,19 @@ LOOKUP_HEAD = _Lookup()
 
 def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
                     environ: Mapping[str, str], *, head: str | _Lookup | None = LOOKUP_HEAD,
-                    max_bytes: int | None = None, sides: Sides | None = None) -> ChangeSet:
+                    max_bytes: int | None = None, sides: Sides | None = None,
+                    selection: Settings | None = None) -> ChangeSet:
     """Every changed file of the scope, restricted to `paths` (repo-relative, taken literally).
 
     `head`: HEAD's commit (None before the first commit) when the caller already asked git, e.g. with
     git.repo_top, which saves the staged scope a git call. `max_bytes`: a file bigger than this on either
     side is listed with its size (FileChange.oversize) and never read nor diffed. `sides`: resolve_sides's
-    answer when the caller asked already (a range's settings are read at its base side before collecting)."""
+    answer when the caller asked already (a range's settings are read at its base side before collecting).
+    `selection`: the settings a scan's files will be selected by; with `max_bytes`, a file they skip by its name
+    alone (sensitive, vendored, excluded) is listed and never diffed, so a scan's memory follows the files it
+    reviews, not the tree's bytes (issue 62.5). A change's diffs are its own size, and its checks read them all."""
     if scope.kind == SCAN:
-        return _scan(repo_root, scope, paths, head, max_bytes)
+        return _scan(repo_root, scope, paths, head, max_bytes, selection)
     sides = sides or resolve_sides(repo_root, scope, environ, head=head)
     staged = scope.kind == "staged"
     if staged and paths:
@@ -59,7 +64,7 @@ def collect_changes(repo_root: str, scope: Scope, paths: tuple[str, ...],
 
 
 def _scan(repo: str, scope: Scope, paths: tuple[str, ...], head: str | _Lookup | None,
-          max_bytes: int | None = None) -> ChangeSet:
+          max_bytes: int | None = None, selection: Settings | None = None) -> ChangeSet:
     """Every file at the revision (or in the index) as added, whole: the diff from the empty tree gives
     each its one hunk, so selection, the agent and the reports see an ordinary change set."""
     if scope.rev is None:
@@ -69,7 +74,8 @@ def _scan(repo: str, scope: Scope, paths: tuple[str, ...], head: str | _Lookup |
         target = trusted = git.resolve_commit(repo, scope.rev)
         description = f"scan of {scope.rev} ({target[:12]}, whole files)"
     base = git.empty_tree(repo)
-    files = diff_files(repo, base, target, paths, check_unmerged=target is None and not paths, max_bytes=max_bytes)
+    files = diff_files(repo, base, target, paths, check_unmerged=target is None and not paths, max_bytes=max_bytes,
+                       unreviewed=_by_name(selection))
     if target is None and paths:
         git.check_no_unmerged(repo)
     if paths:
@@ -163,8 +169,9 @@ def diff_args(base: str, target: str | None) -> list[str]:
 
 
 def raw_command(base: str, target: str | None, paths: Sequence[str] = ()) -> list[str]:
-    """The listing without content diff_files asks first when it has a size cap."""
-    return [*diff_args(base, target), "--raw", "-z", "--no-abbrev", *literal_pathspecs(paths)]
+    """The listing without content diff_files asks first when it has a size cap: without rename detection, which
+    reads the blobs of every added and deleted file it compares (issue 62.4)."""
+    return [*diff_args(base, target), "--no-renames", "--raw", "-z", "--no-abbrev", *literal_pathspecs(paths)]
 
 
 def literal_pathspecs(paths: Sequence[str]) -> list[str]:
@@ -178,7 +185,8 @@ _PATHSPEC_BATCH = 500
 
 
 def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = (), *,
-               check_unmerged: bool = False, max_bytes: int | None = None) -> list[FileChange]:
+               check_unmerged: bool = False, max_bytes: int | None = None,
+               unreviewed: Callable[[str], bool] | None = None) -> list[FileChange]:
     """One git process for the raw listing and the patch of all files; per-file patches only if the two
     disagree.
 
@@ -190,12 +198,31 @@ def diff_files(repo: str, base: str, target: str | None, paths: Sequence[str] = 
     file over the cap on either side becomes a FileChange with its size and no patch, and only the others
     are diffed, so a checked-in 1 GB file is never read."""
     if max_bytes is not None:
-        return _diff_within(repo, base, target, paths, check_unmerged, max_bytes)
+        return _diff_within(repo, base, target, paths, check_unmerged, max_bytes, unreviewed)
     return _diff_all(repo, base, target, literal_pathspecs(paths), check_unmerged)
 
 
+def _by_name(settings: Settings | None) -> Callable[[str], bool] | None:
+    """Whether selection skips a path by its name alone; the rules are loaded at the first path asked about
+    (an idle run lists none)."""
+    if settings is None:
+        return None
+    rules = []
+
+    def skipped(path: str) -> bool:
+        from ocr_hook.changes.selection import load_rules, skipped_by_name
+
+        if not rules:
+            rules.append(load_rules(settings))
+        return skipped_by_name(path, rules[0])
+
+    return skipped
+
+
 def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str], check_unmerged: bool,
-                 max_bytes: int) -> list[FileChange]:
+                 max_bytes: int, unreviewed: Callable[[str], bool] | None = None) -> list[FileChange]:
+    # Without rename detection the listing reads no content: finding an inexact rename loads both blobs whole,
+    # which for a 1 GB file renamed and regenerated cost 2 GB before any cap was looked at (issue 62.4).
     raw = git.git_text(repo, raw_command(base, target, paths))
     if not raw:
         return []
@@ -208,35 +235,75 @@ def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str],
             git.check_no_unmerged(repo)
         raise GitError(f"cannot read the diff: {exc}") from None
     sizes = git.blob_sizes(repo, [sha for e in entries for sha in (e.old_sha, e.new_sha) if sha is not None])
-    big = {}
+    big: dict[str, tuple[RawEntry, int]] = {}
+    left: list[RawEntry] = []  # never reviewed by their names alone: listed, not diffed (issue 62.5)
     for entry in entries:
         size = max((sizes.get(sha or "", 0) for sha in (entry.old_sha, entry.new_sha)), default=0)
         if size > max_bytes:
             big[entry.new_path] = (entry, size)
-    if not big:
+        elif unreviewed is not None and unreviewed(entry.new_path):
+            left.append(entry)
+    if not big and not left:
         return _diff_all(repo, base, target, literal_pathspecs(paths), False)
-    names = [n for e in entries if e.new_path not in big for n in dict.fromkeys((e.old_path, e.new_path))]
-    found: dict[str, FileChange] = {}
-    if names and len(big) <= _MAX_EXCLUDED:
-        excluded = [f":(exclude,literal){p}" for e, _ in big.values() for p in dict.fromkeys((e.old_path, e.new_path))]
+    aside = {e.new_path for e in left} | set(big)
+    names = [e.new_path for e in entries if e.new_path not in aside]
+    found: list[FileChange] = []
+    if names and len(aside) <= _MAX_EXCLUDED:
+        excluded = [f":(exclude,literal){p}" for p in sorted(aside)]
         spec = literal_pathspecs(paths) if paths else ["--", "."]
-        found = {f.path: f for f in _diff_all(repo, base, target, [*spec, *excluded], False)}
+        found = _diff_all(repo, base, target, [*spec, *excluded], False)
     else:
         for i in range(0, len(names), _PATHSPEC_BATCH):
-            batch = literal_pathspecs(names[i:i + _PATHSPEC_BATCH])
-            found.update((f.path, f) for f in _diff_all(repo, base, target, batch, False))
+            found += _diff_all(repo, base, target, literal_pathspecs(names[i:i + _PATHSPEC_BATCH]), False)
+    out = [*found, *_counted(repo, base, target, left)]
+    for entry, size in _pure_renames(list(big.values())):
+        sha = entry.new_sha or entry.old_sha
+        head = git.blob_head(repo, sha) if sha is not None else b""
+        out.append(oversize_change(entry, size, is_binary=b"\0" in head))
+    return sorted(out, key=lambda c: c.path.encode("utf-8", "surrogateescape"))  # git's order: by the bytes
+
+
+def _counted(repo: str, base: str, target: str | None, entries: Sequence[RawEntry]) -> list[FileChange]:
+    """Files listed without their patches, with the lines they add and remove and whether git calls them binary:
+    `--numstat` holds one file at a time in git and sends us a line each."""
+    from ocr_hook.changes.diff_parse import listed_change
+
+    counts: dict[str, tuple[int, int, bool]] = {}
+    names = [e.new_path for e in entries]
+    for i in range(0, len(names), _PATHSPEC_BATCH):
+        out = git.git_text(repo, [*diff_args(base, target), "--no-renames", "--numstat", "-z",
+                                  *literal_pathspecs(names[i:i + _PATHSPEC_BATCH])])
+        for record in out.split("\0"):
+            added, _, rest = record.partition("\t")
+            removed, _, path = rest.partition("\t")
+            if path:
+                binary = added == "-"
+                counts[path] = (0 if binary else int(added), 0 if binary else int(removed), binary)
+    return [listed_change(e, *counts.get(e.new_path, (0, 0, False))) for e in entries]
+
+
+def _pure_renames(big: list[tuple[RawEntry, int]]) -> list[tuple[RawEntry, int]]:
+    """Files over the cap, with a deletion and an addition of the same blob made one rename: equal object ids
+    are the same content, so this is exact and reads nothing. A big file renamed and changed stays a deletion and
+    an addition (git would have to load both to compare them)."""
+    from ocr_hook.changes.diff_parse import RawEntry
+
+    gone: dict[str, list[RawEntry]] = {}
+    for entry, _ in big:
+        if entry.status == "D" and entry.old_sha is not None:
+            gone.setdefault(entry.old_sha, []).append(entry)
+    paired: set[str] = set()
     out = []
-    for entry in entries:
-        if entry.new_path in big:
-            item, size = big[entry.new_path]
-            sha = item.new_sha or item.old_sha
-            head = git.blob_head(repo, sha) if sha is not None else b""
-            out.append(oversize_change(item, size, is_binary=b"\0" in head))
-        else:
-            path = entry.old_path if entry.status == "D" else entry.new_path
-            if path in found:
-                out.append(found[path])
-    return out
+    for entry, size in big:
+        old = gone.get(entry.new_sha or "") if entry.status == "A" else None
+        if old:
+            was = old.pop(0)
+            paired.add(was.old_path)
+            out.append((RawEntry("R", was.old_mode, entry.new_mode, was.old_sha, entry.new_sha, was.old_path,
+                                 entry.new_path), size))
+        elif entry.status != "D":
+            out.append((entry, size))
+    return out + [(e, s) for e, s in big if e.status == "D" and e.old_path not in paired]
 
 
 def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_unmerged: bool,

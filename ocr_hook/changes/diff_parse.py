@@ -177,6 +177,12 @@ def oversize_change(entry: RawEntry, size: int, *, is_binary: bool) -> FileChang
                       new_sha=None if deleted else entry.new_sha, oversize=size)
 
 
+def listed_change(entry: RawEntry, added: int, removed: int, is_binary: bool) -> FileChange:
+    """A file whose path selection skips by its name alone (vendored, sensitive, excluded): listed with its counts
+    of lines, never diffed here (issue 62.5)."""
+    return oversize_change(entry, 0, is_binary=is_binary)._replace(added=added, removed=removed)
+
+
 def parse_changes(raw_text: str, patch_text: str) -> list[FileChange]:
     """Every FileChange of one diff; DiffParseError when the patch does not match the listing."""
     entries = parse_raw(raw_text)

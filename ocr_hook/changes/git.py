@@ -43,6 +43,7 @@ DIFF_OPTIONS = (
     "--dst-prefix=b/",
     "--no-relative",
     "--find-renames",  # the user's diff.renames must not decide whether a rename is one entry or two
+    "-l0",  # nor diff.renameLimit how many: past 1,000 files a move lost its renames (issue 62.6)
     "--ignore-submodules=none",
     "--submodule=short",
 )

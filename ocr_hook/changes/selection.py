@@ -211,6 +211,17 @@ def _policy_reason(change: FileChange, rules: Rules) -> str | None:
     return None
 
 
+def skipped_by_name(path: str, rules: Rules) -> bool:
+    """Whether _policy_reason skips a file at `path` whatever its content and its diff hold: the files collect
+    lists without diffing them (issue 62.5)."""
+    if sensitive_pattern(path, rules) is not None:
+        return True
+    skipped = rules.skip.check_file(path)
+    if skipped.include and skipped.index is not None:
+        return True
+    return rules.include is not None and not rules.include.check_file(path).include
+
+
 def _paths_of(change: FileChange) -> Sequence[str]:
     return (change.path,) if change.old_path is None else (change.path, change.old_path)
 

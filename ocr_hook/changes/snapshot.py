@@ -29,6 +29,7 @@ _MAX_HIT_TEXT = 2_000
 # Blobs already read are kept (by object id, so never stale) up to this many bytes: selection, the
 # result-cache lookup, the tools and the reports all read the same few files.
 _BLOB_MEMO_BYTES = 16 * 1024 * 1024
+_MAX_GREP_EXCLUDED = 200  # files over the cap left out of a grep by name (their pathspecs share one command line)
 _MAX_LIKELY_PATHS = 500  # more would make a long command line; the whole listing is read instead
 # Patterns as text, compiled by `re` (and kept in its cache) on first use: a run answered from the cache greps
 # nothing and checks no pathspec.
@@ -51,12 +52,14 @@ class GitSnapshot:
     """Implements snapshot_api.Snapshot for the index (target None) or a commit."""
 
     def __init__(self, repo_root: str, target: str | None, likely_paths: Sequence[str] = (),
-                 known: Mapping[str, tuple[str, str]] | None = None) -> None:
+                 known: Mapping[str, tuple[str, str]] | None = None, max_bytes: int | None = None) -> None:
         """likely_paths: the paths most reads will be for (the change set's). In the index, they are
         listed on their own first: the whole listing of a large repository costs ~1 ms per 1,000 files,
         which a run that reads only the changed files (e.g. a cached one) need not pay.
         known: path → (mode, object id) of every likely path the index holds, as the staged diff gave
-        them; then even that first listing (one `git ls-files` process) is skipped."""
+        them; then even that first listing (one `git ls-files` process) is skipped.
+        max_bytes: a blob larger than this is never read (read_bytes answers None, oversize its size), so no
+        reader of the snapshot (a tool, the context pack) loads a file over the cap whole (issue 62.4)."""
         self.repo_root = repo_root
         self.target = target
         self._lock = threading.Lock()
@@ -70,6 +73,9 @@ class GitSnapshot:
             self._likely_entries = {p: _Entry(*known[p]) for p in self._likely if p in known}
         self._blobs: dict[str, bytes] = {}
         self._blob_bytes = 0
+        self._max_bytes = max_bytes
+        self._oversize: dict[str, int] = {}  # object id → size, of the blobs refused for the cap
+        self._too_large: tuple[str, ...] | None = None  # the snapshot's files over the cap, once grep asked
         self._closed = False
 
     # --- reading --------------------------------------------------------------------------------
@@ -84,10 +90,18 @@ class GitSnapshot:
             data = self._blobs.get(entry.sha)
             if data is None:
                 data = self._cat(entry.sha)
+                if data is None:
+                    return None
                 if self._blob_bytes + len(data) <= _BLOB_MEMO_BYTES:
                     self._blobs[entry.sha] = data
                     self._blob_bytes += len(data)
             return data
+
+    def oversize(self, path: str) -> int | None:
+        """The size of the blob at `path` when a read refused it for being over the cap; else None."""
+        with self._lock:
+            entry = self._entry(path)
+            return None if entry is None else self._oversize.get(entry.sha)
 
     def read_text(self, path: str) -> str | None:
         data = self.read_bytes(path)
@@ -126,7 +140,9 @@ class GitSnapshot:
             self._entries, self._listing_digest = _load_listing(self.repo_root, self.target)
         return self._entries
 
-    def _cat(self, sha: str) -> bytes:
+    def _cat(self, sha: str) -> bytes | None:
+        if sha in self._oversize:
+            return None
         proc = self._cat_file()
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -136,6 +152,11 @@ class GitSnapshot:
             if len(header) != 3:
                 raise GitError(f"git cat-file could not read object {sha}: {' '.join(header) or 'no answer'}")
             size = int(header[2])
+            if self._max_bytes is not None and size > self._max_bytes:
+                # The header says enough: the process is ended rather than drained (the next read starts another).
+                self._oversize[sha] = size
+                self._stop_cat_file(kill=True)
+                return None
             data = proc.stdout.read(size + 1)
         except (OSError, ValueError) as exc:
             self._stop_cat_file()
@@ -153,10 +174,12 @@ class GitSnapshot:
             )
         return self._proc
 
-    def _stop_cat_file(self) -> None:
+    def _stop_cat_file(self, kill: bool = False) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if kill:
+            proc.kill()
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
@@ -201,7 +224,9 @@ class GitSnapshot:
         args += ["--perl-regexp"] if perl_regexp else ["--basic-regexp"]
         args += ["-e", pattern]
         args += ["--cached"] if self.target is None else [self.target]
-        args += ["--", *pathspecs]
+        too_large = self._over_cap()
+        # git grep loads every file it searches whole: those over the cap are left out (issue 62.4).
+        args += ["--", *pathspecs, *(f":(exclude,literal){p}" for p in too_large)]
         output, returncode, stderr, timed_out = _run_capped(self.repo_root, args, timeout_s)
         if timed_out:
             return GrepResult((), (), f"the search took longer than {timeout_s:g} s and was stopped; "
@@ -211,7 +236,20 @@ class GitSnapshot:
             return GrepResult((), (), f"git grep rejected the search: {message}")
         prefix = b"" if self.target is None else self.target.encode("ascii") + b":"
         hits, truncated = _parse_grep(output, prefix, max_per_file)
-        return GrepResult(tuple(hits), tuple(truncated), None)
+        return GrepResult(tuple(hits), tuple(truncated), None, too_large)
+
+    def _over_cap(self) -> tuple[str, ...]:
+        """The snapshot's regular files over the cap, from one `git cat-file --batch-check` (headers only)."""
+        if self._max_bytes is None:
+            return ()
+        with self._lock:
+            if self._too_large is None:
+                files = {p: e.sha for p, e in self._listing().items() if e.mode in _REGULAR_MODES}
+                sizes = git.blob_sizes(self.repo_root, list(files.values()))
+                big = sorted(((sizes.get(sha, 0), p) for p, sha in files.items()), reverse=True)
+                # The largest ones, as many as a command line takes on every platform.
+                self._too_large = tuple(sorted(p for size, p in big[:_MAX_GREP_EXCLUDED] if size > self._max_bytes))
+            return self._too_large
 
     # --- lifetime --------------------------------------------------------------------------------
 
@@ -232,12 +270,13 @@ class GitSnapshot:
         self.close()
 
 
-def open_snapshot(repo_root: str, change_set: ChangeSet) -> GitSnapshot:
-    """The reviewed side of `change_set`: the index when change_set.target is None, else that commit."""
+def open_snapshot(repo_root: str, change_set: ChangeSet, max_bytes: int | None = None) -> GitSnapshot:
+    """The reviewed side of `change_set`: the index when change_set.target is None, else that commit; a blob over
+    `max_bytes` (the settings' max_file_bytes) is never read."""
     known = None
     if change_set.target is None:  # the staged diff's new side is the index: its ids are the index's
         known = {f.path: (f.new_mode, f.new_sha) for f in change_set.files if f.new_sha and f.new_mode}
-    snapshot = GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known)
+    snapshot = GitSnapshot(repo_root, change_set.target, [f.path for f in change_set.files], known, max_bytes)
     with snapshot._lock:
         snapshot._cat_file()  # started now, so git starts up beside the imports before the first read
     return snapshot

@@ -19,11 +19,15 @@ class GrepResult(NamedTuple):
     hits: tuple[GrepHit, ...]
     truncated_files: tuple[str, ...]  # files whose hits were cut at the per-file cap
     error: str | None  # git's complaint (bad regexp, bad pathspec), worded for the model
+    too_large: tuple[str, ...] = ()  # files not searched: over the cap (git would load each whole)
 
 
 class Snapshot(Protocol):
     def read_bytes(self, path: str) -> bytes | None:
         """The blob at `path` in the snapshot; None when there is no regular file there."""
+
+    def oversize(self, path: str) -> int | None:
+        """The size of the file at `path` when read_bytes refused it for being over the cap; else None."""
 
     def read_text(self, path: str) -> str | None:
         """`read_bytes` decoded as UTF-8 with surrogateescape; None when absent."""

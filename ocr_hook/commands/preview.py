@@ -93,9 +93,9 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
         settings = load(root, config_file, flags=flags or {}, environ=environ,
                         command_defaults=SCAN_DEFAULTS if scope.kind == SCAN else None)
     change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes,
-                                 sides=sides)
+                                 sides=sides, selection=settings)
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes
-    snapshot = open_snapshot(root, change_set)
+    snapshot = open_snapshot(root, change_set, settings.max_file_bytes)
     try:
         from ocr_hook.changes.shard import shard_change_set
 

@@ -196,7 +196,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
         with deadline.bounded(started + settings.timeout, time_limit_text(settings.timeout)):
             if change_set is None:
                 change_set = collect_changes(root, scope, relative, environ, head=head,
-                                             max_bytes=settings.max_file_bytes, sides=sides)
+                                             max_bytes=settings.max_file_bytes, sides=sides, selection=settings)
             if not change_set.files:
                 # The idle path of a hook run on every commit: no snapshot, selection or agent to load.
                 empty = ReviewResult(findings=[], files=[], scope=change_set.description,
@@ -227,7 +227,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
                   intent: str | None, agent: Agent | None = None) -> Reviewed:
     from ocr_hook.changes.snapshot import open_snapshot
 
-    snapshot = open_snapshot(root, change_set)  # (its cat-file first: the first reads come before the listings')
+    # (its cat-file first: the first reads come before the listings')
+    snapshot = open_snapshot(root, change_set, settings.max_file_bytes)
     try:
         _prefetch_git(change_set, settings)
         dismissed: tuple[Dismissal, ...] = ()
@@ -438,6 +439,13 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     result.elapsed_s = time.monotonic() - started
     result.late_findings = settings.late_findings
     texts = _file_texts(result, snapshot)
+    if result.findings and (settings.baseline or dismissed):  # a moved file's findings keep their names (62.6)
+        from ocr_hook.findings.moves import with_earlier_names, written_files
+
+        written = written_files(change_set.repo_root, settings.baseline,
+                                settings.dismissals_file if dismissed else None)
+        result.findings = with_earlier_names(result.findings, change_set.repo_root, change_set.target,
+                                             guidance.revision, written, settings.max_file_bytes)
     _apply_dismissals(result, dismissed, guidance, settings)
     result = _apply_policies(result, change_set, texts, settings, guidance.revision)
     _name_exemptions(result, change_set, selected, texts, dismissed, guidance, settings)

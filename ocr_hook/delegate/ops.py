@@ -86,7 +86,7 @@ def start(cwd: str, scope: Scope, paths: Sequence[str], config_file: str | None,
     settings = load_for(change_set, config_file, flags, environ)  # a range: the trusted side's (DESIGN.md 5)
     if settings.baseline:
         settings = settings._replace(baseline=os.path.abspath(os.path.join(cwd, settings.baseline)))
-    snapshot = open_snapshot(root, change_set)
+    snapshot = open_snapshot(root, change_set, settings.max_file_bytes)
     try:
         selected = select_files(change_set, snapshot, settings)
         to_review = [s.change for s in selected if s.action == "review"]
@@ -214,7 +214,7 @@ def call(cwd: str, session_id: str, path: str, tool: str, tool_input: Any,
         if state.state != hosted.OPEN:
             raise SessionError(f"{path} is closed already (task_done {state.state}); call `delegate finish`")
         settings = session.settings  # as start fixed them (sensitive globs included)
-        snapshot = open_snapshot(root, change_set)
+        snapshot = open_snapshot(root, change_set, settings.max_file_bytes)
         try:
             result, comments, done = hosted.answer(tool, tool_input, change_set=change_set,
                                                    snapshot=snapshot, settings=settings, path=path,
@@ -241,7 +241,7 @@ def _call_checks(session: Session, store: SessionStore, change_set: ChangeSet, r
 
     if not session.checks:
         raise SessionError(f"delegate session {session.id[:12]}… has no check to answer (none applies to the change)")
-    snapshot = open_snapshot(root, change_set)
+    snapshot = open_snapshot(root, change_set, session.settings.max_file_bytes)
     try:
         result = checks.answer(session, change_set, snapshot, tool, tool_input)
     finally:

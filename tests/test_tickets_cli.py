@@ -82,6 +82,11 @@ class World:
             "check": "linked-issues", "verdict": "pass", "reason": "Two of the three criteria of #12 are met.",
             "evidence": [], "requirements": REQUIREMENTS})]), task_done()])
         self.runs = 0
+        listed = forked_cli.run(["checks", "--base", "main", "--format", "json"], cwd=self.repo,
+                                env=self.full(self.env), timeout=120, errors="replace")
+        assert listed.returncode == 0, listed.stderr
+        self.listed = json.loads(listed.stdout)
+        self.listed_requests = len(api.requests) + len(github.requests)
         self.first = self.review(self.env, 1)
         self.pass_requests = list(api.requests_for(PASS_OPENING))
         self.paid = len(api.requests)
@@ -89,12 +94,16 @@ class World:
         self.after_rerun = len(api.requests)
         self.no_token = self.review({k: v for k, v in self.env.items() if k != "GITHUB_TOKEN"}, 0)
 
-    def review(self, env: dict[str, str], expected: int) -> dict[str, Any]:
-        self.runs += 1
-        out = {kind: self.root / f"run{self.runs}.{kind}" for kind in ("json", "sarif")}
+    def full(self, env: dict[str, str]) -> dict[str, str]:
         full = {k: v for k, v in ci_free_env(NO_PROXY="127.0.0.1,localhost").items()
                 if not k.endswith("_TOKEN") and not k.startswith("ANTHROPIC_")}
         full.update({**ROUTING_OFF, **messages_env(self.api), "OCR_HOOK_CACHE_DIR": str(self.root / "cache"), **env})
+        return full
+
+    def review(self, env: dict[str, str], expected: int) -> dict[str, Any]:
+        self.runs += 1
+        out = {kind: self.root / f"run{self.runs}.{kind}" for kind in ("json", "sarif")}
+        full = self.full(env)
         proc: subprocess.CompletedProcess[str] = forked_cli.run(
             ["review", "--base", "main", "--no-review-filter", "--filter-mode", "nofilter", "--format", "text",
              "--json-output", str(out["json"]), "--sarif-output", str(out["sarif"])],
@@ -169,3 +178,11 @@ def test_without_a_token_one_note_and_not_applicable(world: World) -> None:
     assert check["verdict"] == "not_applicable"
     notes = [n for n in world.no_token["json"]["notes"] if "GITHUB_TOKEN" in n]
     assert notes == ["linked tickets on the forge not read: no GITHUB_TOKEN"]
+
+
+def test_checks_lists_the_tickets_it_would_read_and_their_cost_without_a_request(world: World) -> None:
+    row = next(r for r in world.listed["checks"] if r["name"] == "linked-issues")
+    assert (row["mode"], row["applies"]) == ("block", True)
+    assert row["state"] == "applies: would read #12 and the pull request's closing references"
+    assert world.listed["estimate"]["input_tokens"] > 5 * 1000  # five tickets' clipped text at most
+    assert world.listed_requests == 0  # neither the model nor the forge was asked

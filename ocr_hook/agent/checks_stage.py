@@ -221,8 +221,9 @@ def _carry_last(check: Check, change_set: ChangeSet, environ: Mapping[str, str],
     if last is None:
         return unanswered(check, "the linked tickets could not be read (see the notes) and no earlier verdict for "
                                  "this change is kept", frozenset())
-    return last._replace(carried=True, override=None, reason=f"carried from the last run, the linked tickets could "
-                                                             f"not be read (see the notes): {last.reason}"[:700])
+    return last._replace(carried=True, override=None, mode=check.mode, inconclusive=check.inconclusive,
+                         reason=f"carried from the last run, the linked tickets could not be read (see the notes): "
+                                f"{last.reason}"[:700])
 
 
 def _no_verdict() -> str:

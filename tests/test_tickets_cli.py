@@ -76,7 +76,7 @@ class World:
         pull.closing = [12]
         event = root / "event.json"
         event.write_text(json.dumps({"number": 7, "pull_request": {
-            "number": 7, "title": "Login rules", "body": "Closes #12. Tracked as EVIL-1.",
+            "number": 7, "title": "Login rules", "body": "Closes #12. Follows #7 and other/lib#4. Tracked as EVIL-1.",
             "head": {"sha": head, "ref": "12-login-rules"}, "base": {"ref": "main"}}}), encoding="utf-8")
         self.env = {"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "octo/app", "GITHUB_EVENT_NAME": "pull_request",
                     "GITHUB_EVENT_PATH": str(event), "GITHUB_API_URL": github.url, "GITHUB_TOKEN": TOKEN,
@@ -142,6 +142,10 @@ def test_an_unmet_acceptance_criterion_fails_the_block_check_with_the_requiremen
     met = check["requirements"][0]["evidence"][0]
     assert (met["path"], met["start_line"], met["anchored"]) == (PATH, 3, True)
     assert "blocking check" in world.first["json"]["verdict"]
+    # A pull request is not a ticket, and an issue the token cannot read is left out: one note each.
+    notes = world.first["json"]["notes"]
+    assert "#7 is a pull request, not a ticket: not read" in notes
+    assert [n for n in notes if n.startswith("ticket other/lib#4 not read: HTTP 404")], notes
     text = world.first["text"]
     assert "linked-issues" in text and "https://github.com/octo/app/issues/12" in text
     assert "not met" in text and "login locks the account after 5 failed attempts" in text
@@ -192,7 +196,7 @@ def test_without_a_token_one_note_and_not_applicable(world: World) -> None:
 def test_checks_lists_the_tickets_it_would_read_and_their_cost_without_a_request(world: World) -> None:
     row = next(r for r in world.listed["checks"] if r["name"] == "linked-issues")
     assert (row["mode"], row["applies"]) == ("block", True)
-    assert row["state"] == "applies: would read #12 and the pull request's closing references"
+    assert row["state"] == "applies: would read #12, #7, other/lib#4 and the pull request's closing references"
     assert world.listed["estimate"]["input_tokens"] > 5 * 1000  # five tickets' clipped text at most
     assert world.listed_requests == 0  # neither the model nor the forge was asked
 

@@ -166,6 +166,7 @@ def test_the_ticket_reaches_the_model_as_fenced_data_and_its_injection_changes_n
     requirement = verdict_tool["input_schema"]["properties"]["requirements"]["items"]
     assert requirement["properties"]["ticket"]["enum"] == ["#12"]
     assert verdict_tool["input_schema"]["properties"]["check"]["enum"] == ["linked-issues"]
+    assert verdict_tool["input_schema"]["required"] == ["check", "verdict", "reason", "evidence", "requirements"]
     # The ticket asked for "off" and "approve": the trusted block mode stands, the gate fails, and its mention is
     # never echoed into a report (only the ticket's title and link are).
     assert linked(world.first)["mode"] == "block" and world.first["json"]["verdict"].startswith("FAILED")

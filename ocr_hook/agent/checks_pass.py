@@ -53,7 +53,7 @@ class ChecksOutcome(NamedTuple):
 def check_tools(names: Sequence[str], tickets: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The pass's tool definitions, check_verdict's `check` an enum of the names to answer (strict mode then
     refuses any other name) and, when linked-issues is one of them, its requirements' `ticket` an enum of the
-    tickets' keys (without linked-issues, or without tickets, `requirements` is not offered)."""
+    tickets' keys, required (without linked-issues, or without tickets, `requirements` is not offered)."""
     from ocr_hook.agent import registry
     from ocr_hook.agent.conversation import tools_param
 
@@ -68,6 +68,9 @@ def check_tools(names: Sequence[str], tickets: Sequence[str] = ()) -> list[dict[
                 items = {**requirements["items"], "properties": dict(requirements["items"]["properties"])}
                 items["properties"]["ticket"] = {**items["properties"]["ticket"], "enum": list(dict.fromkeys(tickets))}
                 schema["properties"]["requirements"] = {**requirements, "items": items}
+                # Every property required, as the strictest reading of strict mode asks (an empty list for the
+                # other checks); without linked-issues the property is not offered at all.
+                schema["required"] = [*schema["required"], "requirements"]
             else:
                 del schema["properties"]["requirements"]
             tool["input_schema"] = schema

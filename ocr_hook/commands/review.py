@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ocr_hook.guidance.resolve import GuidancePlan
     from ocr_hook.reports import ReportContext
     from ocr_hook.store.memory import MemoryStore, RunFacts
+    from ocr_hook.tickets.model import TicketsRead
 
 
 # Reviews a job's files instead of the agent (ocr_hook.agent.review_files), e.g. from a host agent's comments.
@@ -421,7 +422,9 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     if not change_set.scan:  # (a scan has no change for a check to judge)
         from ocr_hook.agent.checks_stage import plan_checks
 
-        checks = plan_checks(change_set, commit_time=change_set.target is None)
+        commit_time = change_set.target is None
+        linked = _read_tickets(change_set, settings, environ, started, commit_time)
+        checks = plan_checks(change_set, commit_time, settings.tickets, linked)
     share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
     gathered = _gather_intent(intent, change_set, settings, environ)
     if not to_review:
@@ -456,6 +459,22 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
     if memory is not None:
         _remember(memory, result, snapshot, settings, job_guidance, _run_facts(result, change_set, texts, environ))
     return result, texts
+
+
+def _read_tickets(change_set: ChangeSet, settings: Settings, environ: Mapping[str, str], started: float,
+                  commit_time: bool) -> TicketsRead | None:
+    """The linked tickets (issue 60), or None when the built-in check has nothing to say (tickets_read.plan)."""
+    if settings.tickets.mode == "off" or (commit_time and settings.tickets.when != "commit"):
+        return None  # (before any import: a commit-time review's idle path loads nothing for tickets)
+    from ocr_hook.publish.tickets_read import plan, read
+
+    planned = plan(change_set, settings.tickets, environ, commit_time)
+    if planned is None:
+        return None
+    from pathlib import Path
+
+    return read(environ, started + settings.timeout, Path(change_set.repo_root), settings.tickets, planned.texts,
+                forge=planned.forge)
 
 
 def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot,

@@ -65,6 +65,25 @@ class Price(NamedTuple):
     cache_read: float
 
 
+class JiraSettings(NamedTuple):
+    """`tickets.jira`: the one Jira site tickets are read from, and the projects whose keys count (issue 60)."""
+
+    url: str  # https://example.atlassian.net (from the trusted settings only, never from a pull request)
+    projects: tuple[str, ...]  # ABC, OPS: `SHA-256` is not a ticket
+
+
+class TicketSettings(NamedTuple):
+    """`tickets:`, the built-in linked-issues check (issue 60, DESIGN.md 20)."""
+
+    mode: str = "warn"  # block | warn | off
+    when: str = "ci"  # ci | commit (commit-time reviews too, when a token is set)
+    max: int = 5  # tickets read at most
+    jira: JiraSettings | None = None
+
+
+TICKET_KEYS = ("mode", "when", "max", "jira")
+
+
 class Settings(NamedTuple):
     """The effective settings of a run: defaults, the settings file, environment and flags merged.
 
@@ -132,6 +151,7 @@ class Settings(NamedTuple):
     provider_choice: str = ""
     # Checks (DESIGN.md 20): the share of --max-cost, --max-tokens and --timeout kept for the change-level pass.
     checks_budget: float = 0.25
+    tickets: TicketSettings = TicketSettings()  # linked tickets, the built-in check linked-issues (issue 60)
 
     def model_for(self, task: str) -> str:
         """The model for a task: "main", "plan", "filter", "relocate" or "compact"."""
@@ -201,6 +221,7 @@ def _type_name(key: str) -> str:
         "str": "a string", "str | None": "a string or null", "float": "a number", "int": "a whole number",
         "bool": "true or false", "tuple[str, ...]": "a list of strings",
         "Mapping[str, Price]": "a mapping of model name to {input, output, cache_write, cache_read}",
+        "TicketSettings": "a mapping with mode (block, warn, off), when (ci, commit), max, jira {url, projects}",
     }.get(ann, ann)
 
 
@@ -211,6 +232,8 @@ def _coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: unknown setting '{key}' (known settings: {known})")
     if key == "rules":  # the outer shape only: the entries are guidance's to parse (RawRules)
         return _raw_rules(value, source)
+    if key == "tickets":
+        return _tickets(value, source)
     ann = _FIELDS[key]
 
     def bad() -> ConfigError:
@@ -271,6 +294,35 @@ def _coerce(key: str, value: Any, source: str) -> Any:
             prices[str(model)] = Price(**{k: float(entry[k]) for k in PRICE_KEYS})
         return prices
     raise AssertionError(f"unhandled settings type {ann}")
+
+
+def _tickets(value: Any, source: str) -> TicketSettings:
+    if isinstance(value, TicketSettings):
+        return value
+    if value is None:
+        return TicketSettings()
+    if not isinstance(value, Mapping) or set(value) - set(TICKET_KEYS):
+        raise ConfigError(f"{source}: setting 'tickets' must be a mapping with mode (block, warn, off), when "
+                          f"(ci, commit), max and jira {{url, projects}}, got {value!r}"[:300])
+    mode, when, most = value.get("mode", "warn"), value.get("when", "ci"), value.get("max", 5)
+    if mode not in ("block", "warn", "off"):
+        raise ConfigError(f"{source}: setting 'tickets.mode' must be one of block, warn, off, got {mode!r}")
+    if when not in ("ci", "commit"):
+        raise ConfigError(f"{source}: setting 'tickets.when' must be one of ci, commit, got {when!r}")
+    if isinstance(most, bool) or not isinstance(most, int) or not 1 <= most <= 50:
+        raise ConfigError(f"{source}: setting 'tickets.max' must be a whole number from 1 to 50, got {most!r}")
+    jira = value.get("jira")
+    if jira is not None:
+        url = jira.get("url") if isinstance(jira, Mapping) else None
+        projects = jira.get("projects") if isinstance(jira, Mapping) else None
+        if (not isinstance(jira, Mapping) or set(jira) - {"url", "projects"} or not isinstance(url, str)
+                or not url.startswith("https://") or not isinstance(projects, list) or not projects
+                or not all(isinstance(p, str) and p.isupper() and p.replace("_", "").isalnum() and p[0].isalpha()
+                           for p in projects)):
+            raise ConfigError(f"{source}: setting 'tickets.jira' must be {{url: https://..., projects: [ABC, ...]}} "
+                              f"(project keys in capitals), got {jira!r}"[:300])
+        jira = JiraSettings(url.rstrip("/"), tuple(projects))
+    return TicketSettings(mode, when, most, jira)
 
 
 def _raw_rules(value: Any, source: str) -> RawRules:
@@ -465,6 +517,9 @@ def as_values(settings: Settings) -> dict[str, Any]:
     values: dict[str, Any] = {key: getattr(settings, key) for key in _FIELDS}
     values["rules"] = list(settings.rules.items)
     values["pricing"] = {model: price._asdict() for model, price in settings.pricing.items()}
+    tickets = settings.tickets
+    values["tickets"] = {**tickets._asdict(), "jira": None if tickets.jira is None else
+                         {"url": tickets.jira.url, "projects": list(tickets.jira.projects)}}
     return values
 
 

@@ -197,6 +197,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("changes",),
     ("findings",),  # pure, shared by everything above: the agent, the store, the reports, the commands
     ("checks",),  # the team's checks (DESIGN.md 20): their types, files and overrides; the pass is the agent's
+    ("tickets",),  # linked tickets (issue 60): their types and the references in a change's texts (pure)
     ("outcome",),  # what a run produced
     ("tally",),  # what became of the findings (DESIGN.md 18): history entries, counts, charts; pure
     ("guidance",),

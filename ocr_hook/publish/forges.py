@@ -50,6 +50,15 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
      it such a finding is listed in the summary only (it always is).
    * report_verdict(report, passed): a status where the forge has one (Azure PR status, Bitbucket
      report result); nothing elsewhere.
+   * linked_tickets(refs, limit, clip) -> tickets.model.TicketsRead, optional (issue 60; read-only, for
+     the review in CI: publish/tickets_read.py): the forge's own closing references first (GitHub
+     `closingIssuesReferences`, GitLab `closes_issues`, Azure the work items linked to the pull request),
+     then the given `refs` of its own source (tickets/refs.py found them in the title, body, branch and
+     commits), deduplicated (refs.identity), at most `limit`; each body clipped to `clip` characters
+     (model.clipped). A pull request (not a ticket) and a ticket the token cannot read are skipped with one
+     note each; a refusal of the whole read raises ApiRefusal (the caller's note; the check carries its last
+     verdict). With it, the attributes `repository` (this repository's path on the forge, so `owner/repo#3`
+     is `#3`) and `web_root` (the forge's web address: only its issue URLs are references).
 3. Add its name to FORGES and its module to ADAPTERS here, and its CI marker to `detect`.
 4. A loopback fake in tests/fake_NAME.py from the forge's published API description (like
    tests/fake_gitlab.py), and tests through the CLI (tests/test_publish_gitlab.py shows the pattern).

@@ -1,0 +1,111 @@
+"""An Azure DevOps pull request's linked work items, for the linked-issues check (issue 60; read-only).
+
+The work items linked to the pull request (`GET …/pullRequests/{id}/workitems`) first, then the `AB#N`
+references found in its texts (tickets/refs.py), read together in one request: `GET {project}/_apis/wit/
+workitems?ids=…&fields=System.Title,System.Description,Microsoft.VSTS.Common.AcceptanceCriteria&errorPolicy=omit`
+(Work Items - List, at most 200 ids). With `errorPolicy=omit` Azure answers null for an id the token may not
+read or that does not exist: one note each, skipped. The description and acceptance criteria are HTML; the
+model gets their text only (`html_text`: tags dropped, entities decoded, blocks on their own lines), so no
+markup of the ticket's author reaches a prompt or a report. Token scope: Work Items (Read), `vso.work`; the
+pipeline's SYSTEM_ACCESSTOKEN has it when the build service may read the project's work items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import quote
+
+from ocr_hook.checks.model import Ticket
+from ocr_hook.publish.api_client import ApiClient
+from ocr_hook.tickets.model import Reference, TicketsRead, TicketText, clipped
+
+FIELDS = ("System.Title", "System.Description", "Microsoft.VSTS.Common.AcceptanceCriteria")
+MAX_IDS = 200  # Work Items - List takes at most 200 ids
+_BLOCKS = frozenset({"p", "div", "br", "li", "ul", "ol", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6",
+                     "pre", "blockquote", "hr"})
+_SKIP = frozenset({"script", "style"})
+
+
+def linked_tickets(api: ApiClient, project: str, pull: str, web_root: str, refs: Sequence[Reference], limit: int,
+                   clip: int, version: str) -> TicketsRead:
+    """`pull`: the pull request's API path (…/pullRequests/{id}); `web_root`: the collection URL (work items'
+    pages). At most `limit` work items, the linked ones first."""
+    ids: list[int] = []
+    linked = api.get(f"{pull}/workitems", {"api-version": version})
+    values = linked.get("value") if isinstance(linked, dict) else None
+    if not isinstance(values, list):
+        raise TypeError("the linked work items are not a list")
+    for item in values:
+        number = int(str(item.get("id"))) if isinstance(item, dict) else None
+        if number is not None and number not in ids:
+            ids.append(number)
+    ids += [r.number for r in refs if r.source == "azure" and r.number is not None and r.number not in ids]
+    ids = ids[:min(limit, MAX_IDS)]
+    if not ids:
+        return TicketsRead()
+    got = api.get(f"{quote(project, safe='')}/_apis/wit/workitems", {
+        "ids": ",".join(map(str, ids)), "fields": ",".join(FIELDS), "errorPolicy": "omit", "api-version": version})
+    items = got.get("value") if isinstance(got, dict) else None
+    if not isinstance(items, list):
+        raise TypeError("the work items are not a list")
+    by_id = {i.get("id"): i for i in items if isinstance(i, dict)}
+    tickets: list[TicketText] = []
+    notes: list[str] = []
+    for number in ids:
+        item = by_id.get(number)
+        if item is None:
+            notes.append(f"Azure DevOps work item AB#{number} skipped: the token cannot read it, or there is none")
+            continue
+        fields = item.get("fields") if isinstance(item.get("fields"), dict) else {}
+        tickets.append(_ticket(number, fields, f"{web_root.rstrip('/')}/{quote(project, safe='')}/_workitems/"
+                                               f"edit/{number}" if web_root else "", clip))
+    return TicketsRead(tuple(tickets), tuple(notes))
+
+
+def _ticket(number: int, fields: dict[str, Any], url: str, clip: int) -> TicketText:
+    title = fields.get("System.Title")
+    description = html_text(str(fields.get("System.Description") or ""))
+    criteria = html_text(str(fields.get("Microsoft.VSTS.Common.AcceptanceCriteria") or ""))
+    # acceptance criteria first: the check restates them before anything else, and clipping keeps them
+    body = "\n\n".join(p for p in (f"Acceptance criteria:\n{criteria}" if criteria else "", description) if p)
+    return clipped(Ticket(f"AB#{number}", title if isinstance(title, str) else "", url, "azure"), body, clip)
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP:
+            self._skipping += 1
+        elif tag in _BLOCKS:
+            self.parts.append("\n- " if tag == "li" else "\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP:
+            self._skipping = max(0, self._skipping - 1)
+        elif tag in _BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def html_text(html: str) -> str:
+    """The text of an HTML fragment (Azure's rich-text fields): no tags, entities decoded, one block a line."""
+    if "<" not in html and "&" not in html:
+        return html.strip()
+    parser = _Text()
+    parser.feed(html)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip()

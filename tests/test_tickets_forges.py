@@ -104,7 +104,7 @@ def test_azure_reads_linked_work_items_then_ab_references(azure: FakeAzure) -> N
     assert [t.ticket.key for t in read.tickets] == ["AB#77", "AB#79"]
     first = read.tickets[0]
     # acceptance criteria first; the HTML is text only (no tag, no script, entities decoded)
-    assert first.body == "Acceptance criteria:\n- five tries\n\n- a message\n\nUsers are locked out & told."
+    assert first.body == "Acceptance criteria:\n- five tries\n- a message\n\nUsers are locked out & told."
     assert first.ticket.url == f"{azure.collection_uri}Fabrikam/_workitems/edit/77" and not first.ticket.clipped
     assert read.notes == ("Azure DevOps work item AB#78 skipped: the token cannot read it, or there is none",)
     lists = [r for r in azure.requests if r.path.endswith("/_apis/wit/workitems")]

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 from fake_jira import FakeJira
 
-from ocr_hook.publish.jira import adf_text, read_jira
+from ocr_hook.publish.jira import read_jira
+from ocr_hook.publish.ticket_text import adf_text
 from ocr_hook.settings import JiraSettings
 from ocr_hook.tickets.model import Reference
 
@@ -67,7 +68,7 @@ def test_cloud_reads_listed_keys_with_their_adf_as_text(jira: FakeJira) -> None:
     assert [t.ticket.key for t in got.tickets] == ["ABC-1", "ABC-2"]
     first = got.tickets[0]
     assert first.ticket.title == "Rate-limit logins" and first.ticket.url == f"{jira.url}/browse/ABC-1"
-    assert first.body == "Acceptance criteria\n\n- five tries\n\n- then tell @Ann\n\nsee\nhttps://example.com/spec"
+    assert first.body == "Acceptance criteria\n\n- five tries\n- then tell @Ann\n\nsee\nhttps://example.com/spec"
     assert got.tickets[1].body == "" and not got.failed
     assert got.notes == ("Jira ticket SEC-3 skipped: the token cannot read it (HTTP 404)",)
     # the unlisted project's key is never fetched; ABC-1 once; v3 with basic authentication

@@ -13,19 +13,16 @@ pipeline's SYSTEM_ACCESSTOKEN has it when the build service may read the project
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import quote
 
 from ocr_hook.checks.model import Ticket
 from ocr_hook.publish.api_client import ApiClient
+from ocr_hook.publish.ticket_text import html_text
 from ocr_hook.tickets.model import Reference, TicketsRead, TicketText, clipped
 
 FIELDS = ("System.Title", "System.Description", "Microsoft.VSTS.Common.AcceptanceCriteria")
 MAX_IDS = 200  # Work Items - List takes at most 200 ids
-_BLOCKS = frozenset({"p", "div", "br", "li", "ul", "ol", "tr", "table", "h1", "h2", "h3", "h4", "h5", "h6",
-                     "pre", "blockquote", "hr"})
-_SKIP = frozenset({"script", "style"})
 
 
 def linked_tickets(api: ApiClient, project: str, pull: str, web_root: str, refs: Sequence[Reference], limit: int,
@@ -71,41 +68,3 @@ def _ticket(number: int, fields: dict[str, Any], url: str, clip: int) -> TicketT
     # acceptance criteria first: the check restates them before anything else, and clipping keeps them
     body = "\n\n".join(p for p in (f"Acceptance criteria:\n{criteria}" if criteria else "", description) if p)
     return clipped(Ticket(f"AB#{number}", title if isinstance(title, str) else "", url, "azure"), body, clip)
-
-
-class _Text(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _SKIP:
-            self._skipping += 1
-        elif tag in _BLOCKS:
-            self.parts.append("\n- " if tag == "li" else "\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIP:
-            self._skipping = max(0, self._skipping - 1)
-        elif tag in _BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-
-def html_text(html: str) -> str:
-    """The text of an HTML fragment (Azure's rich-text fields): no tags, entities decoded, one block a line."""
-    if "<" not in html and "&" not in html:
-        return html.strip()
-    parser = _Text()
-    parser.feed(html)
-    parser.close()
-    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
-    out: list[str] = []
-    for line in lines:
-        if line or (out and out[-1]):
-            out.append(line)
-    return "\n".join(out).strip()

@@ -1,7 +1,8 @@
 """A GitLab merge request's linked issues, for the linked-issues check (issue 60; read-only, I/O at the edge).
 
 The merge request's own closing references first (`GET …/merge_requests/:iid/closes_issues`: the issues GitLab
-will close on merge, from "Closes #12" in its description or commits), then the `#N` and `group/project#N`
+will close on merge, from "Closes #12" in its description or commits; an external tracker's issue there, which
+GitLab's Jira integration lists as {id, title}, is left to the Jira reader), then the `#N` and `group/project#N`
 references found in its texts (tickets/refs.py), each read with `GET /projects/:id/issues/:iid`. GitLab keeps
 merge requests apart (`!N`), so a `#N` is always an issue. An issue the token cannot read (403, 404: another
 project it has no access to, a confidential issue) is one note and is skipped; any other refusal ends the read
@@ -34,7 +35,7 @@ def linked_tickets(api: ApiClient, project: str, project_path: str, iid: int, re
             break
         number = issue.get("iid")
         if not isinstance(number, int) or isinstance(number, bool):
-            raise TypeError("a closing issue without an iid")
+            continue  # an external tracker's issue ({id: "ABC-1", title}, GitLab's Jira integration): not GitLab's
         other = _other_project(issue, project, project_path)
         seen.add(((other or "").lower(), number))
         tickets.append(_ticket(issue, f"{other}#{number}" if other else f"#{number}", clip))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ocr_hook.checks.model import Ticket
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, check_token
 from ocr_hook.publish.plan import one_line
+from ocr_hook.publish.ticket_text import adf_text
 from ocr_hook.tickets.model import Reference, TicketsRead, TicketText, clipped
 
 if TYPE_CHECKING:
@@ -34,10 +35,6 @@ if TYPE_CHECKING:
 
 CLOUD_EMAIL, CLOUD_TOKEN, DATA_CENTER_TOKEN = "JIRA_EMAIL", "JIRA_API_TOKEN", "JIRA_PERSONAL_TOKEN"
 UNREADABLE = (403, 404)
-MAX_DEPTH = 64  # of an ADF tree: deeper content is left out (Jira's editor nests a few levels)
-_BLOCKS = frozenset({"paragraph", "heading", "codeBlock", "blockquote", "panel", "rule", "mediaSingle",
-                     "mediaGroup", "tableRow", "expand", "nestedExpand", "decisionList", "taskList"})
-_ITEMS = frozenset({"listItem", "taskItem", "decisionItem"})
 
 
 def read_jira(refs: Sequence[Reference], settings: JiraSettings, environ: Mapping[str, str], deadline: float,
@@ -106,53 +103,3 @@ def _ticket(issue: Any, key: str, site: str, clip: int) -> TicketText:
                                                                                                     str) else ""
     return clipped(Ticket(key, title if isinstance(title, str) else "", f"{site.rstrip('/')}/browse/{key}", "jira"),
                    body, clip)
-
-
-def adf_text(document: Any) -> str:
-    """The text of an Atlassian Document Format tree (Jira Cloud's rich text): a block a line, list items as
-    "- ", table cells joined by " | ", mentions, emoji, dates and links by their text; marks (bold, links'
-    targets) and media left out. Pure; an unknown node gives its children's text."""
-    out: list[str] = []
-    _walk(document, out, 0)
-    lines = [line.rstrip() for line in "".join(out).split("\n")]
-    text: list[str] = []
-    for line in lines:
-        if line or (text and text[-1]):
-            text.append(line)
-    return "\n".join(text).strip()
-
-
-def _walk(node: Any, out: list[str], depth: int, in_cell: bool = False) -> None:
-    if not isinstance(node, dict) or depth > MAX_DEPTH:
-        return
-    kind = node.get("type")
-    attrs = node.get("attrs") if isinstance(node.get("attrs"), dict) else {}
-    if kind == "text":
-        text = node.get("text")
-        out.append(text if isinstance(text, str) else "")
-        return
-    if kind == "hardBreak":
-        out.append(" " if in_cell else "\n")
-        return
-    if kind in ("mention", "emoji", "status"):
-        word = attrs.get("text") or attrs.get("shortName")
-        out.append(word if isinstance(word, str) else "")
-        return
-    if kind in ("inlineCard", "blockCard", "embedCard"):
-        url = attrs.get("url")
-        out.append(url if isinstance(url, str) else "")
-        return
-    if kind == "date":
-        stamp = attrs.get("timestamp")
-        out.append(str(stamp) if isinstance(stamp, str | int) else "")
-        return
-    if kind in _ITEMS:
-        out.append("\n- ")
-    elif kind in ("tableCell", "tableHeader"):
-        out.append(" | " if out and not out[-1].endswith("\n") else "| ")
-        in_cell = True
-    content = node.get("content")
-    for child in content if isinstance(content, list) else ():
-        _walk(child, out, depth + 1, in_cell)
-    if kind in _ITEMS or kind == "tableRow" or (kind in _BLOCKS and not in_cell):
-        out.append("\n")

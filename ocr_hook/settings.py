@@ -79,6 +79,9 @@ class TicketSettings(NamedTuple):
     when: str = "ci"  # ci | commit (commit-time reviews too, when a token is set)
     max: int = 5  # tickets read at most
     jira: JiraSettings | None = None
+    # Not a key: whether a settings layer wrote `tickets:`. Without it the tickets are read only when the change's
+    # texts name one (a run whose pull request links none costs no request to the forge and says nothing).
+    configured: bool = False
 
 
 TICKET_KEYS = ("mode", "when", "max", "jira")
@@ -322,7 +325,7 @@ def _tickets(value: Any, source: str) -> TicketSettings:
             raise ConfigError(f"{source}: setting 'tickets.jira' must be {{url: https://..., projects: [ABC, ...]}} "
                               f"(project keys in capitals), got {jira!r}"[:300])
         jira = JiraSettings(url.rstrip("/"), tuple(projects))
-    return TicketSettings(mode, when, most, jira)
+    return TicketSettings(mode, when, most, jira, configured=True)
 
 
 def _raw_rules(value: Any, source: str) -> RawRules:
@@ -518,8 +521,9 @@ def as_values(settings: Settings) -> dict[str, Any]:
     values["rules"] = list(settings.rules.items)
     values["pricing"] = {model: price._asdict() for model, price in settings.pricing.items()}
     tickets = settings.tickets
-    values["tickets"] = {**tickets._asdict(), "jira": None if tickets.jira is None else
-                         {"url": tickets.jira.url, "projects": list(tickets.jira.projects)}}
+    values["tickets"] = None if not tickets.configured else {
+        "mode": tickets.mode, "when": tickets.when, "max": tickets.max,
+        "jira": None if tickets.jira is None else {"url": tickets.jira.url, "projects": list(tickets.jira.projects)}}
     return values
 
 

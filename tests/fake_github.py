@@ -72,6 +72,7 @@ class Pull:
     author: str = "contributor"  # who opened the pull request
     threads: dict[int, ThreadState] = field(default_factory=dict)  # first comment's id → the thread's state
     reactions: dict[int, list[tuple[str, str]]] = field(default_factory=dict)  # comment id → (content, login)
+    closing: list[int] = field(default_factory=list)  # issue numbers it closes (GraphQL closingIssuesReferences)
 
 
 class FakeGitHub:
@@ -89,6 +90,7 @@ class FakeGitHub:
         self.link_header: str | None = None  # a Link header to send on every list page instead of the real one
         self.odd_items: list[Any] | None = None  # a list page holding these (non-objects) instead of the items
         self.pulls: dict[int, Pull] = {}
+        self.issues: dict[int, dict[str, str]] = {}  # number → {title, body} (GraphQL issueOrPullRequest; issue 60)
         self.associations: dict[str, str] = {}  # login → authorAssociation on this repository (else NONE)
         self.permissions: dict[str, str] = {}  # login → collaborator role (admin, maintain, write, triage, read)
         self.no_contents_write: set[str] = set()  # write tokens without `contents: write` (may not resolve)
@@ -125,6 +127,10 @@ class FakeGitHub:
         with self._lock:
             self.pulls[number] = pull
         return pull
+
+    def add_issue(self, number: int, title: str, body: str) -> None:
+        with self._lock:
+            self.issues[number] = {"title": title, "body": body}
 
     def add_comment(self, number: int, path: str, line: int, body: str, login: str = "someone") -> None:
         """A review comment somebody else left (e.g. a person)."""

@@ -6,7 +6,9 @@ here too, with GitHub's 200-and-`errors` answer.
 What it serves is what ocr-hook asks: a repository's pull request, its author and review threads (resolved,
 outdated, by whom), each thread's comments (author with its association, body, time, 👍/👎 and the other
 reactions), a thread by its node id, the `resolveReviewThread` and `unresolveReviewThread` mutations, and
-`viewer` (the token's user; an installation token's bot with REST's `name[bot]` spelling). Connections page
+`viewer` (the token's user; an installation token's bot with REST's `name[bot]` spelling), and for linked
+tickets (issue 60) a pull request's `closingIssuesReferences` and a repository's `issueOrPullRequest` (the
+fake's `issues`; a pull request's number answers a PullRequest, an unknown one NOT_FOUND). Connections page
 as GitHub's do (`first` up to 100, `after` a cursor, an error without `first` or `last` when nodes are asked
 for), in pages no larger than the fake's page size so that one pull request already needs several.
 
@@ -135,7 +137,22 @@ class GraphQLEndpoint:
         if f"{owner}/{name}" != self.fake.repository:
             raise GitHubError("NOT_FOUND", f"Could not resolve to a Repository with the name '{owner}/{name}'.")
         return {"__typename": "Repository", "nameWithOwner": self.fake.repository,
-                "pullRequest": lambda info, number: self._pull(number)}
+                "pullRequest": lambda info, number: self._pull(number),
+                "issueOrPullRequest": lambda info, number: self._issue_or_pull(number)}
+
+    def _issue(self, number: int) -> dict[str, Any]:
+        issue = self.fake.issues[number]
+        return {"__typename": "Issue", "id": f"I_{number}", "number": number, "title": issue["title"],
+                "body": issue["body"], "url": f"https://github.com/{self.fake.repository}/issues/{number}",
+                "repository": {"__typename": "Repository", "nameWithOwner": self.fake.repository}}
+
+    def _issue_or_pull(self, number: int) -> dict[str, Any] | None:
+        if number in self.fake.issues:
+            return self._issue(number)
+        if number in self.fake.pulls:  # issues and pull requests share one numbering
+            return {"__typename": "PullRequest", "id": f"PR_{number}", "number": number,
+                    "url": f"https://github.com/{self.fake.repository}/pull/{number}"}
+        raise GitHubError("NOT_FOUND", f"Could not resolve to an issue or pull request with the number of {number}.")
 
     def _pull(self, number: int) -> dict[str, Any]:
         pull = self.fake.pulls.get(number)
@@ -144,7 +161,8 @@ class GraphQLEndpoint:
         size = self.fake.page_size
         threads = [self._thread(pull, root) for root in self.fake.thread_roots(pull)]
         return {"__typename": "PullRequest", "id": f"PR_{number}", "number": number, "author": actor(pull.author),
-                "reviewThreads": connection(threads, size)}
+                "reviewThreads": connection(threads, size),
+                "closingIssuesReferences": connection([self._issue(n) for n in pull.closing], size)}
 
     def _thread(self, pull: Pull, root: dict[str, Any]) -> dict[str, Any]:
         state = pull.threads.setdefault(root["id"], ThreadState())

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ocr_hook.checks.model import Check, CheckVerdict, Evidence
+from ocr_hook.checks.model import LINKED_ISSUES, Check, CheckVerdict, Evidence, Requirement
 
 if TYPE_CHECKING:
     from ocr_hook.agent.client import Api
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
     from ocr_hook.settings import Settings
+    from ocr_hook.tickets.model import TicketText
 
 MAX_DIFF_CHARS = 60_000  # all diffs together in the first message; the tools reach the rest
 MAX_LISTED_FINDINGS = 40
@@ -39,6 +40,7 @@ class ChecksTask(NamedTuple):
     intent: str | None = None  # rendered (capped, masked, fenced) as the file reviews get it
     edited: frozenset[str] = frozenset()  # check files the change touches
     rounds: int = 8  # 1 at commit time (quick effort): one request answers every check
+    tickets: Sequence[TicketText] = ()  # linked-issues: the tickets read (untrusted text, clipped)
 
 
 class ChecksOutcome(NamedTuple):
@@ -48,9 +50,10 @@ class ChecksOutcome(NamedTuple):
     notes: list[str]
 
 
-def check_tools(names: Sequence[str]) -> list[dict[str, Any]]:
+def check_tools(names: Sequence[str], tickets: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The pass's tool definitions, check_verdict's `check` an enum of the names to answer (strict mode then
-    refuses any other name)."""
+    refuses any other name) and, when linked-issues is one of them, its requirements' `ticket` an enum of the
+    tickets' keys (without linked-issues, or without tickets, `requirements` is not offered)."""
     from ocr_hook.agent import registry
     from ocr_hook.agent.conversation import tools_param
 
@@ -60,6 +63,13 @@ def check_tools(names: Sequence[str]) -> list[dict[str, Any]]:
         if tool["name"] == "check_verdict":
             schema = {**tool["input_schema"], "properties": dict(tool["input_schema"]["properties"])}
             schema["properties"]["check"] = {**schema["properties"]["check"], "enum": list(names)}
+            if LINKED_ISSUES in names and tickets:
+                requirements = schema["properties"]["requirements"]
+                items = {**requirements["items"], "properties": dict(requirements["items"]["properties"])}
+                items["properties"]["ticket"] = {**items["properties"]["ticket"], "enum": list(dict.fromkeys(tickets))}
+                schema["properties"]["requirements"] = {**requirements, "items": items}
+            else:
+                del schema["properties"]["requirements"]
             tool["input_schema"] = schema
     return tools
 
@@ -117,11 +127,30 @@ def _findings_text(findings: Sequence[Finding]) -> str:
     return "\n\n# Findings the per-file reviews raised (data, for reference)\n\n" + "\n".join(lines) + "\n"
 
 
+def tickets_text(tickets: Sequence[TicketText], mask: Any) -> str:
+    """The linked tickets as the model gets them: labelled as data anyone who can open an issue writes, each
+    title and body masked and fenced (a ticket cannot close the fence and speak as us), clipping said."""
+    if not tickets:
+        return ""
+    from ocr_hook.agent.prompts import fence, template
+
+    parts = ["\n" + template("tickets.md").strip() + "\n"]
+    for item in tickets:
+        t = item.ticket
+        text = f"Title: {' '.join(t.title.split())}\n\n{item.body.strip()}"
+        if item.left_out:
+            text += f"\n\n[clipped here: {item.left_out}]"
+        parts.append(f"## Ticket {t.key} ({t.source})\n\n{fence(mask(text))}\n")
+    return "\n".join(parts)
+
+
 def first_message(task: ChecksTask, mask: Any, rounds: int) -> str:
     from ocr_hook.agent.prompts import render
 
     listing, diffs = _diff_section(task.change_set, task.checks, mask, task.settings)
     intent = f"\n{task.intent}\n" if task.intent else ""
+    asked = any(c.name == LINKED_ISSUES for c in task.checks)
+    intent += tickets_text(task.tickets, mask) if asked else ""
     return render("checks.md", scope=task.change_set.description, rounds=rounds, checks=mask(_checks_text(task.checks)),
                   count=len(task.change_set.files), files=listing, diffs=diffs, intent=intent,
                   findings=mask(_findings_text(task.findings)))
@@ -156,6 +185,51 @@ def verdict_of(check: Check, tool_input: Mapping[str, Any], evidence: tuple[Evid
                         changed_in_change=check.source in edited, instruction=check.instruction)
 
 
+MAX_REQUIREMENTS = 40
+
+
+def requirements_problem(tool_input: Mapping[str, Any], tickets: Sequence[TicketText]) -> str | None:
+    """Why a linked-issues verdict cannot be recorded (None: it can): it must restate the tickets' requirements,
+    each for a ticket that was read."""
+    if not tickets:
+        return None
+    keys = [t.ticket.key for t in tickets]
+    given = tool_input.get("requirements") or []
+    if not given:
+        return ("Not recorded: the verdict for linked-issues needs `requirements`, every requirement of the tickets "
+                f"({', '.join(keys)}) with its status. Call check_verdict again with them.")
+    unknown = sorted({str(r.get("ticket")) for r in given if r.get("ticket") not in keys})
+    if unknown:
+        return (f"Not recorded: no ticket {', '.join(unknown)[:120]} was read; the tickets are {', '.join(keys)}. "
+                "Call check_verdict again.")
+    return None
+
+
+def requirements_verdict(check: Check, tool_input: Mapping[str, Any], evidence: tuple[Evidence, ...],
+                         edited: frozenset[str], tickets: Sequence[TicketText], change_set: ChangeSet,
+                         snapshot: Snapshot) -> CheckVerdict:
+    """linked-issues' verdict from its requirements, by the issue's rule, whatever verdict the model named: fail
+    when one is not met, inconclusive when only needs-a-person remains, pass otherwise. The evidence of the
+    requirements that are not met joins the check's own (SARIF's results, the forges' inline threads)."""
+    requirements = []
+    for item in (tool_input.get("requirements") or ())[:MAX_REQUIREMENTS]:
+        requirements.append(Requirement(
+            ticket=str(item["ticket"]), requirement=" ".join(str(item["requirement"]).split())[:400],
+            status=str(item["status"]), evidence=anchor_evidence(item.get("evidence") or (), change_set, snapshot),
+            reason=" ".join(str(item.get("reason", "")).split())[:400]))
+    statuses = {r.status for r in requirements}
+    verdict = "fail" if "not_met" in statuses else "inconclusive" if "needs_person" in statuses else "pass"
+    seen = {(e.path, e.code) for e in evidence}
+    more = []
+    for r in requirements:
+        for e in r.evidence if r.status != "met" else ():
+            if (e.path, e.code) not in seen:
+                seen.add((e.path, e.code))
+                more.append(e)
+    base = verdict_of(check, {**tool_input, "verdict": verdict}, evidence + tuple(more), edited)
+    return base._replace(requirements=tuple(requirements), tickets=tuple(t.ticket for t in tickets))
+
+
 def unanswered(check: Check, reason: str, edited: frozenset[str], incomplete: bool = False) -> CheckVerdict:
     return CheckVerdict(name=check.name, mode=check.mode, verdict="inconclusive", reason=reason, source=check.source,
                         severity=check.severity, inconclusive=check.inconclusive,
@@ -178,7 +252,7 @@ class _Pass:
         self.requests = 0
         self.system = [{"type": "text", "text": template("checks_system.md").strip(),
                         "cache_control": {"type": "ephemeral"}}]
-        self.tools = check_tools(list(self.by_name))
+        self.tools = check_tools(list(self.by_name), [t.ticket.key for t in task.tickets])
         self.ctx = ToolContext(snapshot=task.snapshot, change_set=task.change_set, current_path="",
                                is_hidden=functools.partial(is_sensitive, settings=task.settings))
 
@@ -251,9 +325,18 @@ class _Pass:
 
     def _take(self, tool_input: Mapping[str, Any]) -> str:
         check = self.by_name[tool_input["check"]]
+        linked = check.name == LINKED_ISSUES and bool(self.task.tickets)
+        problem = requirements_problem(tool_input, self.task.tickets) if linked else None
+        if problem is not None:
+            return problem
         evidence = anchor_evidence(tool_input.get("evidence") or (), self.task.change_set, self.task.snapshot)
         again = check.name in self.answers
-        self.answers[check.name] = verdict_of(check, tool_input, evidence, self.task.edited)
+        if linked:
+            self.answers[check.name] = requirements_verdict(check, tool_input, evidence, self.task.edited,
+                                                            self.task.tickets, self.task.change_set, self.task.snapshot)
+            tool_input = {**tool_input, "verdict": self.answers[check.name].verdict}
+        else:
+            self.answers[check.name] = verdict_of(check, tool_input, evidence, self.task.edited)
         missing = [n for n in self.by_name if n not in self.answers]
         lost = [e for e in evidence if not e.anchored]
         said = f"Recorded {tool_input['verdict']} for {check.name}" + (" (replacing your earlier verdict)." if again

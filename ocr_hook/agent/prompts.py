@@ -18,7 +18,7 @@ PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
     "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "rereview.md",
-    "file_text.md", "intent.md", "context_pack.md", "checks_system.md", "checks.md",
+    "file_text.md", "intent.md", "context_pack.md", "checks_system.md", "checks.md", "tickets.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200

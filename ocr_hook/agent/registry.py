@@ -57,7 +57,7 @@ _UNSUPPORTED_KEYWORDS = frozenset(
 # whitespace only (a search for spaces); array fields that may be empty (no filter).
 _MAY_BE_EMPTY_STRING = frozenset({"suggestion_code"})
 _MAY_BE_BLANK_STRING = frozenset({"search_text"})
-_MAY_BE_EMPTY_ARRAY = frozenset({"file_patterns", "evidence"})
+_MAY_BE_EMPTY_ARRAY = frozenset({"file_patterns", "evidence", "requirements"})
 
 _MAX_LISTED_PROBLEMS = 5
 _MAX_SHOWN_VALUE = 80

@@ -48,6 +48,7 @@ from ocr_hook.publish.pr_diff import CommentableLines, commentable_lines
 from ocr_hook.publish.pr_target import NoPullRequest, PullRequest, pull_request
 from ocr_hook.publish.report_input import Report
 from ocr_hook.publish.review_plan import ACTIONS_BOT, MAX_BODY, InlineComment, posted
+from ocr_hook.tickets.model import Reference, TicketsRead
 
 RESOLVE_NEEDS = ("resolving a review thread needs `permissions: contents: write` for the Actions token "
                  "(`pull-requests: write` is not enough); the threads stay open")
@@ -78,6 +79,7 @@ class GitHubAdapter:
         self._comments: list[dict[str, Any]] = []
         self._author: str | None = None
         self.note: str | None = None  # what could not be read, for the published line and the review's notes
+        self.repository, self.web_root = pr.repository, "https://github.com"  # (linked tickets: tickets/refs.py)
 
     def identity(self) -> str | frozenset[str]:
         """GitHub's own word (GraphQL `viewer`): a person's or an App's login (`<app>[bot]`, the Actions token's
@@ -193,6 +195,12 @@ class GitHubAdapter:
     def report_verdict(self, report: Report, passed: bool) -> None:
         pass  # the Action's check is the gate
 
+    def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
+        """The pull request's closing references and the issues `refs` name (issue 60: publish.github_tickets)."""
+        from ocr_hook.publish.github_tickets import linked_tickets
+
+        return linked_tickets(self.api, self.pr.repository, self.pr.number, refs, limit, clip)
+
     def close(self) -> None:
         self.api.__exit__(None, None, None)
 
@@ -206,7 +214,9 @@ def open_adapter(setup: Setup) -> GitHubAdapter:
     token = env.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise NotApplicable("no GITHUB_TOKEN", str(pr))
-    return GitHubAdapter(GitHubApi(env.get("GITHUB_API_URL", ""), token, deadline=setup.deadline,
-                                   graphql_url=env.get("GITHUB_GRAPHQL_URL")), pr)
+    adapter = GitHubAdapter(GitHubApi(env.get("GITHUB_API_URL", ""), token, deadline=setup.deadline,
+                                      graphql_url=env.get("GITHUB_GRAPHQL_URL")), pr)
+    adapter.web_root = env.get("GITHUB_SERVER_URL", "").strip().rstrip("/") or adapter.web_root
+    return adapter
 
 

@@ -31,9 +31,9 @@ def web_root(forge: str, environ: Mapping[str, str]) -> str:
 
 
 def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, settings: TicketSettings,
-         texts: Texts, *, forge: str = "auto") -> TicketsRead:
+         texts: Texts, *, forge: str | None = "auto") -> TicketsRead:
     """The tickets the change links to, at most `settings.max`, the forge's first and then Jira's; `deadline`
-    (time.monotonic()) bounds every request."""
+    (time.monotonic()) bounds every request. `forge` None: Jira only (a commit-time review, not a CI run)."""
     from ocr_hook.publish.api_client import ApiRefusal
     from ocr_hook.publish.forges import NotApplicable, Setup, detect, open_adapter
     from ocr_hook.publish.plan import one_line
@@ -45,7 +45,8 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, set
     adapter = None
     try:
         forge = detect(environ) if forge == "auto" else forge
-        adapter = open_adapter(forge, Setup(environ, deadline, checkout))
+        if forge is not None:
+            adapter = open_adapter(forge, Setup(environ, deadline, checkout))
     except NotApplicable as exc:
         notes.append(f"linked tickets on the forge not read: {exc.reason}")
     except ApiRefusal as exc:
@@ -54,9 +55,9 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, set
     except (TypeError, ValueError, AttributeError, KeyError, OverflowError, OSError) as exc:
         notes.append(f"linked tickets on the forge not read: the CI environment is not what the forge sets "
                      f"({exc.__class__.__name__})")
-    refs = find(texts, forge if adapter is not None else "", repo=getattr(adapter, "repository", ""),
-                web_root=getattr(adapter, "web_root", "") or web_root(forge, environ), jira_projects=projects,
-                limit=settings.max)
+    refs = find(texts, forge if adapter is not None and forge else "", repo=getattr(adapter, "repository", ""),
+                web_root=getattr(adapter, "web_root", "") or web_root(forge or "", environ),
+                jira_projects=projects, limit=settings.max)
     if adapter is not None:
         try:
             linked = getattr(adapter, "linked_tickets", None)

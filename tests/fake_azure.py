@@ -90,6 +90,8 @@ class AzurePull:
     threads: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     work_items: list[int] = field(default_factory=list)  # the work items linked to it (issue 60)
+    title: str = "Rate-limit logins"
+    description: str = ""
 
 
 class FakeAzure(FakeForge):
@@ -208,6 +210,7 @@ class FakeAzure(FakeForge):
         if sub == "" and rec.method == "GET":
             last = pull.iterations[-1]
             return 200, {"pullRequestId": pull.number, "status": pull.status, "createdBy": dict(pull.created_by),
+                         "title": pull.title, "description": pull.description,
                          "repository": {"id": self.repository_id, "name": "app",
                                         "project": {"id": self.project_id, "name": self.project}},
                          "lastMergeSourceCommit": {"commitId": last.source_commit},

@@ -129,6 +129,12 @@ class AzureAdapter:
 
     # -- reading -------------------------------------------------------------------------------------------
 
+    def request_text(self) -> str:
+        """The pull request's title and description: the `AB#N` they name are tickets (issue 60)."""
+        from ocr_hook.publish.forge_azure_tickets import request_text
+
+        return request_text(self._pull_request())
+
     def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
         """The work items linked to this pull request, then its `AB#N` (publish/forge_azure_tickets.py)."""
         from ocr_hook.publish.forge_azure_tickets import linked_tickets

@@ -68,3 +68,9 @@ def _ticket(number: int, fields: dict[str, Any], url: str, clip: int) -> TicketT
     # acceptance criteria first: the check restates them before anything else, and clipping keeps them
     body = "\n\n".join(p for p in (f"Acceptance criteria:\n{criteria}" if criteria else "", description) if p)
     return clipped(Ticket(f"AB#{number}", title if isinstance(title, str) else "", url, "azure"), body, clip)
+
+
+def request_text(pull: dict[str, Any]) -> str:
+    """The pull request's title and description (Azure Pipelines' variables name neither): `AB#N` in them."""
+    parts = (pull.get("title"), pull.get("description"))
+    return "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())

@@ -127,6 +127,15 @@ class BitbucketAdapter:
             files[path] = text.split("\n") if text is not None else []
         return files
 
+    def request_text(self) -> str:
+        """The pull request's title and description, in a pull-request pipeline (issue 60's Jira keys); "" else."""
+        from ocr_hook.publish.forge_bitbucket_tickets import request_text
+
+        number = self.commit.pull_request
+        if not number or isinstance(self.api, ProxiedClient):  # the Pipelines proxy signs Code Insights only
+            return ""
+        return request_text(self.api.get(f"{self.commit.prefix}/pullrequests/{number}"))
+
     def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
         """No Bitbucket issue is read, and the note says so (publish/forge_bitbucket_tickets.py)."""
         from ocr_hook.publish.forge_bitbucket_tickets import linked_tickets

@@ -185,6 +185,12 @@ class BitbucketPullRequestAdapter:
                 raise
         self.api.put(reports, body)
 
+    def request_text(self) -> str:
+        """The pull request's title and description: the Jira keys they name are tickets (issue 60)."""
+        from ocr_hook.publish.forge_bitbucket_tickets import request_text
+
+        return request_text(self._pull_request())
+
     def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
         """No Bitbucket issue is read, and the note says so (publish/forge_bitbucket_tickets.py)."""
         from ocr_hook.publish.forge_bitbucket_tickets import linked_tickets

@@ -299,6 +299,14 @@ def _coerce(key: str, value: Any, source: str) -> Any:
     raise AssertionError(f"unhandled settings type {ann}")
 
 
+def _secure_url(url: str) -> bool:
+    """Where a token may be sent: https, or plain http to this machine only (a local proxy; never the network)."""
+    import re
+
+    loopback = r"http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/|$)"
+    return url.startswith("https://") or re.match(loopback, url) is not None
+
+
 def _tickets(value: Any, source: str) -> TicketSettings:
     if isinstance(value, TicketSettings):
         return value
@@ -319,7 +327,7 @@ def _tickets(value: Any, source: str) -> TicketSettings:
         url = jira.get("url") if isinstance(jira, Mapping) else None
         projects = jira.get("projects") if isinstance(jira, Mapping) else None
         if (not isinstance(jira, Mapping) or set(jira) - {"url", "projects"} or not isinstance(url, str)
-                or not url.startswith("https://") or not isinstance(projects, list) or not projects
+                or not _secure_url(url) or not isinstance(projects, list) or not projects
                 or not all(isinstance(p, str) and p.isupper() and p.replace("_", "").isalnum() and p[0].isalpha()
                            for p in projects)):
             raise ConfigError(f"{source}: setting 'tickets.jira' must be {{url: https://..., projects: [ABC, ...]}} "

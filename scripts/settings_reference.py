@@ -114,6 +114,12 @@ GROUPS: list[tuple[str, list[tuple[str, str]]]] = [
         ("late_findings", "`block`: findings raised now on lines unchanged since the last review block too."),
         ("checks_budget", "The share (0 to 1) of `max_cost`, `max_tokens` and `timeout` kept for evaluating the "
                           "team's checks when any apply; the files' reviews get the rest (see [Checks](checks.md))."),
+        ("tickets", "The built-in check `linked-issues`: a pull request's linked issues read from the forge (and "
+                    "Jira), each requirement met, not met or needing a person. `mode` (`block`, `warn`, `off`; "
+                    "default `warn`), `when` (`ci`, or `commit` for commit-time reviews too), `max` (tickets read, "
+                    "default 5), `jira: {url, projects}`. Without this section the tickets are read only when the "
+                    "change's title, body, branch or commits name one. Read, like every repository setting of a "
+                    "range, at the trusted revision (see [Linked tickets](tickets.md))."),
         ("change_exemptions", "In a review of a range, what the change does to exempt its own code is named "
          "in the verdict line and every output: a file it adds or modifies that a built-in path rule skips "
          "(vendored, generated, build output, minified), a generated marker it writes, an inline "

@@ -15,7 +15,6 @@ from ocr_hook.agent.checks_pass import (
     ChecksOutcome,
     ChecksTask,
     _Pass,
-    check_tools,
     first_message,
     unanswered,
 )
@@ -62,8 +61,8 @@ async def evaluate_checks_claude_code(task: ChecksTask, budget: Budget, environ:
     first = first_message(task, mask, rounds)
     talk = CliTalk(cli_path(settings.claude_code_path), environ, budget, settings.model_for("main"),
                    one.system[0]["text"], rounds, settings.max_output_tokens, phase="checks", answer=answer,
-                   closers=CLOSERS, schemas={t["name"]: t["input_schema"] for t in check_tools(list(one.by_name))
-                                             if t["name"] == "check_verdict"})
+                   closers=CLOSERS,
+                   schemas={t["name"]: t["input_schema"] for t in one.tools if t["name"] == "check_verdict"})
     cut = ""
     try:
         if not talk.fits(len(first) // 3):

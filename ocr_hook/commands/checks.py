@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ocr_hook.changes.scope import Scope
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import ChangeSet
+    from ocr_hook.settings import Settings
+    from ocr_hook.tickets.model import TicketsRead
 
 SYSTEM_ALLOWANCE = 2_000  # the pass's instructions and tool definitions
 ROUNDS_FACTOR = 3  # a pass reads a few files before it answers: its first message is sent about this often
@@ -23,6 +28,7 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, fmt: str, *
     from ocr_hook.changes.collect import repo_relative_paths, resolve_sides
     from ocr_hook.changes.git import repo_top
     from ocr_hook.checks.load import matches
+    from ocr_hook.checks.model import LINKED_ISSUES
     from ocr_hook.commands.preview import _write
     from ocr_hook.guidance.settings_file import load_for_sides
     from ocr_hook.settings import load
@@ -36,10 +42,13 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, fmt: str, *
         load(root, config_file, flags={}, environ=environ)
     change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes,
                                  sides=sides)
-    plan = plan_checks(change_set, commit_time=change_set.target is None)
+    commit_time = change_set.target is None
+    tickets = _tickets(change_set, settings, environ, commit_time)
+    plan = plan_checks(change_set, commit_time, settings.tickets, tickets.would)
     asked = {c.name for c in plan.to_ask}
     decided = {v.name: v for v in plan.decided}
     tokens = SYSTEM_ALLOWANCE + sum(estimate_tokens(c.instruction) for c in plan.to_ask)
+    tokens += tickets.tokens if LINKED_ISSUES in asked else 0
     tokens += sum(estimate_tokens(f.patch) for f in change_set.files
                   if any(matches(c, f.path) for c in plan.to_ask))
     rounds = 1 if plan.commit_time else ROUNDS_FACTOR
@@ -52,7 +61,7 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, fmt: str, *
         if check.mode == "off":
             state = "off (not evaluated)"
         elif check.name in asked:
-            state = "applies"
+            state = "applies" + (f": {tickets.said}" if check.name == LINKED_ISSUES else "")
         elif check.name in decided:
             state = "not applicable: " + decided[check.name].reason
         else:
@@ -79,3 +88,27 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, fmt: str, *
         lines.append("No check applies: no request would be sent for checks.")
     _write("\n".join(lines) + "\n")
     return 0
+
+
+class _Tickets(NamedTuple):
+    would: TicketsRead | None  # a stand-in for the read the review would make (no request here)
+    said: str  # which tickets would be read
+    tokens: int  # what their text would add to the pass's first message, at most
+
+
+def _tickets(change_set: ChangeSet, settings: Settings, environ: Mapping[str, str], commit_time: bool) -> _Tickets:
+    """linked-issues (issue 60) without reading anything: the references the change's texts name, and on a
+    forge's pull request its closing references besides (those only the forge can list)."""
+    from ocr_hook.publish.tickets_read import plan
+    from ocr_hook.tickets.model import CLIP, TicketsRead
+
+    planned = plan(change_set, settings.tickets, environ, commit_time)
+    if planned is None:
+        return _Tickets(None, "", 0)
+    keys = [r.key for r in planned.refs]
+    said = ("would read " + ", ".join(keys) if keys else "would read") + (
+        (" and" if keys else "") + " the pull request's closing references" if planned.forge else "")
+    # Each ticket's body is clipped to CLIP characters: about a token for every 4 of them, at most tickets.max.
+    most = settings.tickets.max if planned.forge else len(keys)
+    stand_in = TicketsRead(failed=True) if most else TicketsRead()
+    return _Tickets(stand_in, said, most * (CLIP // 4 + 50))

@@ -455,57 +455,16 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 
 def _read_tickets(change_set: ChangeSet, settings: Settings, environ: Mapping[str, str], started: float,
                   commit_time: bool) -> TicketsRead | None:
-    """The linked tickets (issue 60), or None when the built-in check has nothing to say: off; at commit time
-    unless `tickets.when: commit`; outside a CI run of a known forge without Jira; and, without `tickets:` in
-    the settings, when the change's texts name no ticket (no request then, and no line in the output)."""
-    tickets = settings.tickets
-    if tickets.mode == "off" or (commit_time and tickets.when != "commit"):
+    """The linked tickets (issue 60), or None when the built-in check has nothing to say (tickets_read.plan)."""
+    from ocr_hook.publish.tickets_read import plan, read
+
+    planned = plan(change_set, settings.tickets, environ, commit_time)
+    if planned is None:
         return None
-    from ocr_hook.publish.forges import NotApplicable, detect
-
-    try:
-        forge: str | None = None if commit_time else detect(environ)
-    except NotApplicable:
-        forge = None
-    if forge is None and tickets.jira is None:
-        return None
-    from ocr_hook.tickets.refs import Texts
-
-    texts = Texts(body=_request_text(environ) if forge else "", branch=_branch(change_set, environ, commit_time),
-                  commits=tuple(_commit_messages(change_set)))
-    if not tickets.configured:
-        from ocr_hook.publish.tickets_read import web_root
-        from ocr_hook.tickets.refs import find
-
-        if not find(texts, forge or "", web_root=web_root(forge or "", environ), limit=1):
-            return None
     from pathlib import Path
 
-    from ocr_hook.publish.tickets_read import read
-
-    return read(environ, started + settings.timeout, Path(change_set.repo_root), tickets, texts, forge=forge)
-
-
-def _request_text(environ: Mapping[str, str]) -> str:
-    from ocr_hook.cienv import request_text
-
-    return request_text(environ) or ""
-
-
-def _branch(change_set: ChangeSet, environ: Mapping[str, str], commit_time: bool) -> str:
-    """The branch under review: the CI system's word for it, else (at commit time) the checked-out branch."""
-    from ocr_hook.cienv import head_branch
-
-    found = head_branch(environ)
-    if found or not commit_time:
-        return found or ""
-    return git.git_text(change_set.repo_root, ["symbolic-ref", "--quiet", "--short", "HEAD"], ok_codes=(0, 1)).strip()
-
-
-def _commit_messages(change_set: ChangeSet) -> list[str]:
-    from ocr_hook.context.intent import commit_messages
-
-    return commit_messages(change_set.repo_root, change_set)
+    return read(environ, started + settings.timeout, Path(change_set.repo_root), settings.tickets, planned.texts,
+                forge=planned.forge)
 
 
 def _evaluate_checks(result: ReviewResult, plan: ChecksPlan, change_set: ChangeSet, snapshot: Snapshot,

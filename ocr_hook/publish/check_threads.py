@@ -92,6 +92,7 @@ def thread_body(v: CheckVerdict, kind: str) -> str:
              inert(clip(v.reason.strip() or "(no reason given)", MAX_REASON))]
     if v.evidence:
         parts += ["", "Evidence:", *_evidence_lines(v)]
+    parts += requirements_table(v)
     parts += ["", f"A maintainer who resolves this thread overrides this check for this {kind} (their last "
                   f"reply here is the reason); the {kind}'s author cannot. The check's file: "
                   f"{code_span(v.source or '(built in)')}."]
@@ -141,7 +142,35 @@ def table(checks: Sequence[CheckVerdict], threaded: frozenset[str], kind: str) -
         note = _note(v, v.name in threaded, kind)
         rows.append(f"| {_cell(verdict)} | {_cell(v.mode)} | {code_span(v.name).replace('|', chr(92) + '|')} | "
                     f"{_cell(reason)}{' (' + note.replace('|', chr(92) + '|') + ')' if note else ''} |")
+    for v in checks:
+        rows += requirements_table(v)
     return rows
+
+
+_STATUS = {"met": "✅ met", "not_met": "❌ not met", "needs_person": "❓ needs a person"}
+_SAFE_URL = re.compile(r"\Ahttps://[^\s()<>\[\]`]+\Z")
+
+
+def ticket_link(key: str, title: str, url: str) -> str:
+    """A ticket as Markdown: its key and title made inert (anyone who can open an issue wrote the title), linked
+    only to an https address with nothing in it that could end the link early."""
+    said = _cell(f"{key} {clip(' '.join(title.split()), 120)}")
+    return f"[{said}]({url})" if _SAFE_URL.match(url) else f"{said} ({code_span(url)})"
+
+
+def requirements_table(v: CheckVerdict) -> list[str]:
+    """linked-issues (issue 60): the tickets read, with their links, and each requirement's status and evidence."""
+    if not v.tickets and not v.requirements:
+        return []
+    out = ["", f"#### Linked tickets ({code_span(v.name)})", ""]
+    out += [f"- {ticket_link(t.key, t.title, t.url)}" + (" (clipped)" if t.clipped else "") for t in v.tickets]
+    if v.requirements:
+        out += ["", "| Ticket | Requirement | Status | Evidence |", "| --- | --- | --- | --- |"]
+        for r in v.requirements:
+            where = ", ".join(code_span(f"{e.path}:{e.start_line}") for e in r.evidence if e.anchored)
+            out.append(f"| {_cell(r.ticket)} | {_cell(r.requirement)} | {_STATUS.get(r.status, _cell(r.status))} | "
+                       f"{where.replace('|', chr(92) + '|') or _cell(r.reason)} |")
+    return out
 
 
 def listed(checks: Sequence[tuple[CheckVerdict, str]]) -> list[str]:
@@ -157,7 +186,8 @@ def listed(checks: Sequence[tuple[CheckVerdict, str]]) -> list[str]:
 
 def digest(checks: Sequence[CheckVerdict]) -> str:
     """What the summary says of the checks, for the marker: a re-run whose checks say the same posts nothing."""
-    said = "\n".join(f"{v.name}\0{v.verdict}\0{v.mode}\0{v.override}" for v in checks)
+    said = "\n".join(f"{v.name}\0{v.verdict}\0{v.mode}\0{v.override}\0{[(r.ticket, r.status) for r in v.requirements]}"
+                     for v in checks)
     return hashlib.sha256(said.encode("utf-8", "surrogatepass")).hexdigest()[:12] if checks else ""
 
 

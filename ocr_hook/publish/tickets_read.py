@@ -15,10 +15,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from ocr_hook.settings import TicketSettings
-from ocr_hook.tickets.model import CLIP, TicketsRead
+from ocr_hook.tickets.model import CLIP, Reference, TicketsRead
 from ocr_hook.tickets.refs import Texts, find
+
+if TYPE_CHECKING:
+    from ocr_hook.changes.model import ChangeSet
 
 # Where each forge's web pages are (issue URLs in a body are references only to these), from its CI variables.
 _WEB_ROOT = {"github": ("GITHUB_SERVER_URL", "https://github.com"), "gitea": ("GITHUB_SERVER_URL", ""),
@@ -28,6 +32,61 @@ _WEB_ROOT = {"github": ("GITHUB_SERVER_URL", "https://github.com"), "gitea": ("G
 def web_root(forge: str, environ: Mapping[str, str]) -> str:
     name, default = _WEB_ROOT.get(forge, ("", ""))
     return (environ.get(name, "") if name else "").strip().rstrip("/") or default
+
+
+class Planned(NamedTuple):
+    forge: str | None  # the CI run's forge (None: Jira only)
+    texts: Texts
+    refs: tuple[Reference, ...]  # what the texts name (the forge's closing references come on top)
+
+
+def plan(change_set: ChangeSet, tickets: TicketSettings, environ: Mapping[str, str],
+         commit_time: bool) -> Planned | None:
+    """Whether the tickets are looked for, and in what: None when the built-in check has nothing to say: off;
+    at commit time unless `tickets.when: commit`; outside a CI run of a known forge without Jira; and, without
+    `tickets:` in the settings, when the change's texts name no ticket (no request then, no line in the output).
+    No request is sent here (`ocr-hook checks` shows it)."""
+    if tickets.mode == "off" or (commit_time and tickets.when != "commit"):
+        return None
+    from ocr_hook.publish.forges import NotApplicable, detect
+
+    try:
+        forge: str | None = None if commit_time else detect(environ)
+    except NotApplicable:
+        forge = None
+    if forge is None and tickets.jira is None:
+        return None
+    texts = Texts(body=_request_text(environ) if forge else "", branch=_branch(change_set, environ, commit_time),
+                  commits=tuple(_commit_messages(change_set)))
+    refs = find(texts, forge or "", repo=environ.get("GITHUB_REPOSITORY", "") if forge == "github" else "",
+                web_root=web_root(forge or "", environ),
+                jira_projects=tickets.jira.projects if tickets.jira is not None else (), limit=tickets.max)
+    if not tickets.configured and not refs:
+        return None
+    return Planned(forge, texts, refs)
+
+
+def _request_text(environ: Mapping[str, str]) -> str:
+    from ocr_hook.cienv import request_text
+
+    return request_text(environ) or ""
+
+
+def _branch(change_set: ChangeSet, environ: Mapping[str, str], commit_time: bool) -> str:
+    """The branch under review: the CI system's word for it, else (at commit time) the checked-out branch."""
+    from ocr_hook.changes import git
+    from ocr_hook.cienv import head_branch
+
+    found = head_branch(environ)
+    if found or not commit_time:
+        return found or ""
+    return git.git_text(change_set.repo_root, ["symbolic-ref", "--quiet", "--short", "HEAD"], ok_codes=(0, 1)).strip()
+
+
+def _commit_messages(change_set: ChangeSet) -> list[str]:
+    from ocr_hook.context.intent import commit_messages
+
+    return commit_messages(change_set.repo_root, change_set)
 
 
 def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, settings: TicketSettings,

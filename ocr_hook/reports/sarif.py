@@ -227,12 +227,19 @@ def _check_results(verdict: CheckVerdict, rule_index: Mapping[str, int]) -> list
     level = "error" if verdict.blocks or (verdict.mode == "block" and verdict.override is not None
                                           and verdict.verdict == "fail") else "warning"
     text = f"Check {verdict.name} ({verdict.mode}): {verdict.verdict}. {verdict.reason}"
+    if verdict.requirements:  # linked-issues (issue 60): what is not met, and the tickets it comes from
+        from ocr_hook.reports.text import REQUIREMENT_WORDS
+
+        open_ones = [f"{r.ticket} {REQUIREMENT_WORDS.get(r.status, r.status)}: {r.requirement}"
+                     for r in verdict.requirements if r.status != "met"]
+        text += "".join(f"\n- {line}" for line in open_ones)
+        text += "".join(f"\nTicket {t.key}: {t.url}" for t in verdict.tickets)
     places = [(e.path, e.start_line, max(e.start_line, e.end_line)) for e in verdict.evidence if e.anchored]
     if not places:
         # Not the repository root: GitHub code scanning refuses a location without a region (its rule GH1003
         # wants region.startLine), and a directory has no lines; the check's own file, line 1, is where the
-        # rule the team wrote lives.
-        places = [(verdict.source or ".ocr-hook", 1, 1)]
+        # rule the team wrote lives (a built-in check's: the settings file that configures it).
+        places = [(verdict.source or ".ocr-hook.yaml", 1, 1)]
     out = []
     for path, start, end in places:
         rid = check_rule_id(verdict.name)

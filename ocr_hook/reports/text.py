@@ -11,6 +11,7 @@ from ocr_hook.outcome import ReviewResult, RoutineNote
 from ocr_hook.reports.base import coverage_groups, decision, safe_for_log, sorted_findings
 
 if TYPE_CHECKING:
+    from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.findings import Finding
     from ocr_hook.reports.base import ReportContext
 
@@ -176,6 +177,23 @@ def check_lines(result: ReviewResult) -> list[str]:
             where = f"{shown_name(e.path)}:{e.start_line}" if e.anchored else f"{shown_name(e.path)} ({e.note})"
             first = (e.code.strip().splitlines() or [""])[0]
             lines.append(safe_for_log(f"    at {where}: {first}")[:300])
+        lines += [safe_for_log(line)[:400] for line in requirement_lines(v)]
+    return lines
+
+
+REQUIREMENT_WORDS = {"met": "met", "not_met": "not met", "needs_person": "needs a person"}
+
+
+def requirement_lines(v: CheckVerdict) -> list[str]:
+    """linked-issues (issue 60): each ticket with its link, then each requirement's status, text and why."""
+    lines = []
+    for t in v.tickets:
+        clipped = " (clipped)" if t.clipped else ""
+        lines.append(f"    ticket {t.key} {' '.join(t.title.split())[:120]}: {t.url}{clipped}")
+    for r in v.requirements:
+        where = ", ".join(f"{shown_name(e.path)}:{e.start_line}" for e in r.evidence if e.anchored)
+        why = f" ({where})" if where else f": {r.reason}" if r.reason else ""
+        lines.append(f"    {r.ticket} {REQUIREMENT_WORDS.get(r.status, r.status)}: {r.requirement}{why}")
     return lines
 
 

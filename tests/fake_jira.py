@@ -6,8 +6,8 @@ a schema written from Atlassian's REST documentation (each operation names its p
 reachable here ships Atlassian's published OpenAPI description of Jira (PyPI and npm searched). DESIGN 17 allows it.
 * GET /rest/api/3/issue/{key}?fields=… with `Authorization: Basic base64(email:api token)` (Jira Cloud) → the
   issue {id, key, self, fields}, its description an Atlassian Document Format tree (or null);
-* GET /rest/api/2/issue/{key}?fields=… with `Authorization: Bearer PAT` (Jira Data Center) → the same, its
-  description plain text;
+* GET /rest/api/2/issue/{key}?fields=… with `Authorization: Bearer PAT` (Jira Data Center's personal access
+  token) → the same, its description plain text;
 * an unknown key, or one of a project in `hidden` (the account may not browse it), is Jira's 404 {errorMessages:
   ["Issue does not exist or you do not have permission to see it."], errors: {}}; bad credentials 401.
 """

@@ -88,7 +88,7 @@ def test_the_site_is_the_settings_never_the_environment(jira: FakeJira) -> None:
 
 
 def test_data_center_reads_v2_with_a_bearer_token_and_clips(jira: FakeJira) -> None:
-    got = read(jira, refs("OPS-7"), {"JIRA_PERSONAL_TOKEN": PAT}, clip=10)
+    got = read(jira, refs("OPS-7"), {"JIRA_API_TOKEN": PAT}, clip=10)  # no JIRA_EMAIL: Data Center
     [ticket] = got.tickets
     assert ticket.body == "Lock after" and ticket.ticket.clipped and ticket.left_out.startswith("20 more characters")
     assert [r.path for r in jira.requests] == ["/rest/api/2/issue/OPS-7"]
@@ -98,7 +98,7 @@ def test_data_center_reads_v2_with_a_bearer_token_and_clips(jira: FakeJira) -> N
 def test_no_token_is_one_note_and_no_request(jira: FakeJira) -> None:
     got = read(jira, refs("ABC-1", "ABC-2"), {"JIRA_EMAIL": EMAIL})
     assert got.tickets == () and not got.failed and len(got.notes) == 1
-    assert "JIRA_API_TOKEN" in got.notes[0] and "JIRA_PERSONAL_TOKEN" in got.notes[0]
+    assert "JIRA_API_TOKEN" in got.notes[0] and "Data Center" in got.notes[0]
     assert jira.requests == []
 
 

@@ -8,8 +8,8 @@ from the environment, never from a file:
 * Jira Cloud: `JIRA_EMAIL` and `JIRA_API_TOKEN` (an API token of that Atlassian account), sent as basic
   authentication; REST v3, `GET /rest/api/3/issue/{key}?fields=summary,description`, whose description is an
   Atlassian Document Format tree (`adf_text` flattens it to text);
-* Jira Data Center (and Server): `JIRA_PERSONAL_TOKEN`, a personal access token sent as a bearer token; REST
-  v2, the same read, whose description is plain text (wiki markup).
+* Jira Data Center (and Server): `JIRA_API_TOKEN` alone (no `JIRA_EMAIL`), a personal access token sent as a
+  bearer token; REST v2, the same read, whose description is plain text (wiki markup).
 No credentials: one note and no ticket. A ticket the token cannot read (Jira answers 404 for an issue that does
 not exist and for one the account may not see, 403 for some) is one note each and is skipped; a refusal of the
 site itself (401, an outage, the deadline) ends the read with one note, `failed` (the check keeps its last
@@ -33,7 +33,7 @@ from ocr_hook.tickets.model import Reference, TicketsRead, TicketText, clipped
 if TYPE_CHECKING:
     from ocr_hook.settings import JiraSettings
 
-CLOUD_EMAIL, CLOUD_TOKEN, DATA_CENTER_TOKEN = "JIRA_EMAIL", "JIRA_API_TOKEN", "JIRA_PERSONAL_TOKEN"
+EMAIL, TOKEN = "JIRA_EMAIL", "JIRA_API_TOKEN"
 UNREADABLE = (403, 404)
 
 
@@ -51,8 +51,8 @@ def read_jira(refs: Sequence[Reference], settings: JiraSettings, environ: Mappin
         return TicketsRead()
     credentials = _credentials(environ)
     if credentials is None:
-        return TicketsRead(notes=(f"Jira tickets not read: no {CLOUD_EMAIL} and {CLOUD_TOKEN} (Jira Cloud) or "
-                                  f"{DATA_CENTER_TOKEN} (Jira Data Center) in the environment",))
+        return TicketsRead(notes=(f"Jira tickets not read: no {TOKEN} in the environment (with {EMAIL} for Jira "
+                                  "Cloud; alone, a Jira Data Center personal access token)",))
     headers, secrets, version = credentials
     if deadline <= time.monotonic():
         return TicketsRead(notes=("Jira tickets not read: the review's --timeout had passed",), failed=True)
@@ -83,15 +83,15 @@ def read_jira(refs: Sequence[Reference], settings: JiraSettings, environ: Mappin
 
 
 def _credentials(environ: Mapping[str, str]) -> tuple[dict[str, str], tuple[str, ...], str] | None:
-    """(headers, secrets to mask, REST version) from the environment, or None. Jira Cloud's pair wins."""
-    email, token = environ.get(CLOUD_EMAIL, "").strip(), environ.get(CLOUD_TOKEN, "").strip()
-    if email and token:
+    """(headers, secrets to mask, REST version) from the environment, or None: with an email, Jira Cloud's
+    basic authentication and REST v3; the token alone, Jira Data Center's bearer token and REST v2."""
+    email, token = environ.get(EMAIL, "").strip(), environ.get(TOKEN, "").strip()
+    if not token:
+        return None
+    if email:
         encoded = base64.b64encode(f"{email}:{token}".encode()).decode("ascii")
         return {"Authorization": f"Basic {encoded}"}, (token, encoded), "3"
-    personal = environ.get(DATA_CENTER_TOKEN, "").strip()
-    if personal:
-        return {"Authorization": f"Bearer {personal}"}, (personal,), "2"
-    return None
+    return {"Authorization": f"Bearer {token}"}, (token,), "2"
 
 
 def _ticket(issue: Any, key: str, site: str, clip: int) -> TicketText:

@@ -4,8 +4,8 @@ settings) fails with the requirement table in every output. The fake GitHub answ
 vendored schema (closingIssuesReferences, issueOrPullRequest); the fake Messages API checks the strict
 `check_verdict` schema with its `requirements`.
 
-One module-scoped world: the first review (paid), a re-run (no model request), a run without a token (one
-note, not applicable). Every test here is new behaviour: on main there is no linked-issues check, no
+One module-scoped world: `ocr-hook checks`, the first review (paid), a re-run (no model request), a run
+without a token (one note, not applicable), a run during a GitHub outage (the last verdict carried). Every test here is new behaviour: on main there is no linked-issues check, no
 `tickets:` setting and no ticket read, so each fails there by construction.
 """
 
@@ -45,7 +45,7 @@ REQUIREMENTS = [
      "reason": "An empty password raises ValueError.",
      "evidence": [{"path": PATH, "code": "        raise ValueError(\"empty password\")"}]},
     {"ticket": "#12", "requirement": "login locks the account after 5 failed attempts", "status": "not_met",
-     "reason": "Nothing in the change counts failed attempts.", "evidence": []},
+     "reason": "Nothing counts failed attempts.", "evidence": []},
     {"ticket": "#12", "requirement": "login records the time of the last success", "status": "met",
      "reason": "last_login is set.", "evidence": [{"path": PATH, "code": "    user.last_login = now()"}]},
 ]
@@ -93,6 +93,9 @@ class World:
         self.second = self.review(self.env, 1)
         self.after_rerun = len(api.requests)
         self.no_token = self.review({k: v for k, v in self.env.items() if k != "GITHUB_TOKEN"}, 0)
+        github.graphql_down = 1  # GitHub's GraphQL answers 502 to the closing references: an outage
+        self.outage = self.review(self.env, 1)
+        github.graphql_down = 0
 
     def full(self, env: dict[str, str]) -> dict[str, str]:
         full = {k: v for k, v in ci_free_env(NO_PROXY="127.0.0.1,localhost").items()
@@ -186,3 +189,12 @@ def test_checks_lists_the_tickets_it_would_read_and_their_cost_without_a_request
     assert row["state"] == "applies: would read #12 and the pull request's closing references"
     assert world.listed["estimate"]["input_tokens"] > 5 * 1000  # five tickets' clipped text at most
     assert world.listed_requests == 0  # neither the model nor the forge was asked
+
+
+def test_an_outage_carries_the_last_verdict_and_says_so(world: World) -> None:
+    check = linked(world.outage)
+    assert (check["verdict"], check["carried"], len(check["requirements"])) == ("fail", True, 3)
+    assert check["reason"].startswith("carried from the last run, the linked tickets could not be read")
+    assert any(n.startswith("linked tickets on GitHub pull request octo/app#7 not read: HTTP 502")
+               for n in world.outage["json"]["notes"]), world.outage["json"]["notes"]
+    assert len(world.api.requests) == world.paid  # no model request during the outage either

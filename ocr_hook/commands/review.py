@@ -456,6 +456,8 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
 def _read_tickets(change_set: ChangeSet, settings: Settings, environ: Mapping[str, str], started: float,
                   commit_time: bool) -> TicketsRead | None:
     """The linked tickets (issue 60), or None when the built-in check has nothing to say (tickets_read.plan)."""
+    if settings.tickets.mode == "off" or (commit_time and settings.tickets.when != "commit"):
+        return None  # (before any import: a commit-time review's idle path loads nothing for tickets)
     from ocr_hook.publish.tickets_read import plan, read
 
     planned = plan(change_set, settings.tickets, environ, commit_time)

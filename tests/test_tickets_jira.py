@@ -121,3 +121,11 @@ def test_adf_text_is_the_documents_text_only() -> None:
     for _ in range(5000):  # a hostile tree deeper than any editor writes: no RecursionError
         deep = {"type": "blockquote", "content": [deep]}
     assert adf_text(deep) == ""
+
+
+def test_a_rate_limit_is_waited_out_by_the_api_client(jira: FakeJira) -> None:
+    jira.fail(r"GET /rest/api/3/issue/ABC-1$", 429, {"errorMessages": ["Rate limit exceeded."], "errors": {}},
+              {"Retry-After": "0"})
+    got = read(jira, refs("ABC-1"), CLOUD)
+    assert [t.ticket.key for t in got.tickets] == ["ABC-1"] and got.notes == () and not got.failed
+    assert [r.status for r in jira.requests] == [429, 200]

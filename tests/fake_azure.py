@@ -19,8 +19,11 @@ and under {collection}/_apis (DESIGN 18: whether the person who set a thread's s
   GET   accesscontrollists/{namespaceId}?token=repoV2/{projectId}/{repositoryId}&descriptors=D&includeExtendedInfo=true
         the repository's ACL in the Git Repositories namespace with that person's ACE, `extendedInfo.effectiveAllow`
         the bits they have, inherited ones included (GenericContribute = 4: write access)
-and {collection}/_apis/connectionData (the authenticated identity). Every request needs `api-version`
-(else Azure's 400 VssVersionNotSpecifiedException). Errors have Azure's body shape
+and {collection}/_apis/connectionData (the authenticated identity). The linked-issues check (issue 60):
+  GET   pullRequests/{id}/workitems                            the linked work items' ResourceRefs (id a string)
+  GET   {collection}/{project}/_apis/wit/workitems?ids=&fields=&errorPolicy=   Work Items - List
+        (`work_items`: id → fields; `hidden` ids are null under errorPolicy=omit, TF401232 404 otherwise).
+Every request needs `api-version` (else Azure's 400 VssVersionNotSpecifiedException). Errors have Azure's body shape
 `{"$id", "innerException", "message", "typeName", "typeKey", "errorCode", "eventId"}` with the TF codes
 Azure uses: TF400813 for an unknown token (401), TF401027 for a token without "Contribute to pull
 requests" (403), TF401180 for an unknown pull request (404), TF401174 for a missing item.
@@ -86,6 +89,9 @@ class AzurePull:
     created_by: dict[str, str] = field(default_factory=lambda: dict(AUTHOR))
     threads: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
+    work_items: list[int] = field(default_factory=list)  # the work items linked to it (issue 60)
+    title: str = "Rate-limit logins"
+    description: str = ""
 
 
 class FakeAzure(FakeForge):
@@ -105,6 +111,8 @@ class FakeAzure(FakeForge):
         self.project_id = "6ce954b1-ce1f-45d1-b94d-e6bf2464ba2c"
         self.access: dict[str, int] = {}  # a person's id → the repository bits they have (else CONTRIBUTOR_BITS)
         self.security_refusal: int | None = None  # 401/403: identity and ACL reads refused
+        self.work_items: dict[int, dict[str, Any]] = {}  # id → its fields; `hidden` ones the token may not read
+        self.hidden: set[int] = set()
         super().__init__(page_size=page_size)  # Azure's changes default to $top=100 (at most 2,000)
         self.collection_uri = f"{self.url}/{organization}/"  # what SYSTEM_COLLECTIONURI holds
 
@@ -177,6 +185,8 @@ class FakeAzure(FakeForge):
             # connectionData's users are Identity objects (providerDisplayName), not IdentityRefs
             me = {"id": self.identity["id"], "providerDisplayName": self.identity["displayName"], "isActive": True}
             return 200, {"authenticatedUser": me, "authorizedUser": me}, {}
+        if rec.path == f"/{self.organization}/{self.project}/_apis/wit/workitems" and rec.method == "GET":
+            return self._work_items(rec.query)
         prefix = f"/{self.organization}/{self.project}/_apis/git/repositories/{self.repository_id}"
         if not rec.path.startswith(prefix + "/"):
             return _error(404, "TF200016: The following project does not exist: " + rec.path.split("/")[2],
@@ -200,10 +210,15 @@ class FakeAzure(FakeForge):
         if sub == "" and rec.method == "GET":
             last = pull.iterations[-1]
             return 200, {"pullRequestId": pull.number, "status": pull.status, "createdBy": dict(pull.created_by),
+                         "title": pull.title, "description": pull.description,
                          "repository": {"id": self.repository_id, "name": "app",
                                         "project": {"id": self.project_id, "name": self.project}},
                          "lastMergeSourceCommit": {"commitId": last.source_commit},
                          "lastMergeTargetCommit": {"commitId": last.target_commit}}, {}
+        if sub.lower() == "/workitems" and rec.method == "GET":  # ResourceRefs: Azure gives the id as a string
+            refs = [{"id": str(n), "url": f"{self.url}/{self.organization}/_apis/wit/workItems/{n}"}
+                    for n in pull.work_items]
+            return 200, {"value": refs, "count": len(refs)}, {}
         if sub == "/iterations" and rec.method == "GET":
             values = [self._iteration(i + 1, it) for i, it in enumerate(pull.iterations)]
             return 200, {"value": values, "count": len(values)}, {}
@@ -236,6 +251,31 @@ class FakeAzure(FakeForge):
                 return self._create_status(pull, rec.body)
         return _error(405, f"The requested resource does not support http method '{rec.method}'.",
                       "NotSupportedException", "System")
+
+    def _work_items(self, query: dict[str, str]) -> Answer:
+        """Work Items - List: `ids` (at most 200), `fields`, `errorPolicy` (omit: null for an item the token may
+        not read or that does not exist; fail, the default: the whole request refused)."""
+        try:
+            ids = [int(x) for x in query.get("ids", "").split(",")]
+        except ValueError:
+            return _bad_request("The ids parameter must be a comma-separated list of work item ids.")
+        if not ids or len(ids) > 200:
+            return _bad_request("VS402337: The number of work items requested exceeds the limit of 200.")
+        wanted = [f for f in query.get("fields", "").split(",") if f]
+        out: list[dict[str, Any] | None] = []
+        for n in ids:
+            fields = self.work_items.get(n)
+            if fields is None or n in self.hidden:
+                if query.get("errorPolicy", "fail").lower() != "omit":
+                    return _error(404, f"TF401232: Work item {n} does not exist, or you do not have permissions "
+                                       "to read it.", "WorkItemUnauthorizedAccessException",
+                                  "Microsoft.TeamFoundation.WorkItemTracking.Server")
+                out.append(None)
+                continue
+            shown = {k: v for k, v in fields.items() if not wanted or k in wanted}
+            out.append({"id": n, "rev": 1, "fields": shown,
+                        "url": f"{self.url}/{self.organization}/_apis/wit/workItems/{n}"})
+        return 200, {"count": len(out), "value": out}, {}
 
     def _people(self) -> dict[str, dict[str, Any]]:
         found = {}

@@ -224,6 +224,8 @@ class FakeBitbucket(FakeForge):
             return _error(404, f"Pull request {number} not found")
         if comments is None and rec.method == "GET":
             return 200, {"type": "pullrequest", "id": number, "state": "OPEN", "author": dict(pull["author"]),
+                         "title": pull.get("title", ""), "summary": {"raw": pull.get("description", ""),
+                                                                       "markup": "markdown"},
                          "source": {"commit": {"hash": pull["source"][:12]}},
                          "destination": {"commit": {"hash": pull["destination"][:12]}}}, {}
         if rec.method == "GET" and cid is None and comments:

@@ -19,6 +19,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -51,7 +52,7 @@ class FakeForge:
     name = "forge"
     contract: str | None = None  # the API description its traffic is checked against
 
-    def __init__(self, *, page_size: int = 2) -> None:
+    def __init__(self, *, page_size: int = 2, tls: tuple[Path, Path] | None = None) -> None:
         if not self.contract or not api_contract.operations(self.contract):
             raise TypeError(f"{type(self).__name__} names no API description to check its traffic against")
         self.page_size = page_size  # small, so one request already needs several pages
@@ -68,6 +69,14 @@ class FakeForge:
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.fake = self
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        if tls is not None:  # (certificate, key): a site the product reaches over https only (Jira's url)
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True,
+                                                      do_handshake_on_connect=False)
+            self.url = self.url.replace("http://", "https://", 1)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name=f"fake-{self.name}", daemon=True)
         self._thread.start()

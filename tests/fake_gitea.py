@@ -18,6 +18,9 @@ And what people do with the comments (DESIGN.md 18), from the operations in gite
 * GET …/collaborators/{login}/permission → {permission, role_name, user}; 403 with Gitea's message unless
   the token's user is a repository administrator (an "admin" token here); 404 for an unknown user.
 * GET …/issues/comments/{id}/reactions → [{user, content, created_at}] (review comments are issue comments).
+* GET /repos/{o}/{r}/issues/{index} → Issue {id, number, title, body, state, html_url, user, pull_request}
+  (issueGetIssue; issue 60's linked tickets): a pull request's number answers too, with `pull_request` set;
+  404 for an unknown one or one of a repository in `private`.
 * `person_comment` (a person's comment or reply on a line, in a review of its own), `resolve` (a person
   resolves the conversation: `resolver` on its first comment, as Gitea's MarkConversation sets it) and `react`.
 """
@@ -55,6 +58,8 @@ class FakeGitea(FakeForge):
         self.pulls: dict[int, GiteaPull] = {}
         self.permissions: dict[str, str] = {}  # login → "read", "write", "admin" (others: 404)
         self.reactions: dict[int, list[dict[str, Any]]] = {}  # comment id → its reactions
+        self.issues: dict[tuple[str, int], dict[str, Any]] = {}  # (owner/name, index) → issue (issue 60)
+        self.private: set[str] = set()  # repositories whose issues the token may not read (404, as Gitea hides them)
 
     @property
     def api(self) -> str:
@@ -93,6 +98,18 @@ class FakeGitea(FakeForge):
                     if c["body"].startswith((f"<!-- ocr-hook fingerprint={fingerprint} -->",
                                              f"<!-- ocr-hook check={fingerprint} -->")))  # a finding's, a check's
 
+    def add_issue(self, number: int, title: str, body: str, *, repository: str | None = None,
+                  pull: bool = False) -> dict[str, Any]:
+        """An issue (or, `pull`, a pull request: Gitea's issue read answers for both) in `repository`."""
+        repo = repository or self.repository
+        issue = {"id": 9000 + number, "number": number, "title": title, "body": body, "state": "open",
+                 "html_url": f"{self.url}/{repo}/{'pulls' if pull else 'issues'}/{number}",
+                 "url": f"{self.url}/api/v1/repos/{repo}/issues/{number}", "user": {"id": 21, "login": "author"},
+                 "pull_request": {"merged": False, "html_url": f"{self.url}/{repo}/pulls/{number}"} if pull else None}
+        with self.lock:
+            self.issues[(repo, number)] = issue
+        return issue
+
     def _error(self, status: int, message: str) -> Answer:
         return status, {"message": message, "url": f"{self.url}/api/swagger"}, {}
 
@@ -105,6 +122,11 @@ class FakeGitea(FakeForge):
                 else {"id": 5, "login": self.logins.get(token, "ocr-bot")})
         if path == "/user" and rec.method == "GET":
             return self._error(403, ACTIONS_SCOPE) if kind == "actions" else (200, user, {})
+        if (i := re.fullmatch(r"/repos/([^/]+/[^/]+)/issues/(\d+)", path)) and rec.method == "GET":
+            issue = self.issues.get((i.group(1), int(i.group(2))))
+            if issue is None or i.group(1) in self.private:
+                return self._error(404, "The target couldn't be found.")
+            return 200, issue, {}
         repo = f"/repos/{re.escape(self.repository)}"
         if (p := re.fullmatch(rf"{repo}/collaborators/([^/]+)/permission", path)) and rec.method == "GET":
             if kind != "admin":

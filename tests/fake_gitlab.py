@@ -30,6 +30,9 @@ merge requests, discussions, notes and draft notes) and the error bodies GitLab 
 * GET /projects/:id/members/all/:user_id → the member with access_level (Developer 30, Maintainer 40, Owner
   50; Reporter 20 and Guest 10 cannot push), inherited and invited members included; 404 {"message": "404
   Not found"} for someone who is not one.
+* GET …/closes_issues → the issues the MR closes on merge (those the token may read), paged; GET
+  /projects/:id/issues/:iid → an issue (id, iid, project_id, title, description, web_url, references), 404 for
+  an unknown one or one of a project in `private` (issue 60's linked tickets).
 * GET /users/:id → {id, username, bot, …}: `bot` is true for project, group and service-account bots.
 * Notes carry created_at, and resolved_by (the user object, or null) and resolved_at; the MR its author.
 * A `read_api` token (or GitLab CI's CI_JOB_TOKEN, which may not write notes) is 403 {"error":
@@ -64,6 +67,7 @@ class MergeRequest:
     drafts: list[dict[str, Any]] = field(default_factory=list)
     author: str = "dev"  # who opened it
     awards: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # note id → its emoji reactions
+    closes: list[tuple[str, int]] = field(default_factory=list)  # (project path, iid) of the issues it closes
 
 
 class FakeGitLab(FakeForge):
@@ -77,6 +81,8 @@ class FakeGitLab(FakeForge):
         self.mrs: dict[int, MergeRequest] = {}
         self.people: dict[str, dict[str, Any]] = {}  # username → {id, bot, access (the project's, or None)}
         self.clock = 0  # each note and resolve a second later than the last
+        self.issues: dict[tuple[str, int], dict[str, Any]] = {}  # (project path, iid) → issue (issue 60)
+        self.private: set[str] = set()  # projects whose issues the token may not read (404, as GitLab hides them)
 
     @property
     def api(self) -> str:
@@ -145,6 +151,20 @@ class FakeGitLab(FakeForge):
             self.mrs[iid] = mr
         return mr
 
+    def add_issue(self, iid: int, title: str, description: str | None, *, project: str | None = None,
+                  project_id: int | None = None) -> dict[str, Any]:
+        """An issue of this project (or of `project`, another one, with its `project_id`)."""
+        path = project or self.project_path
+        pid = project_id if project_id is not None else self.project_id
+        issue = {"id": 5000 + iid, "iid": iid, "project_id": pid, "title": title, "description": description,
+                 "state": "opened", "labels": [], "confidential": False, "issue_type": "issue",
+                 "web_url": f"{self.url}/{path}/-/issues/{iid}",
+                 "references": {"short": f"#{iid}", "relative": f"#{iid}", "full": f"{path}#{iid}"},
+                 "author": {"id": 7, "username": "reporter", "name": "Reporter", "state": "active"}}
+        with self.lock:
+            self.issues[(path, iid)] = issue
+        return issue
+
     def add_note(self, iid: int, body: str, username: str = "someone", *, position: dict | None = None) -> None:
         """A note somebody else wrote (a person, or someone posing as ocr-hook)."""
         with self.lock:
@@ -186,6 +206,12 @@ class FakeGitLab(FakeForge):
                 return 404, {"message": "404 Not found"}, {}
             return 200, {**self.user_of(person["username"]), "access_level": person["access"],
                          "membership_state": "active", "expires_at": None}, {}
+        if (i := re.fullmatch(r"/projects/(.+)/issues/(\d+)", path)) and rec.method == "GET":
+            key = self.project_path if i.group(1) == str(self.project_id) else i.group(1)
+            issue = self.issues.get((key, int(i.group(2))))
+            if issue is None or key in self.private:
+                return 404, {"message": "404 Not found"}, {}
+            return 200, issue, {}
         m = re.fullmatch(project + r"/merge_requests/(\d+)(/.*)?", path)
         if not m:
             return 404, {"message": "404 Project Not Found"}, {}
@@ -205,6 +231,8 @@ class FakeGitLab(FakeForge):
                 return self.page(rec, mr.awards.get(int(aw.group(1)), []))
             if rest == "/diffs":
                 return self.page(rec, mr.diffs)
+            if rest == "/closes_issues":  # those the token may read
+                return self.page(rec, [self.issues[c] for c in mr.closes if c[0] not in self.private])
             if rest == "/discussions":
                 return self.page(rec, mr.discussions)
             if rest == "/draft_notes":  # the token user's own drafts only, all in one unpaginated reply

@@ -61,6 +61,8 @@ How to add an adapter (e.g. Bitbucket Cloud, Azure DevOps)
      note each; a refusal of the whole read raises ApiRefusal (the caller's note; the check carries its last
      verdict). With it, the attributes `repository` (this repository's path on the forge, so `owner/repo#3`
      is `#3`) and `web_root` (the forge's web address: only its issue URLs are references).
+   * request_text(), optional: the request's title and description read from the forge, where the CI variables
+     name neither (Azure DevOps, Bitbucket Cloud); tickets_read.py finds references in it.
 3. Add its name to FORGES and its module to ADAPTERS here, and its CI marker to `detect`.
 4. A loopback fake in tests/fake_NAME.py from the forge's published API description (like
    tests/fake_gitlab.py), and tests through the CLI (tests/test_publish_gitlab.py shows the pattern).

@@ -114,6 +114,12 @@ def read(environ: Mapping[str, str], deadline: float, checkout: Path | None, set
     except (TypeError, ValueError, AttributeError, KeyError, OverflowError, OSError) as exc:
         notes.append(f"linked tickets on the forge not read: the CI environment is not what the forge sets "
                      f"({exc.__class__.__name__})")
+    if adapter is not None and not (texts.title or texts.body) and hasattr(adapter, "request_text"):
+        # Azure Pipelines and Bitbucket Pipelines name no title or description: the adapter reads them
+        try:
+            texts = texts._replace(body=adapter.request_text())
+        except (ApiRefusal, TypeError, ValueError, AttributeError, KeyError) as exc:
+            notes.append(f"the {adapter.kind}'s title and description not read: {one_line(str(exc))}")
     refs = find(texts, forge if adapter is not None and forge else "", repo=getattr(adapter, "repository", ""),
                 web_root=getattr(adapter, "web_root", "") or web_root(forge or "", environ),
                 jira_projects=projects, limit=settings.max)

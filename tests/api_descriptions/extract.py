@@ -97,7 +97,9 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
               ("GET", _AZ_PR + "/statuses"), ("POST", _AZ_PR + "/statuses"),
               # the pull request (its author), and a reply in a thread (DESIGN 18)
               ("GET", _AZ_PR, _AZ + "/pullrequests/{pullRequestId}"),
-              ("POST", _AZ_PR + "/threads/{threadId}/comments")],
+              ("POST", _AZ_PR + "/threads/{threadId}/comments"),
+              # the work items linked to the pull request (issue 60: the linked-issues check)
+              ("GET", _AZ_PR + "/workitems")],
     "github": [("GET", "/user"), ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/comments"),
                ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews"),
@@ -135,11 +137,14 @@ OPERATIONS: dict[str, list[tuple[str, ...]]] = {
 }
 # operations from other files of the same repository at the same commit (Azure DevOps: one description per
 # service): who a thread's person is (IMS, served at vssps.dev.azure.com) and whether they may contribute to the
-# repository (Security), DESIGN 18
+# repository (Security), DESIGN 18; the work items a pull request links (Work Item Tracking), issue 60
 ALSO: dict[str, dict[str, list[tuple[str, ...]]]] = {
     "azure": {"specification/ims/7.1/identities.json": [("GET", "/{organization}/_apis/identities")],
               "specification/security/7.1/security.json": [
-                  ("GET", "/{organization}/_apis/accesscontrollists/{securityNamespaceId}")]},
+                  ("GET", "/{organization}/_apis/accesscontrollists/{securityNamespaceId}")],
+              # the linked work items' title, description and acceptance criteria (Work Items - List)
+              "specification/wit/7.1/workItemTracking.json": [
+                  ("GET", "/{organization}/{project}/_apis/wit/workitems")]},
 }
 _PROSE = {"description", "summary", "example", "examples", "x-ms-docs-override-version", "externalDocs",
           "x-github", "x-ms-examples", "title", "x-octokit", "x-go-name", "x-go-package",

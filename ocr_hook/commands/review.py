@@ -690,7 +690,7 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[
 
         trusted = trusted_baseline(change_set, settings, revision)  # a range: the trusted revision's (issue 58.4)
     baseline = trusted.honoured if trusted is not None else (
-        load_baseline(settings.baseline) if settings.baseline else frozenset())
+        load_baseline(settings.baseline) if settings.baseline else ())
     if not result.findings:  # a clean (e.g. cached) run need not load the filter and its anchoring code
         return result
     from ocr_hook.findings import filter_mode

@@ -6,7 +6,7 @@ its fingerprint the one its message names (findings.one_each, the rule the forge
 Through the real CLI (one staged review, real git, the real SDK against the fake Messages API): in `a.py` a
 dismissed eval() and in `b.py` a baselined one each get a new critical finding at another call site quoting the
 same line; before, each was swallowed (exit 0, "PASSED"). `c.py` and `d.py` are the controls: the recorded finding
-raised again in other words, at its own severity, stays suppressed.
+raised again in other words, at its own severity, stays suppressed. `dismiss` then adds the new finding's own entry.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def test_a_recorded_finding_never_swallows_a_more_severe_one_at_another_call_sit
     short = fingerprint("app/a.py", "security", QUOTE)[:8]
     assert any(n.startswith(f"app/a.py:6 (critical security) shares the fingerprint {short} of a finding dismissed")
                for n in report["notes"]), report["notes"]
+    # Found wrong too, it is dismissed beside the first entry (before: "already dismissed ... not added again").
+    saved = tmp_path / "report.json"
+    saved.write_text(proc.stdout)
+    added = run_cli(repo, "dismiss", short, "--from", str(saved), "--reason", "only admins reach run()", env=sdk_env)
+    assert added.returncode == 0 and "dismissed " + short in added.stdout, added.stdout + added.stderr
+    text = (repo / ".ocr-hook/dismissed.yaml").read_text()
+    assert text.count(f"fingerprint: {fingerprint('app/a.py', 'security', QUOTE)}") == 2
+    assert f"severity: critical\n  message: {NEW}\n  reason: only admins reach run()" in text, text
 
 
 def test_among_findings_of_one_fingerprint_each_entry_takes_the_one_its_message_names() -> None:

@@ -126,11 +126,21 @@ def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_config, pre_
 def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_config, pre_commit_home,
                                                      sdk_env_without_key):
     repo = _target_repo(tmp_path)
-    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env_without_key, "ocr-hook")
+    # no ocr-hook on the user's PATH: the delegate command it prints must still work pasted (issue 58 item 20)
+    own = os.path.realpath(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p and os.path.realpath(p) != own)
+    env = {**sdk_env_without_key, "PATH": path}
+    proc = _run_hook(repo, hook_config, pre_commit_home, env, "ocr-hook")
     assert proc.returncode == 1  # pre-commit reports any non-zero hook exit as its own 1
     assert "exit code: 2" in proc.stdout
     assert "ANTHROPIC_API_KEY" in proc.stdout
     assert "Traceback" not in proc.stdout
+    command = re.search(r"as the reviewer, no key: (.+); see docs/delegate\.md$", proc.stdout, re.M).group(1)
+    assert command.startswith(str(pre_commit_home)) and command.endswith("/bin/ocr-hook delegate start"), command
+    started = subprocess.run(command, shell=True, cwd=repo, env={**os.environ, **env},
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "app.py" in [f["path"] for f in json.loads(started.stdout)["files"]]
 
 
 def test_push_hook_reviews_the_pushed_range(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):

@@ -106,10 +106,12 @@ def run(ids: Sequence[str], reason: str | None, paths: Sequence[str], expires: s
         existing = dismissals.parse_text(text, settings.dismissals_file) if text is not None else ()
         live = dismissals.active(existing, today)
         added: list[dismissals.Dismissal] = []
-        for item in dict(((str(d.finding["fingerprint"]), str(d.finding.get("message"))), d) for d in decided).values():
+        for item in {id(d.finding): d for d in decided}.values():
             finding = item.finding
             fp = str(finding["fingerprint"])
-            if fp in live and (finding.get("suppressed") == "dismissed" or _same_message(live[fp], finding)):
+            # One entry suppresses one finding (findings.one_each): another finding of a dismissed fingerprint (the
+            # same line quoted at another place, another message or more severe) gets an entry of its own.
+            if fp in live and (finding.get("suppressed") == "dismissed" or _recorded(existing, finding, today)):
                 out.append(f"{fp[:8]} ({finding['path']}) is already dismissed in {settings.dismissals_file} "
                            f"(on {live[fp].on}: {live[fp].reason}); not added again")
                 continue
@@ -208,10 +210,15 @@ def named(wanted: str, candidates: Sequence[Mapping[str, Any]]) -> list[Mapping[
     return same or [one]
 
 
-def _same_message(entry: dismissals.Dismissal, finding: Mapping[str, Any]) -> bool:
+def _recorded(existing: Sequence[dismissals.Dismissal], finding: Mapping[str, Any], today: dt.date) -> bool:
+    """Whether an unexpired entry was written for this very finding: its fingerprint, message, a severity as high."""
+    from ocr_hook.findings.model import Severity
     from ocr_hook.findings.one_each import kept_message, words
 
-    return words(entry.message) == words(kept_message(str(finding.get("message") or "")))
+    said = words(kept_message(str(finding.get("message") or "")))
+    rank = Severity(str(finding["severity"])).rank
+    return any(e.fingerprint == finding["fingerprint"] and not e.expired(today) and words(e.message) == said
+               and Severity(e.severity).rank >= rank for e in existing)
 
 
 def _from_report(path: str) -> list[Mapping[str, Any]]:

@@ -616,6 +616,10 @@ def main(argv: list[str] | None = None) -> None:
 
             traceback.print_exc()
         detail = " ".join(str(exc).split())[:300]
+        import os
+
+        from ocr_hook.hookenv.program import program
+
         _error_line(f"internal error: {type(exc).__name__}{': ' + detail if detail else ''} (a bug in ocr-hook; "
-                    "`ocr-hook --verbose ...` prints the traceback)")
+                    f"`{program(os.environ)} --verbose ...` prints the traceback)")
         sys.exit(INTERNAL_ERROR_EXIT)

@@ -98,13 +98,23 @@ def env(fake: FakeMessagesAPI, tmp_path_factory: pytest.TempPathFactory) -> dict
             "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "NO_PROXY": "*", "no_proxy": "*"}
 
 
-@pytest.fixture(scope="module")
-def runs(repo: Path, env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    out = tmp_path_factory.mktemp("out")
+@pytest.fixture(scope="module", params=["api", "claude-code"])
+def runs(request: pytest.FixtureRequest, repo: Path, env: dict[str, str], fake: FakeMessagesAPI,
+         tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
+    """Each pull request reviewed with the API provider, and with the real Claude Code CLI (provider: claude-code,
+    only a Claude login as credential) against the same fake: what is reviewed or suppressed is decided before
+    any provider, and must be the same through both."""
+    out = tmp_path_factory.mktemp(f"out-{request.param}")
+    if request.param == "claude-code":
+        env = {**env, "OCR_HOOK_PROVIDER": "claude-code", "ANTHROPIC_API_KEY": "",
+               "CLAUDE_CODE_OAUTH_TOKEN": "sk-ant-oat01-test", "HOME": str(out / "home")}
     done: dict[str, Run] = {}
     for name in ("control", "attributes", "baseline", "secrets", "exemptions"):
         git(repo, "checkout", "-q", name)
+        mark = len(fake.requests)
         done[name] = run_review(repo, env, out / name, "--base", "main", "--no-review-filter")
+        agents = {r.headers["user-agent"].split("/")[0] for r in fake.requests[mark:]}
+        assert agents == ({"claude-cli"} if request.param == "claude-code" else {"AsyncAnthropic"}), agents
     git(repo, "checkout", "-q", "main")
     return done
 

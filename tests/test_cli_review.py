@@ -126,7 +126,7 @@ def test_baseline_suppresses_a_known_finding(tmp_path, fake_api, sdk_env):
     baseline = tmp_path / "baseline.json"
     made = run_cli(repo, "baseline", "-o", str(baseline), env=sdk_env)
     assert made.returncode == 0, made.stderr
-    assert len(json.loads(baseline.read_text())["fingerprints"]) == 1
+    assert len(json.loads(baseline.read_text())["findings"]) == 1
     sarif = tmp_path / "b.sarif"
     proc = run_cli(repo, "review", "--no-cache", "--baseline", str(baseline), "--format", "json",
                    "--sarif-output", str(sarif), env=sdk_env)

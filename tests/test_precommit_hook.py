@@ -126,11 +126,21 @@ def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_config, pre_
 def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_config, pre_commit_home,
                                                      sdk_env_without_key):
     repo = _target_repo(tmp_path)
-    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env_without_key, "ocr-hook")
+    # no ocr-hook on the user's PATH: the delegate command it prints must still work pasted (issue 58 item 20)
+    own = os.path.realpath(Path(sys.executable).parent)
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p and os.path.realpath(p) != own)
+    env = {**sdk_env_without_key, "PATH": path}
+    proc = _run_hook(repo, hook_config, pre_commit_home, env, "ocr-hook")
     assert proc.returncode == 1  # pre-commit reports any non-zero hook exit as its own 1
     assert "exit code: 2" in proc.stdout
     assert "ANTHROPIC_API_KEY" in proc.stdout
     assert "Traceback" not in proc.stdout
+    command = re.search(r"as the reviewer, no key: (.+); see docs/delegate\.md$", proc.stdout, re.M).group(1)
+    assert command.startswith(str(pre_commit_home)) and command.endswith("/bin/ocr-hook delegate start"), command
+    started = subprocess.run(command, shell=True, cwd=repo, env={**os.environ, **env},
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "app.py" in [f["path"] for f in json.loads(started.stdout)["files"]]
 
 
 def test_push_hook_reviews_the_pushed_range(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
@@ -303,6 +313,44 @@ def test_dismiss_by_the_short_id_then_the_commit_passes(tmp_path, hook_config, p
     lines = _hook_output(proc)
     assert any(line.startswith("app.py:2 [HIGH] bug ") and line.endswith(f"dismissed: {reason}") for line in lines)
     assert any("dismissal(s) that the trusted revision" in line for line in lines)  # named: it is in this commit
+
+
+def test_every_command_a_blocked_commit_prints_works_pasted_without_ocr_hook_on_path(
+        tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
+    """Issue 58 item 20: a pre-commit user who never installed ocr-hook. Beside the fix and dismiss steps, the
+    text report's "see `ocr-hook dismissed`" names pre-commit's own script, and pasted into that user's shell it
+    lists the dismissal (a bare `ocr-hook` there is "command not found")."""
+    from ocr_hook.findings.model import fingerprint
+
+    repo = make_repo(tmp_path / "target")
+    write(repo, "app.py", b"def add(a, b):\n    return a + b\n")
+    write(repo, "lib.py", b"def half(x):\n    return x / 2\n")
+    write(repo, ".ocr-hook/dismissed.yaml",
+          f"dismissed:\n- fingerprint: {fingerprint('lib.py', 'bug', 'return x // 2')}\n  path: lib.py\n"
+          "  category: bug\n  severity: high\n  message: Floor division drops the remainder.\n"
+          "  reason: whole units on purpose\n  on: 2026-12-01\n")
+    commit_all(repo, "initial")
+    write(repo, "app.py", b"def add(a, b):\n    return a - b\n")
+    write(repo, "lib.py", b"def half(x):\n    return x // 2\n")
+    git(repo, "add", "app.py", "lib.py")
+    _script(fake_api, "high")
+    fake_api.script("Review the change to `lib.py`", [
+        Reply([tool_use("code_comment", {"comments": [{"content": "Floor division drops the remainder.",
+                                                       "existing_code": "return x // 2", "severity": "high",
+                                                       "category": "bug"}]})]),
+        Reply([tool_use("task_done", {"state": "DONE"})])])
+    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
+    own = os.path.realpath(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p and os.path.realpath(p) != own)
+    assert shutil.which("ocr-hook", path=env["PATH"]) is None
+    blocked = _commit(repo, env)
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    out = "\n".join(_hook_output(blocked))
+    command = re.search(r"^Dismissed \(never blocking; see `([^`]+)`\):$", out, re.M).group(1)
+    assert command.startswith(str(pre_commit_home)) and command.endswith("/bin/ocr-hook dismissed"), command
+    listed = subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert "whole units on purpose" in listed.stdout, listed.stdout
 
 
 def test_fix_and_commit_again_passes_even_when_the_filter_cannot_be_read(tmp_path, hook_config, pre_commit_home,

@@ -146,7 +146,7 @@ def test_adoption_recipe_then_only_a_new_finding_blocks(tmp_path: Path, fake_api
     assert proc.returncode == 0, proc.stderr  # adoption records the findings; it does not gate on them
     (known,) = json.loads(proc.stdout)["findings"]
     baseline = repo / ".ocr-hook/baseline.json"  # (its directory made by the scan)
-    assert json.loads(baseline.read_text())["fingerprints"] == [known["fingerprint"]]
+    assert [e["fingerprint"] for e in json.loads(baseline.read_text())["findings"]] == [known["fingerprint"]]
     commit_all(repo, "adopt ocr-hook")
 
     # A later change adds a bug; the reviewer also raises the old one again.

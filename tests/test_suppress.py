@@ -8,7 +8,13 @@ from report_samples import finding, result
 
 from ocr_hook import gate
 from ocr_hook.errors import ConfigError
-from ocr_hook.findings.suppress import apply_suppressions, baseline_text, load_baseline
+from ocr_hook.findings.suppress import (
+    BaselineEntry,
+    apply_suppressions,
+    baseline_entries,
+    baseline_text,
+    load_baseline,
+)
 from ocr_hook.store.atomic import write_atomic
 
 TEXT = "\n".join([
@@ -22,15 +28,24 @@ TEXT = "\n".join([
 ]) + "\n"
 
 
-def test_baseline_round_trip_sorted_unique_without_lines(tmp_path: Path) -> None:
-    findings = [finding(message="b", start=3), finding(message="a", start=9), finding(message="b", start=3)]
+def test_baseline_round_trip_sorted_one_entry_per_finding_without_lines(tmp_path: Path) -> None:
+    findings = [finding(message="b", start=3), finding(message="a", start=9)]
+    findings.append(findings[0]._replace(start_line=30, end_line=30))  # the same code quoted at another place
     path = tmp_path / ".ocr-hook-baseline.json"
     write_atomic(path, baseline_text(findings))
     data = json.loads(path.read_text(encoding="utf-8"))
-    assert data == {"version": 1, "fingerprints": sorted({f.fingerprint for f in findings})}
-    assert load_baseline(path) == frozenset(f.fingerprint for f in findings)
+    # one entry per finding: the same line quoted at two places is two findings of one fingerprint (issue 58.16)
+    rows = sorted((f.fingerprint, f.severity.value, f.message) for f in findings)
+    assert len(rows) == 3 and len({r[0] for r in rows}) == 2  # the two "b" findings share a fingerprint
+    assert data == {"version": 2, "findings": [{"fingerprint": a, "severity": b, "message": c} for a, b, c in rows]}
+    assert load_baseline(path) == tuple(BaselineEntry(*r) for r in rows)
     moved = [f._replace(start_line=f.start_line + 40, end_line=f.end_line + 40) for f in findings]
     assert baseline_text(moved) == path.read_text(encoding="utf-8")  # line numbers play no part
+
+
+def test_a_version_1_baseline_is_still_read() -> None:
+    assert baseline_entries('{"version": 1, "fingerprints": ["ab", "cd"]}', "b.json") == (
+        BaselineEntry("ab"), BaselineEntry("cd"))
 
 
 @pytest.mark.parametrize(
@@ -38,7 +53,9 @@ def test_baseline_round_trip_sorted_unique_without_lines(tmp_path: Path) -> None
     [
         ("{", "invalid JSON at line 1"),
         ('{"fingerprints": []}', "expected"),
+        ('{"version": 3, "findings": []}', "expected"),
         ('{"version": 2, "fingerprints": []}', "expected"),
+        ('{"version": 2, "findings": [{"fingerprint": "ab", "severity": "worst", "message": ""}]}', "entry 1"),
         ('{"version": 1, "fingerprints": "abc"}', "must be a list of non-empty strings"),
         ('{"version": 1, "fingerprints": [1]}', "must be a list of non-empty strings"),
         ("[]", "expected"),
@@ -66,14 +83,15 @@ def test_inline_marker_on_the_line_or_above() -> None:
         finding(path="m.py", message="unanchored", anchored=False),
         finding(path="other.py", start=3, message="no text"),
     ]
-    out = apply_suppressions(findings, frozenset(), {"m.py": TEXT})
+    out = apply_suppressions(findings, (), {"m.py": TEXT})
     assert [f.suppressed for f in out] == ["inline", "inline", "inline", None, None, None]
 
 
 def test_baseline_wins_and_earlier_reasons_stay() -> None:
     marked = finding(path="m.py", start=3, message="x")
     already = finding(path="m.py", start=7, message="y", suppressed="inline")
-    out = apply_suppressions([marked, already], frozenset({marked.fingerprint, already.fingerprint}), {"m.py": TEXT})
+    entries = (BaselineEntry(marked.fingerprint), BaselineEntry(already.fingerprint))
+    out = apply_suppressions([marked, already], entries, {"m.py": TEXT})
     assert [f.suppressed for f in out] == ["baseline", "inline"]
 
 

@@ -88,7 +88,9 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
                               "(`pip install 'anthropic[vertex]'`) and run `gcloud auth application-default login`")
         return
     if settings.provider == "auto":  # provider auto found neither a key nor Claude Code with a login
-        raise NoReviewer("\n".join(ways_in(settings.provider_choice)))
+        from ocr_hook.hookenv.program import program
+
+        raise NoReviewer("\n".join(ways_in(settings.provider_choice, program(environ))))
     from ocr_hook.provider_auto import api_key_variable
 
     if api_key_variable(environ):
@@ -96,8 +98,9 @@ def check_credentials(settings: Settings, environ: Mapping[str, str]) -> None:
     raise ConfigError("no API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment")
 
 
-def ways_in(why: str) -> list[str]:
-    """The three ways to a review, for a run that found none of them (DESIGN.md 19): a short block of lines."""
+def ways_in(why: str, program: str = "ocr-hook") -> list[str]:
+    """The three ways to a review, for a run that found none of them (DESIGN.md 19): a short block of lines.
+    `program`: how the user's shell runs ocr-hook (hookenv.program), for the delegate command."""
     from ocr_hook.provider_auto import NO_EXTRA
 
     if NO_EXTRA in why:  # signed in already: only the extra is missing, and this installation's command adds it
@@ -113,7 +116,7 @@ def ways_in(why: str) -> list[str]:
             "  - an API key: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)",
             plan,
             "  - delegate mode, your coding agent (Claude Code, Codex, Cursor, ...) as the reviewer, no key: "
-            "ocr-hook delegate start; see docs/delegate.md"]
+            f"{program} delegate start; see docs/delegate.md"]
 
 
 def _make_sdk_client(settings: Settings, environ: Mapping[str, str]) -> Any:

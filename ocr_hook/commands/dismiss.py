@@ -87,7 +87,7 @@ def run(ids: Sequence[str], reason: str | None, paths: Sequence[str], expires: s
         candidates = _from_memory(settings.cache_dir, root, environ)
     if from_forge is None:
         by = _user_email(root)
-        decided = [_Decided(resolve(i, candidates), (reason or "").strip(), by, today) for i in wanted]
+        decided = [_Decided(f, (reason or "").strip(), by, today) for i in wanted for f in named(i, candidates)]
     else:
         decided = []
         known = {str(f["fingerprint"]): f for f in candidates}
@@ -106,10 +106,12 @@ def run(ids: Sequence[str], reason: str | None, paths: Sequence[str], expires: s
         existing = dismissals.parse_text(text, settings.dismissals_file) if text is not None else ()
         live = dismissals.active(existing, today)
         added: list[dismissals.Dismissal] = []
-        for item in dict((str(d.finding["fingerprint"]), d) for d in decided).values():
+        for item in {id(d.finding): d for d in decided}.values():
             finding = item.finding
             fp = str(finding["fingerprint"])
-            if fp in live:
+            # One entry suppresses one finding (findings.one_each): another finding of a dismissed fingerprint (the
+            # same line quoted at another place, another message or more severe) gets an entry of its own.
+            if fp in live and (finding.get("suppressed") == "dismissed" or _recorded(existing, finding, today)):
                 out.append(f"{fp[:8]} ({finding['path']}) is already dismissed in {settings.dismissals_file} "
                            f"(on {live[fp].on}: {live[fp].reason}); not added again")
                 continue
@@ -198,6 +200,25 @@ def resolve(wanted: str, candidates: Sequence[Mapping[str, Any]]) -> Mapping[str
         raise ConfigError(f"finding id {wanted} is ambiguous: {len(matches)} findings start with it ({listed}); "
                           "give more characters")
     return next(iter(matches.values()))
+
+
+def named(wanted: str, candidates: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The findings an id names: every finding of its fingerprint that counted (the same line quoted at two
+    places is two findings of one fingerprint, issue 58.16), or the one it names when none did."""
+    one = resolve(wanted, candidates)
+    same = [f for f in candidates if f["fingerprint"] == one["fingerprint"] and not f.get("suppressed")]
+    return same or [one]
+
+
+def _recorded(existing: Sequence[dismissals.Dismissal], finding: Mapping[str, Any], today: dt.date) -> bool:
+    """Whether an unexpired entry was written for this very finding: its fingerprint, message, a severity as high."""
+    from ocr_hook.findings.model import Severity
+    from ocr_hook.findings.one_each import kept_message, words
+
+    said = words(kept_message(str(finding.get("message") or "")))
+    rank = Severity(str(finding["severity"])).rank
+    return any(e.fingerprint == finding["fingerprint"] and not e.expired(today) and words(e.message) == said
+               and Severity(e.severity).rank >= rank for e in existing)
 
 
 def _from_report(path: str) -> list[Mapping[str, Any]]:

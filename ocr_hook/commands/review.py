@@ -717,7 +717,7 @@ def _apply_policies(result: ReviewResult, change_set: ChangeSet, texts: Mapping[
 
         trusted = trusted_baseline(change_set, settings, revision)  # a range: the trusted revision's (issue 58.4)
     baseline = trusted.honoured if trusted is not None else (
-        load_baseline(settings.baseline) if settings.baseline else frozenset())
+        load_baseline(settings.baseline) if settings.baseline else ())
     if not result.findings:  # a clean (e.g. cached) run need not load the filter and its anchoring code
         return result
     from ocr_hook.findings import filter_mode
@@ -819,6 +819,14 @@ def _write_output(path: str, fmt: str, text: str, unwritten: list[tuple[str, str
         unwritten.append((fmt, text, str(exc)))
 
 
+def _shell_program(environ: Mapping[str, str] | None) -> str:
+    """How the user's shell runs ocr-hook, for every command a report prints (pre-commit's own copy when nothing
+    else is on PATH: DESIGN.md 19)."""
+    from ocr_hook.hookenv.program import program
+
+    return program(environ or {})
+
+
 def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[str, str], settings: Settings, *,
                    color: bool = False, step_summary_path: str | None = None,
                    environ: Mapping[str, str] | None = None, scope_kind: str | None = None,
@@ -849,9 +857,7 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
             from ocr_hook.cienv import running
 
             ci = running(environ)
-        from ocr_hook.hookenv.program import program
-
-        shell_program = program(environ or {})
+        shell_program = _shell_program(environ)
         steps = next_steps(list(decided.blocking), scope_kind=kind,
                            pre_commit=pre_commit, skip=skip, patch_output=settings.patch_output, ci=ci,
                            patch_command=patch_command, rerun=rerun, program=shell_program,
@@ -867,4 +873,5 @@ def report_context(result: ReviewResult, change_set: ChangeSet, texts: Mapping[s
         on_error=settings.on_error, exit_code=code, gate=decided,
         sarif_category=settings.sarif_category, color=color, file_texts=texts,
         step_summary_path=step_summary_path, next_steps=steps, brief=pre_commit, filter_mode=settings.filter_mode,
+        program=_shell_program(environ),
     )

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from ocr_hook.changes.globs import GitIgnoreGlobs
 
 DEFAULT_FILE = ".ocr-hook/dismissed.yaml"
-MESSAGE_CHARS = 200
 FINGERPRINT = re.compile(r"[0-9a-f]{32}")
 SHORT_ID = 8  # the text report shows this many characters of a fingerprint
 # The order of an entry's keys in the file; `paths`, `by` and `expires` may be left out.
@@ -274,8 +273,10 @@ def _one_line(text: str) -> str:
 def new_entry(finding: Mapping[str, Any], reason: str, paths: Sequence[str], by: str | None, on: dt.date,
               expires: dt.date | None, request: str | None = None) -> Dismissal:
     """An entry for a finding as the JSON report (or review memory) gives it."""
+    from ocr_hook.findings.one_each import kept_message
+
     path = str(finding["path"])
-    message = _one_line(str(finding.get("message") or ""))[:MESSAGE_CHARS]
+    message = kept_message(str(finding.get("message") or ""))
     return Dismissal(str(finding["fingerprint"]), path, str(finding["category"]), str(finding["severity"]),
                      message, reason.strip(), tuple(paths) or (path,), by or None, on, expires, request or None)
 
@@ -385,18 +386,30 @@ def read_file_text(repo_root: str, name: str) -> str | None:
 
 def apply(findings: Iterable[Finding], entries: Sequence[Dismissal], today: dt.date, name: str
           ) -> tuple[list[Finding], list[str]]:
-    """The findings with `suppressed="dismissed"` and the reason where an unexpired entry names them, and a
-    note for each finding an expired entry no longer suppresses. A finding suppressed earlier keeps that."""
-    live, lapsed = active(entries, today), expired(entries, today)
+    """The findings with `suppressed="dismissed"` and the reason where an unexpired entry suppresses them (each
+    entry one finding, never a more severe one: one_each.match), and a note for each finding an expired entry no
+    longer suppresses, or that shares a dismissed finding's fingerprint without being it. A finding suppressed
+    earlier keeps that."""
+    from ocr_hook.findings import one_each
+
+    items = list(findings)
+    live = one_each.by_fingerprint(e for e in entries if not e.expired(today))
+    lapsed = expired(entries, today)
+    chosen = one_each.match(items, live)
     out: list[Finding] = []
     notes: list[str] = []
-    for f in findings:
+    for i, f in enumerate(items):
         names = all_fingerprints(f)  # its own, then an earlier form's and its path's before a rename
-        entry = next((live[n] for n in names if n in live), None)
+        entry = chosen.get(i)
+        other = next((live[n][0] for n in names if n in live), None)
         gone = next((lapsed[n] for n in names if n in lapsed), None)
-        if f.suppressed is None and entry is not None:
+        if entry is not None:
             f = f._replace(suppressed="dismissed", suppression_reason=entry.reason,
                            extra={**f.extra, "dismissed_by": entry.by} if entry.by else f.extra)
+        elif f.suppressed is None and other is not None:
+            notes.append(f"{f.path}:{f.start_line} ({f.severity.value} {f.category.value}) shares the fingerprint "
+                         f"{other.short_id} of a finding dismissed in {name} but is another finding (more severe, "
+                         "or another message where more findings share it): it counts")
         elif f.suppressed is None and gone is not None:
             old = gone
             notes.append(f"the dismissal of {old.short_id} ({f.path}) in {name} expired on {old.expires}: the "

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ocr_hook.changes.snapshot_api import Snapshot
     from ocr_hook.findings import Finding
     from ocr_hook.findings.dismissals import Dismissal
+    from ocr_hook.findings.suppress import BaselineEntry
     from ocr_hook.settings import Settings
 
 CHANGE_EXEMPTIONS = ("allow", "block")
@@ -139,7 +140,7 @@ def _added_marker_line(f: Finding, change: FileChange | None, text: str | None) 
 
 
 class TrustedBaseline(NamedTuple):
-    honoured: frozenset[str]  # the entries that suppress
+    honoured: tuple[BaselineEntry, ...]  # the entries that suppress
     added: frozenset[str]  # entries of the work tree's file the trusted revision lacks: never honoured
     where: str  # the file and revision, for the notes
 
@@ -157,7 +158,7 @@ def trusted_baseline(change_set: ChangeSet, settings: Settings, revision: str | 
     if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
         return None
     rel = rel.replace(os.sep, "/")
-    work = load_baseline(settings.baseline) if os.path.lexists(settings.baseline) else frozenset()
+    work = load_baseline(settings.baseline) if os.path.lexists(settings.baseline) else ()
     where = f"{rel} at {revision[:12] if revision else '(no trusted revision)'}"
     text = None
     if revision is not None:
@@ -169,8 +170,9 @@ def trusted_baseline(change_set: ChangeSet, settings: Settings, revision: str | 
         finally:
             snapshot.close()
         text = None if data is None else data.decode("utf-8", "replace")
-    trusted = baseline_entries(text, where) if text is not None else frozenset()
-    return TrustedBaseline(trusted, work - trusted, where)
+    trusted = baseline_entries(text, where) if text is not None else ()
+    added = frozenset(e.fingerprint for e in work) - frozenset(e.fingerprint for e in trusted)
+    return TrustedBaseline(trusted, added, where)
 
 
 def baseline_notes(findings: Iterable[Finding], baseline: TrustedBaseline, name: str) -> list[str]:

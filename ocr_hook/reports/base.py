@@ -40,6 +40,7 @@ class ReportContext(NamedTuple):
     brief: bool = False  # a passing text report in one line per finding and one summary line (pre-commit)
     filter_mode: str = "diff_context"  # the run's, to say in words what it dropped
     gate: gate.Verdict | None = None  # the gate's one decision (None: decided from fail_on and on_error when read)
+    program: str = "ocr-hook"  # how the user's shell runs ocr-hook, for the commands a report names (hookenv.program)
 
 
 # ESC sequences first (CSI, OSC/DCS/PM/APC strings, two-character escapes), then every remaining

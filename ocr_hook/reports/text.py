@@ -302,12 +302,12 @@ def render(result: ReviewResult, ctx: ReportContext) -> str:
         lines += _finding_block(finding, ctx, result.late_findings)
     dismissed = [f for f in sorted_findings(result.findings) if f.suppressed == "dismissed"]
     if dismissed:
-        lines += ["", "Dismissed (never blocking; see `ocr-hook dismissed`):"]
+        lines += ["", f"Dismissed (never blocking; see `{ctx.program} dismissed`):"]
         lines += [f"  {one_line(f)}" for f in dismissed]
         on_forge = sum(1 for f in dismissed if f.extra.get("dismissed_in"))
         if on_forge:  # for this pull request only, until recorded in the dismissals file
             lines.append(f"  ({on_forge} dismissed on the pull request, for this change only; keep them with "
-                         "`ocr-hook dismiss --from-forge`)")
+                         f"`{ctx.program} dismiss --from-forge`)")
     lines += check_lines(result)
     groups = coverage_groups(result)
     for title, entries in (("Skipped", groups["skipped"]), ("Not reviewed (failed)", groups["failed"])):

@@ -126,7 +126,9 @@ def start(environ: Mapping[str, str] = os.environ) -> int:
 
     chosen = client.settings([], environ)
     if chosen is None:
-        sys.stderr.write("ocr-hook: error: invalid warm or warm_idle setting (see `ocr-hook doctor`)\n")
+        from ocr_hook.hookenv.program import program
+
+        sys.stderr.write(f"ocr-hook: error: invalid warm or warm_idle setting (see `{program(environ)} doctor`)\n")
         return 2
     directory = protocol.socket_dir(environ)
     if sys.platform not in ("linux", "darwin") or not protocol.private_dir(directory, create=True):

@@ -129,13 +129,24 @@ def sarif_findings(log: Any, where: str) -> list[Finding]:
     return out
 
 
-def dismissed_fingerprints(root: str, dismissals_file: str) -> set[str]:
-    """The fingerprints the dismissals file dismisses today (a bad file: ConfigError, one line)."""
+def dismissals(root: str, dismissals_file: str) -> tuple[Any, ...]:
+    """The dismissals file's entries (a bad file: ConfigError, one line). Applied with the review's own rule
+    (findings.dismissals.apply: one entry, one finding, never a more severe one), not as a set of fingerprints:
+    a new critical finding that quotes a dismissed line at another call site shares its fingerprint and counts."""
+    from ocr_hook.findings import dismissals as file
+
+    return file.load_file(root, dismissals_file)
+
+
+def undismissed(findings: list[Finding], entries: tuple[Any, ...], name: str) -> list[Finding]:
+    """The findings no entry of the dismissals file suppresses today."""
+    if not entries:
+        return findings
     import datetime as dt
 
-    from ocr_hook.findings import dismissals
+    from ocr_hook.findings.dismissals import apply
 
-    return set(dismissals.active(dismissals.load_file(root, dismissals_file), dt.date.today()))
+    return [f for f in apply(findings, entries, dt.date.today(), name)[0] if f.suppressed is None]
 
 
 def whole_finding(f: Finding) -> str:

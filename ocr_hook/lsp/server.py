@@ -25,7 +25,7 @@ from ocr_hook import __version__
 from ocr_hook.errors import FatalError
 from ocr_hook.findings import Finding, Severity
 from ocr_hook.lsp.placement import LineEdit, Placement, fix_edit, overlapping, place
-from ocr_hook.lsp.reviewed import Reviewed, dismissed_fingerprints, from_memory, from_report, signature, whole_finding
+from ocr_hook.lsp.reviewed import Reviewed, dismissals, from_memory, from_report, signature, undismissed, whole_finding
 
 SOURCE = "ocr-hook"
 REVIEW, DISMISS, SHOW = "ocr-hook.review", "ocr-hook.dismiss", "ocr-hook.show"
@@ -43,7 +43,8 @@ class State:
     def __init__(self, root: str, report: str | None, poll_s: float) -> None:
         self.root, self.report, self.poll_s = root, report, poll_s
         self.reviewed: Reviewed | None = None
-        self.dismissed: set[str] = set()
+        self.dismissed: tuple[Any, ...] = ()  # the dismissals file's entries
+        self.dismissals_file = ""
         self.note: str | None = None  # one line: no review yet, broken settings, unreadable report
         self.watched: list[str] = []
         self.seen: tuple[Any, ...] = ()
@@ -58,7 +59,7 @@ class State:
 
         settings_file = os.path.join(self.root, ".ocr-hook.yaml")
         self.watched = [settings_file]
-        self.reviewed, self.dismissed, self.note = None, set(), None
+        self.reviewed, self.dismissed, self.note = None, (), None
         try:
             settings = load(self.root, None, flags={}, environ=os.environ)
             self.watched.append(os.path.join(self.root, settings.dismissals_file))
@@ -74,7 +75,8 @@ class State:
                 self.reviewed = from_memory(self.root, cache_dir)
                 if self.reviewed is None:
                     self.note = "no review of this repository yet: run ocr-hook review (or commit with the hook)"
-            self.dismissed = dismissed_fingerprints(self.root, settings.dismissals_file)
+            self.dismissals_file = settings.dismissals_file
+            self.dismissed = dismissals(self.root, settings.dismissals_file)
         except FatalError as exc:
             self.note = f"{exc}".splitlines()[0] if str(exc) else type(exc).__name__
         self.seen = signature(self.watched)
@@ -96,8 +98,8 @@ class State:
         path = self.relative(uri)
         if path is None or self.reviewed is None:
             return None
-        findings = [f for f in self.reviewed.findings.get(path, ())
-                    if f.suppressed is None and f.fingerprint not in self.dismissed]
+        findings = undismissed([f for f in self.reviewed.findings.get(path, ()) if f.suppressed is None],
+                               self.dismissed, self.dismissals_file)
         if not findings:
             return Placement([], [], True)
         reviewed, digest = self.reviewed.text_of(path)

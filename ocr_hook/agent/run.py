@@ -227,7 +227,9 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
     changed = changed_context(remembered.context, today)
     if changed:
         names = ", ".join(_PART_NAMES.get(name, name) for name in changed)
-        return None, (f"review memory not used for {change.path}: {names} changed since the last review, "
+        from ocr_hook.changes.names import shown
+
+        return None, (f"review memory not used for {shown(change.path)}: {names} changed since the last review, "
                       "so the file got a full review")
     return plan_memory(remembered, masked), None
 
@@ -285,7 +287,9 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
         # comment and keeps the file out of the result cache, but never keeps a fixed finding blocking.
         classified = classify(plan, post.findings, complete=outcome.main_finished)
         findings, resolved = classified.findings, classified.resolved
-        note = (f"review memory: {path} re-reviewed against the last review ({len(plan.carried)} earlier "
+        from ocr_hook.changes.names import shown as shown_name
+
+        note = (f"review memory: {shown_name(path)} re-reviewed against the last review ({len(plan.carried)} earlier "
                 f"finding(s) on unchanged lines carried, {len(plan.recheck)} re-checked, {len(resolved)} resolved)")
         notes.insert(0, note if plan.carried or plan.recheck or resolved else RoutineNote(note))
     if outcome.state == "failed":

@@ -1,0 +1,60 @@
+"""A sparse checkout keeps the repository's settings (issue 62.7): `git sparse-checkout set --no-cone '/src/*'`
+leaves the root `.ocr-hook.yaml` out of the work tree, and a review there ran with no settings at all, so a file
+they call sensitive was sent to the model. The index still holds the file (the next commit keeps it): the
+settings are read from there. One staged change in a real sparse checkout, the real CLI and SDK, the fake API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agent_support import filter_keeps_all
+from conftest import TEST_API_KEY
+from fake_api import FakeMessagesAPI, task_done
+from gitrepo import commit_all, git, make_repo, run_cli, write
+
+SECRET_CODE = "SIGNING_KEY_MATERIAL = load_from_vault('prod')  # v2\n"
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeMessagesAPI]:
+    with FakeMessagesAPI() as api:
+        filter_keeps_all(api)
+        api.script("def handler", [task_done()])
+        yield api
+
+
+@pytest.fixture(scope="module")
+def run(fake: FakeMessagesAPI, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    home = tmp_path_factory.mktemp("home")
+    env = {"ANTHROPIC_BASE_URL": fake.url, "ANTHROPIC_API_KEY": TEST_API_KEY, "ANTHROPIC_AUTH_TOKEN": "",
+           "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "NO_PROXY": "*", "no_proxy": "*"}
+    repo = make_repo(tmp_path_factory.mktemp("sparse") / "repo")
+    write(repo, ".ocr-hook.yaml", "sensitive:\n  - src/keys.py\n")
+    write(repo, "src/keys.py", "SIGNING_KEY_MATERIAL = load_from_vault('prod')\n")
+    write(repo, "src/app.py", "def handler():\n    return 1\n")
+    write(repo, "docs/readme.md", "docs\n")
+    commit_all(repo, "base")
+    git(repo, "sparse-checkout", "set", "--no-cone", "/src/*")
+    assert not (repo / ".ocr-hook.yaml").exists() and (repo / "src" / "app.py").exists()
+    write(repo, "src/keys.py", SECRET_CODE)
+    write(repo, "src/app.py", "def handler():\n    return 2\n")
+    git(repo, "add", "src")
+    proc = run_cli(repo, "review", "--format", "json", env=env)
+    return {"proc": proc, "report": json.loads(proc.stdout), "sent": list(fake.requests)}
+
+
+def test_the_sensitive_file_is_never_sent(run: dict[str, Any]) -> None:
+    assert run["proc"].returncode == 0, run["proc"].stderr
+    assert run["sent"], "app.py was reviewed"
+    assert not any("load_from_vault" in json.dumps(r.body) for r in run["sent"])
+    skipped = {s["path"]: s["reason"] for s in run["report"]["coverage"]["skipped"]}
+    assert "sensitive" in skipped.get("src/keys.py", ""), run["report"]["coverage"]
+    assert run["report"]["coverage"]["reviewed"] == ["src/app.py"]
+
+
+def test_the_report_says_where_the_settings_came_from(run: dict[str, Any]) -> None:
+    assert ".ocr-hook.yaml read from the index: the sparse checkout leaves it out of the work tree" in \
+        run["report"]["notes"], run["report"]["notes"]

@@ -215,16 +215,17 @@ def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str],
             big[entry.new_path] = (entry, size)
     if not big:
         return _diff_all(repo, base, target, literal_pathspecs(paths), False)
-    names = [n for e in entries if e.new_path not in big for n in dict.fromkeys((e.old_path, e.new_path))]
+    # Each entry's names together: a rename whose two sides fell into different batches was diffed as an added
+    # file in one and a deleted file in the other (issue 62.10).
+    per_entry = [list(dict.fromkeys((e.old_path, e.new_path))) for e in entries if e.new_path not in big]
     found: dict[str, FileChange] = {}
-    if names and len(big) <= _MAX_EXCLUDED:
+    if per_entry and len(big) <= _MAX_EXCLUDED:
         excluded = [f":(exclude,literal){p}" for e, _ in big.values() for p in dict.fromkeys((e.old_path, e.new_path))]
         spec = literal_pathspecs(paths) if paths else ["--", "."]
         found = {f.path: f for f in _diff_all(repo, base, target, [*spec, *excluded], False)}
     else:
-        for i in range(0, len(names), _PATHSPEC_BATCH):
-            batch = literal_pathspecs(names[i:i + _PATHSPEC_BATCH])
-            found.update((f.path, f) for f in _diff_all(repo, base, target, batch, False))
+        for batch in _batches(per_entry, _PATHSPEC_BATCH):
+            found.update((f.path, f) for f in _diff_all(repo, base, target, literal_pathspecs(batch), False))
     out = []
     for entry in entries:
         if entry.new_path in big:
@@ -236,6 +237,16 @@ def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str],
             path = entry.old_path if entry.status == "D" else entry.new_path
             if path in found:
                 out.append(found[path])
+    return out
+
+
+def _batches(groups: Sequence[Sequence[str]], size: int) -> list[list[str]]:
+    """The names in batches of at most `size` (a group bigger than that alone), no group split."""
+    out: list[list[str]] = []
+    for group in groups:
+        if not out or len(out[-1]) + len(group) > size:
+            out.append([])
+        out[-1].extend(group)
     return out
 
 

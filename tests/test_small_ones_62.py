@@ -5,7 +5,11 @@
   in the next, and so reviewed whole as an added file;
 - a Git LFS pointer written before git-lfs 1.0 (`version https://hawser.github.com/spec/v1`, which git-lfs
   still reads) was reviewed as code.
-`preview` lists what a review would do, with no request: both show there."""
+`preview` lists what a review would do, with no request: both show there.
+
+- a run a cap stopped said "budget ran out (...): N file(s) not reviewed", counting the files never begun only:
+  the note now says what was done too (reviewed, begun and cut short, never begun). A token cap stops it, so
+  no clock is raced: three files, each answered with one comment in a turn billed 49,500 input tokens."""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import json
 from typing import Any
 
 import pytest
+from conftest import TEST_API_KEY
+from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, make_repo, run_cli, write
 
 HAWSER = ("version https://hawser.github.com/spec/v1\n"
@@ -52,3 +58,39 @@ def test_a_pre_1_0_lfs_pointer_is_not_code(preview: dict[str, Any]) -> None:
     pointer = preview["d/model.bin"]
     assert pointer["action"] == "skip", pointer
     assert pointer["reason"] == "Git LFS pointer: the file's content is stored outside the repository"
+
+
+HEAVY = {"input_tokens": 49_500, "output_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    repo = make_repo(tmp_path_factory.mktemp("capped") / "repo")
+    write(repo, "README.md", "demo\n")
+    commit_all(repo, "base")
+    with FakeMessagesAPI() as api:
+        for n, name in enumerate(("alpha", "beta", "gamma")):
+            write(repo, f"app/{name}.py", f"def {name}(x):\n    return x + {n}\n")
+            comment = {"content": f"{name} adds {n}.", "existing_code": f"return x + {n}", "severity": "low",
+                       "category": "bug"}
+            api.script(f"def {name}(x)", [Reply([tool_use("code_comment", {"comments": [comment]})], usage=HEAVY),
+                                          task_done()])
+        git(repo, "add", "-A")
+        home = tmp_path_factory.mktemp("home")
+        env = {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": TEST_API_KEY, "ANTHROPIC_AUTH_TOKEN": "",
+               "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "NO_PROXY": "*", "no_proxy": "*",
+               "OCR_HOOK_MAX_OUTPUT_TOKENS": "1000"}  # each request's reservation: the estimate and this
+        proc = run_cli(repo, "review", "--format", "json", "--max-tokens", "100000", "--concurrency", "1",
+                       "--no-review-filter", "--no-cache", env=env)
+    return {"proc": proc, "report": json.loads(proc.stdout)}
+
+
+def test_a_stopped_run_says_what_was_done_and_what_was_not(capped: dict[str, Any]) -> None:
+    report = capped["report"]
+    assert capped["proc"].returncode == 3, capped["proc"].stderr
+    states = sorted([f["reason"].split(":")[0] for f in report["coverage"]["failed"] + report["coverage"]["skipped"]])
+    assert len(report["coverage"]["reviewed"]) == 1 and states == ["not reviewed", "review cut short"], report
+    said = ("the budget ran out (token cap of 100000 reached): 1 file(s) reviewed, 1 begun and cut short (what the "
+            "model said before the stop is kept and reported), 1 not reviewed at all")
+    assert said in report["notes"], report["notes"]
+    assert len(report["findings"]) == 2  # the reviewed file's comment and the cut one's

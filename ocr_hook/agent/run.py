@@ -568,22 +568,24 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
         dropped_comments.extend(item.dropped_comments)
     if masked:
         notes.append(f"{masked} likely secret(s) were masked before text was sent to the model")
-    stopped = job.budget.exhausted_reason
-    left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
-    if stopped and left:
-        notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
+    from ocr_hook.changes.deadline import stopped_note
+
+    stop = stopped_note(files)  # what the clock or a cap left undone, and what was done (issue 62.10)
+    if stop is not None:
+        notes.append(stop)
     reviewed = {f.path for f in files if f.state in ("reviewed", "failed")}
     short = len(job.contexts_cut & reviewed)
     if short:  # issue 55.5: said, not only counted in the summary
         notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs' "
                      "time ran out (it is a fifth of --timeout, at most 15 s) or a search for call sites failed")
-    if not (stopped and left) and job.budget.remaining_seconds() <= 0:
-        # The clock stopped the run with no request refused (it ran out during the preparation, or while requests
-        # were in flight): say so, with the limit as given.
+    if stop is None and job.budget.remaining_seconds() <= 0:
+        # The clock stopped the run with no request refused (requests in flight failed on it): say so, with the
+        # limit as given, and what was done.
         cut = sum(1 for f in files if f.incomplete and f.state in ("skipped", "failed"))
         if cut:
-            notes.append(f"the run was stopped by the clock ({job.budget.time_limit_reached}): {cut} file(s) not "
-                         "reviewed or cut short")
+            done = sum(1 for f in files if f.state in ("reviewed", "cached"))
+            notes.append(f"the run was stopped by the clock ({job.budget.time_limit_reached}): {done} file(s) "
+                         f"reviewed, {cut} not reviewed or cut short")
     cut = job.budget.forfeited_requests
     if cut:
         notes.append(f"{cut} request(s) were cut off after they were sent, so their usage never came back; "

@@ -423,12 +423,20 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         checks = plan_checks(change_set, commit_time=change_set.target is None)
     share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
     gathered = _gather_intent(intent, change_set, settings, environ)
+    reviewed_part: list[FileCoverage] = []
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
                                           on_budget, guidance, memory, gathered, agent, share)
-        result.files = coverage + result.files
+        reviewed_part, result.files = result.files, coverage + result.files
+    from ocr_hook.changes.deadline import stopped_note
+
+    stop = stopped_note(result.files)  # the files the clock left unread in the preparation counted too (62.10)
+    if stop is not None:
+        said = stopped_note(reviewed_part)
+        result.notes = [stop if n == said else n for n in result.notes] if said in result.notes else \
+            [*result.notes, stop]
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
     from ocr_hook.guidance.policy import apply_ignore_categories

@@ -9,11 +9,16 @@
 
 - a run a cap stopped said "budget ran out (...): N file(s) not reviewed", counting the files never begun only:
   the note now says what was done too (reviewed, begun and cut short, never begun). A token cap stops it, so
-  no clock is raced: three files, each answered with one comment in a turn billed 49,500 input tokens."""
+  no clock is raced: three files, each answered with one comment in a turn billed 49,500 input tokens;
+- a cached run's summary counted a file the packs' search left without a pack as a file with a pack of no
+  entry ("context: 1 entry for 2 files" after "for 1 file"): a `git` whose grep fails stands in for the search
+  that failed (or ran out of time)."""
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,3 +99,42 @@ def test_a_stopped_run_says_what_was_done_and_what_was_not(capped: dict[str, Any
             "model said before the stop is kept and reported), 1 not reviewed at all")
     assert said in report["notes"], report["notes"]
     assert len(report["findings"]) == 2  # the reviewed file's comment and the cut one's
+
+
+@pytest.fixture(scope="module")
+def scans(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("packs")
+    repo = make_repo(base / "repo")
+    write(repo, "money.py", "def price(cents, rate):\n    return cents * rate\n")
+    write(repo, "shop.py", "from money import price\n\n\ndef total(items):\n    return price(items, 2)\n")
+    commit_all(repo, "first")
+    shim = base / "shim"
+    shim.mkdir()
+    real = shutil.which("git")
+    (shim / "git").write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = grep ] && exit 2; done\nexec "{real}" "$@"\n',
+                              encoding="utf-8")
+    (shim / "git").chmod(0o755)
+    runs = []
+    with FakeMessagesAPI() as api:
+        api.script("Review the change", [task_done()])
+        env = _env(api, tmp_path_factory.mktemp("home"), PATH=f"{shim}:{Path(real or '').parent}")
+        for _ in range(2):
+            proc = run_cli(repo, "scan", "--format", "json", "--no-review-filter", env=env)
+            assert proc.returncode == 0, proc.stderr
+            runs.append({"summary": proc.stderr.splitlines()[-2], "report": json.loads(proc.stdout),
+                         "sent": len(api.requests)})
+    return runs
+
+
+def _env(api: FakeMessagesAPI, home: Path, **more: str) -> dict[str, str]:
+    return {"ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": TEST_API_KEY, "ANTHROPIC_AUTH_TOKEN": "",
+            "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "NO_PROXY": "*", "no_proxy": "*", **more}
+
+
+def test_a_cached_run_counts_the_packs_as_the_review_did(scans: list[dict[str, Any]]) -> None:
+    first, cached = scans
+    assert cached["sent"] == first["sent"] and sorted(cached["report"]["coverage"]["cached"]) == ["money.py", "shop.py"]
+    assert any("context pack cut short or without one" in n for n in first["report"]["notes"])  # grep failed
+    assert "(context: 1 entry for 1 file)" in first["summary"], first["summary"]
+    assert "(context: 1 entry for 1 file)" in cached["summary"], cached["summary"]
+    assert cached["report"]["coverage"]["context"] == first["report"]["coverage"]["context"]

@@ -389,8 +389,10 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
             # Statuses relative to another line of work's memory, or memory is off now: the
             # findings without what that memory said of them.
             hit, resolved = [f._replace(status="new") for f in hit], []
-        counts = {"context_entries": entry.pack[1], "context_cut": entry.pack[2]} if entry.pack is not None else \
-            _context_counts(None)
+        # A pack holds an entry, kept or cut: (None, 0, 0) is the record of a file the packs' deadline (or a failed
+        # search) left without one, which the review that made it counted as no pack (issue 62.10).
+        counts = {"context_entries": entry.pack[1], "context_cut": entry.pack[2]} \
+            if entry.pack is not None and entry.pack[1] + entry.pack[2] else _context_counts(None)
         results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
                                                         effort=_profile(job, change.path).name, **counts),
                                            hit, resolved=resolved)

@@ -361,8 +361,6 @@ def sources(repo_root: str | os.PathLike[str] | None, config_file: str | None = 
         found.append(f"{environ['OCR_HOOK_CONFIG']} (OCR_HOOK_CONFIG)")
     elif repo_root is not None and os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
         found.append(REPO_CONFIG_NAME)
-    elif repo_root is not None and is_sparse_checkout(str(repo_root), environ):
-        found.append(f"{REPO_CONFIG_NAME} in the index (sparse checkout), if there")
     variables = sorted(n for n in environ if n.startswith("OCR_HOOK_") and n[len("OCR_HOOK_"):].lower() in _FIELDS)
     if variables:
         found.append("environment " + ", ".join(variables))
@@ -413,18 +411,6 @@ def load(
         path = Path(repo_root) / REPO_CONFIG_NAME
         layer = _from_mapping(_read_yaml_file(path), REPO_CONFIG_NAME)
         _drop_user_only(layer, notes)
-    elif repo_root is not None and is_sparse_checkout(str(repo_root), environ):
-        # A sparse checkout that leaves the file out of the work tree has not removed it from the repository
-        # (issue 62.7): the index holds it, and a file the team's settings call sensitive must stay sensitive.
-        from ocr_hook.guidance.settings_file import repo_file_in_index
-
-        found = repo_file_in_index(str(repo_root))
-        source = f"{REPO_CONFIG_NAME} in the index"
-        layer = {} if found.text is None else _from_mapping(_parse_yaml(found.text, source), source)
-        _drop_user_only(layer, notes)
-        if found.text is not None:
-            notes.append(f"{REPO_CONFIG_NAME} read from the index: the sparse checkout leaves it out of the work "
-                         "tree")
     else:
         layer = {}
     # A user's pricing adds to or overrides the shipped table instead of replacing it.
@@ -459,10 +445,14 @@ def load(
     return Settings(**merged, notes=tuple(notes), provider_choice=choice)
 
 
-def is_sparse_checkout(repo_root: str, environ: Mapping[str, str]) -> bool:
-    """Whether git may have left files out of this work tree on purpose (`git sparse-checkout`: its pattern file
-    is in the work tree's git directory). Learned from the file system alone: most repositories have no settings
-    file, and the idle run of a hook must not pay a git process to learn that the index has none either."""
+def settings_hidden_by_sparse_checkout(repo_root: str, config_file: str | None, environ: Mapping[str, str]) -> bool:
+    """Whether the repository's settings file may be in the index though not in the work tree: no settings file
+    is named, the work tree has none, and git's sparse-checkout pattern file is in the work tree's git directory
+    (`git sparse-checkout set --no-cone '/src/*'` leaves the root file out: issue 62.7). From the file system
+    alone: most repositories have no settings file, and the idle run of a hook must not pay a git process to
+    learn that the index has none either."""
+    if config_file or environ.get("OCR_HOOK_CONFIG") or os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
+        return False
     git_dir = environ.get("GIT_DIR") or os.path.join(repo_root, ".git")
     if os.path.isfile(git_dir):  # a linked work tree (or a submodule): `gitdir: PATH` names its git directory
         try:

@@ -570,7 +570,7 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
         dropped_comments.extend(item.dropped_comments)
     if masked:
         notes.append(f"{masked} likely secret(s) were masked before text was sent to the model")
-    from ocr_hook.changes.deadline import stopped_note
+    from ocr_hook.outcome import stopped_note
 
     stop = stopped_note(files)  # what the clock or a cap left undone, and what was done (issue 62.10)
     if stop is not None:

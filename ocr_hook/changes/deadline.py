@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ocr_hook.outcome import FileCoverage
 
 _deadline: ContextVar[tuple[float, str] | None] = ContextVar("ocr_hook_run_deadline", default=None)
 
@@ -36,24 +32,3 @@ def time_limit_text(seconds: float) -> str:
     shown = f"{round(seconds)} s" if seconds >= 10 else f"{seconds:.2g} s"
     return f"time limit of {shown} reached"
 
-
-_NOT_STARTED, _CUT_SHORT = "not reviewed: ", "review cut short: "
-
-
-def stopped_note(files: Sequence[FileCoverage]) -> str | None:
-    """What a run the clock or a cap stopped did and did not do, in one note (issue 62.10): how many files were
-    reviewed, how many were begun and cut short (what the model said before the stop is kept and reported),
-    how many were never begun; None when no file was stopped. The why is the first stopped file's."""
-    begun = [f for f in files if f.incomplete and (f.reason or "").startswith(_CUT_SHORT)]
-    never = [f for f in files if f.incomplete and (f.reason or "").startswith(_NOT_STARTED)]
-    if not begun and not never:
-        return None
-    first = (begun or never)[0].reason or ""
-    why = first.split(": ", 1)[1]
-    if why.startswith("time limit"):
-        head = f"the run was stopped by the clock ({why})"
-    else:
-        head = why if why == "the run was stopped" else f"the budget ran out ({why})"
-    reviewed = sum(1 for f in files if f.state in ("reviewed", "cached"))
-    return (f"{head}: {reviewed} file(s) reviewed, {len(begun)} begun and cut short (what the model said before "
-            f"the stop is kept and reported), {len(never)} not reviewed at all")

@@ -18,7 +18,7 @@ from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
+from ocr_hook.settings import REPO_CONFIG_NAME, SCAN_DEFAULTS, Settings, load, settings_hidden_by_sparse_checkout
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
@@ -182,8 +182,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
 
             settings = load_for_scan(root, scope.rev, config_file, flags, environ, SCAN_DEFAULTS)
         else:
-            settings = load(root, config_file, flags, environ, command_defaults=SCAN_DEFAULTS if scope.kind == SCAN
-                            else None)
+            settings = _load_worktree(root, config_file, flags, environ, SCAN_DEFAULTS if scope.kind == SCAN else None)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:
@@ -204,6 +203,22 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                 return Reviewed(empty, change_set, {}, settings)
             return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
                                  baseline_out, intent, agent)
+
+
+def _load_worktree(root: str, config_file: str | None, flags: Mapping[str, Any], environ: Mapping[str, str],
+                   command_defaults: Mapping[str, Any] | None) -> Settings:
+    """The work tree's settings (a staged review, a scan of HEAD); in a sparse checkout that leaves the file out of
+    the work tree, the index's, which the next commit keeps (issue 62.7): never "no settings" for that."""
+    if not settings_hidden_by_sparse_checkout(root, config_file, environ):
+        return load(root, config_file, flags, environ, command_defaults=command_defaults)
+    from ocr_hook.guidance.settings_file import repo_file_in_index
+
+    found = repo_file_in_index(root)
+    settings = load(root, config_file, flags, environ, repo_file=found, command_defaults=command_defaults)
+    if found.text is None:
+        return settings
+    return settings._replace(notes=(*settings.notes, f"{REPO_CONFIG_NAME} read from the index: the sparse checkout "
+                                                     "leaves it out of the work tree"))
 
 
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
@@ -430,7 +445,7 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
                                           on_budget, guidance, memory, gathered, agent, share)
         reviewed_part, result.files = result.files, coverage + result.files
-    from ocr_hook.changes.deadline import stopped_note
+    from ocr_hook.outcome import stopped_note
 
     stop = stopped_note(result.files)  # the files the clock left unread in the preparation counted too (62.10)
     if stop is not None:

@@ -42,8 +42,10 @@ def run(fake: FakeMessagesAPI, tmp_path_factory: pytest.TempPathFactory) -> dict
     write(repo, "src/keys.py", SECRET_CODE)
     write(repo, "src/app.py", "def handler():\n    return 2\n")
     git(repo, "add", "src")
+    seen = run_cli(repo, "preview", "--format", "json", env=env)  # what a review would do, as review reads it
     proc = run_cli(repo, "review", "--format", "json", env=env)
-    return {"proc": proc, "report": json.loads(proc.stdout), "sent": list(fake.requests)}
+    return {"proc": proc, "report": json.loads(proc.stdout), "sent": list(fake.requests),
+            "preview": {f["path"]: f for f in json.loads(seen.stdout)["files"]}}
 
 
 def test_the_sensitive_file_is_never_sent(run: dict[str, Any]) -> None:
@@ -58,3 +60,8 @@ def test_the_sensitive_file_is_never_sent(run: dict[str, Any]) -> None:
 def test_the_report_says_where_the_settings_came_from(run: dict[str, Any]) -> None:
     assert ".ocr-hook.yaml read from the index: the sparse checkout leaves it out of the work tree" in \
         run["report"]["notes"], run["report"]["notes"]
+
+
+def test_preview_reads_them_as_the_review_does(run: dict[str, Any]) -> None:
+    assert run["preview"]["src/keys.py"]["action"] == "skip", run["preview"]
+    assert "sensitive" in run["preview"]["src/keys.py"]["reason"]

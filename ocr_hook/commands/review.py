@@ -182,7 +182,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
 
             settings = load_for_scan(root, scope.rev, config_file, flags, environ, SCAN_DEFAULTS)
         else:
-            settings = _load_worktree(root, config_file, flags, environ, SCAN_DEFAULTS if scope.kind == SCAN else None)
+            settings = load_worktree_settings(root, config_file, flags, environ,
+                                              SCAN_DEFAULTS if scope.kind == SCAN else None)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:
@@ -205,7 +206,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                                  baseline_out, intent, agent)
 
 
-def _load_worktree(root: str, config_file: str | None, flags: Mapping[str, Any], environ: Mapping[str, str],
+def load_worktree_settings(root: str, config_file: str | None, flags: Mapping[str, Any], environ: Mapping[str, str],
                    command_defaults: Mapping[str, Any] | None) -> Settings:
     """The work tree's settings (a staged review, a scan of HEAD); in a sparse checkout that leaves the file out of
     the work tree, the index's, which the next commit keeps (issue 62.7): never "no settings" for that."""

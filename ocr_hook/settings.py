@@ -453,6 +453,11 @@ def settings_hidden_by_sparse_checkout(repo_root: str, config_file: str | None, 
     learn that the index has none either."""
     if config_file or environ.get("OCR_HOOK_CONFIG") or os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
         return False
+    return is_sparse_checkout(repo_root, environ)
+
+
+def is_sparse_checkout(repo_root: str, environ: Mapping[str, str]) -> bool:
+    """Whether git's sparse-checkout pattern file is in the work tree's git directory (no git process)."""
     git_dir = environ.get("GIT_DIR") or os.path.join(repo_root, ".git")
     if os.path.isfile(git_dir):  # a linked work tree (or a submodule): `gitdir: PATH` names its git directory
         try:

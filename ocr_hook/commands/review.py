@@ -18,7 +18,14 @@ from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.settings import REPO_CONFIG_NAME, SCAN_DEFAULTS, Settings, load, settings_hidden_by_sparse_checkout
+from ocr_hook.settings import (
+    REPO_CONFIG_NAME,
+    SCAN_DEFAULTS,
+    Settings,
+    is_sparse_checkout,
+    load,
+    settings_hidden_by_sparse_checkout,
+)
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
@@ -222,6 +229,24 @@ def load_worktree_settings(root: str, config_file: str | None, flags: Mapping[st
                                                      "leaves it out of the work tree"))
 
 
+def _snapshot_dismissals(snapshot: Snapshot, name: str) -> tuple[Dismissal, ...]:
+    """The dismissals file as the reviewed snapshot has it, with the work tree's file's limits: never a link,
+    never over its size cap, UTF-8 only (each a one-line error, exit 2)."""
+    from ocr_hook.findings.dismissals import MAX_FILE_BYTES, parse_text
+
+    if snapshot.is_symlink(name):
+        raise ConfigError(f"dismissals file {name}: not read: it is a symbolic link")
+    data = snapshot.read_bytes(name)
+    if data is None:
+        return ()
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"dismissals file {name}: not read: over {MAX_FILE_BYTES:,} bytes")
+    try:
+        return parse_text(data.decode("utf-8"), name)
+    except UnicodeDecodeError:
+        raise ConfigError(f"dismissals file {name}: not UTF-8 text") from None
+
+
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
     """Start the git listings the run reads whole (the trusted revision, for guidance files; the reviewed
     snapshot, for the context pack) now, so git runs beside the imports and the work that come first
@@ -251,6 +276,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
             from ocr_hook.findings.dismissals import load_file
 
             dismissed = load_file(root, settings.dismissals_file)  # before any paid work: a bad file is exit 2
+        elif is_sparse_checkout(root, environ):  # left out of the work tree, not out of the repository (62.7)
+            dismissed = _snapshot_dismissals(snapshot, settings.dismissals_file)
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,

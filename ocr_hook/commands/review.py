@@ -214,7 +214,7 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
 
 
 def load_worktree_settings(root: str, config_file: str | None, flags: Mapping[str, Any], environ: Mapping[str, str],
-                   command_defaults: Mapping[str, Any] | None) -> Settings:
+                           command_defaults: Mapping[str, Any] | None) -> Settings:
     """The work tree's settings (a staged review, a scan of HEAD); in a sparse checkout that leaves the file out of
     the work tree, the index's, which the next commit keeps (issue 62.7): never "no settings" for that."""
     if not settings_hidden_by_sparse_checkout(root, config_file, environ):

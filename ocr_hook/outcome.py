@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:  # annotations only: a run with no finding (nothing staged) never loads the findings' types
+    from collections.abc import Sequence
+
     from ocr_hook.checks.model import CheckVerdict
     from ocr_hook.findings import Finding
     from ocr_hook.findings.exemptions import Exemption
@@ -141,3 +143,25 @@ class ReviewResult:
         evaluation was cut short."""
         return not any(f.incomplete or f.state == "failed" for f in self.files) and \
             not any(c.incomplete for c in self.checks)
+
+
+_NOT_STARTED, _CUT_SHORT = "not reviewed: ", "review cut short: "
+
+
+def stopped_note(files: Sequence[FileCoverage]) -> str | None:
+    """What a run the clock or a cap stopped did and did not do, in one note (issue 62.10): how many files were
+    reviewed, how many were begun and cut short (what the model said before the stop is kept and reported),
+    how many were never begun; None when no file was stopped. The why is the first stopped file's."""
+    begun = [f for f in files if f.incomplete and (f.reason or "").startswith(_CUT_SHORT)]
+    never = [f for f in files if f.incomplete and (f.reason or "").startswith(_NOT_STARTED)]
+    if not begun and not never:
+        return None
+    first = (begun or never)[0].reason or ""
+    why = first.split(": ", 1)[1]
+    if why.startswith("time limit"):
+        head = f"the run was stopped by the clock ({why})"
+    else:
+        head = why if why == "the run was stopped" else f"the budget ran out ({why})"
+    reviewed = sum(1 for f in files if f.state in ("reviewed", "cached"))
+    return (f"{head}: {reviewed} file(s) reviewed, {len(begun)} begun and cut short (what the model said before "
+            f"the stop is kept and reported), {len(never)} not reviewed at all")

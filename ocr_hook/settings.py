@@ -508,6 +508,32 @@ def load(
     return Settings(**merged, notes=tuple(notes), provider_choice=choice)
 
 
+def settings_hidden_by_sparse_checkout(repo_root: str, config_file: str | None, environ: Mapping[str, str]) -> bool:
+    """Whether the repository's settings file may be in the index though not in the work tree: no settings file
+    is named, the work tree has none, and git's sparse-checkout pattern file is in the work tree's git directory
+    (`git sparse-checkout set --no-cone '/src/*'` leaves the root file out: issue 62.7). From the file system
+    alone: most repositories have no settings file, and the idle run of a hook must not pay a git process to
+    learn that the index has none either."""
+    if config_file or environ.get("OCR_HOOK_CONFIG") or os.path.isfile(os.path.join(repo_root, REPO_CONFIG_NAME)):
+        return False
+    return is_sparse_checkout(repo_root, environ)
+
+
+def is_sparse_checkout(repo_root: str, environ: Mapping[str, str]) -> bool:
+    """Whether git's sparse-checkout pattern file is in the work tree's git directory (no git process)."""
+    git_dir = environ.get("GIT_DIR") or os.path.join(repo_root, ".git")
+    if os.path.isfile(git_dir):  # a linked work tree (or a submodule): `gitdir: PATH` names its git directory
+        try:
+            with open(git_dir, encoding="utf-8") as handle:
+                line = handle.readline().strip()
+        except (OSError, UnicodeDecodeError):
+            return False
+        if not line.startswith("gitdir:"):
+            return False
+        git_dir = os.path.join(os.path.dirname(git_dir), line[len("gitdir:"):].strip())
+    return os.path.isfile(os.path.join(git_dir, "info", "sparse-checkout"))
+
+
 def _drop_user_only(layer: dict[str, Any], notes: list[str]) -> None:
     for key in _USER_ONLY:
         if layer.pop(key, None) is not None:

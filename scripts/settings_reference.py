@@ -212,7 +212,8 @@ def render() -> str:
         "unknown key or a wrong type is an error that names the key, where it came from and what is expected "
         "(exit 2). A review of a range (`--base`, `--from/--to`, `--commit`, `--push`, CI) reads the "
         "repository's `.ocr-hook.yaml` as the side before the change has it, never the change's own edit "
-        "(see [the trust rule](guidance.md#the-trust-rule)).",
+        "(see [the trust rule](guidance.md#the-trust-rule)). A sparse checkout that leaves `.ocr-hook.yaml` out "
+        "of the work tree does not drop the settings: they are read from the index, and the notes say so.",
         "",
         "```yaml",
         "# .ocr-hook.yaml",

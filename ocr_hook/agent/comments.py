@@ -35,6 +35,14 @@ class CommentBox:
     ignored: int = 0  # over the per-file cap
     truncated: int = 0  # quotes or texts cut to their bound
 
+    @property
+    def shown_path(self) -> str:
+        """The file's name in the text the model and the reports get: a name that is not UTF-8 as git shows it
+        (a lone surrogate in a tool result fails the whole request, issue 62.3)."""
+        from ocr_hook.changes.names import shown
+
+        return shown(self.path)
+
     def take(self, tool_input: Mapping[str, Any]) -> str:
         """Record the comments of one (already validated) call; the answer for the model."""
         entries: Sequence[Mapping[str, Any]] = tool_input.get("comments") or ()
@@ -60,7 +68,7 @@ class CommentBox:
                 suggestion_code=suggestion or None, truncated=code_cut or suggestion_cut,
             ))
             added += 1
-        answer = f"Recorded {added} comment(s) on {self.path} ({len(self.comments)} so far)."
+        answer = f"Recorded {added} comment(s) on {self.shown_path} ({len(self.comments)} so far)."
         if notes:
             answer += " " + "; ".join(notes) + "."
         if self.ignored and len(self.comments) >= MAX_COMMENTS_PER_FILE:
@@ -71,8 +79,8 @@ class CommentBox:
     def notes(self) -> list[str]:
         out = []
         if self.ignored:
-            out.append(f"{self.path}: {self.ignored} comment(s) over the limit of {MAX_COMMENTS_PER_FILE} "
+            out.append(f"{self.shown_path}: {self.ignored} comment(s) over the limit of {MAX_COMMENTS_PER_FILE} "
                        "per file were ignored")
         if self.truncated:
-            out.append(f"{self.path}: {self.truncated} comment(s) with overlong quotes or text were shortened")
+            out.append(f"{self.shown_path}: {self.truncated} comment(s) with overlong quotes or text were shortened")
         return out

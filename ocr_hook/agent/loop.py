@@ -170,7 +170,8 @@ class FileReview:
                 done.append(f"older turns were replaced by the model's notes {self.summaries} time(s)")
             if self.elisions:
                 done.append(f"older tool output was elided {self.elisions} time(s)")
-            outcome.notes.append(f"{self.path}: the conversation neared the context window; " + "; ".join(done))
+            outcome.notes.append(f"{self.box.shown_path}: the conversation neared the context window; "
+                                 + "; ".join(done))
         outcome.requests = self.requests
         outcome.tool_calls = self.tool_calls
         outcome.main_finished = self.main_finished
@@ -391,7 +392,7 @@ class FileReview:
         for call in (b for b in response.content if b.type == "tool_use"):
             if call.name == "code_comment" and registry.validate_input(call.name, call.input, "final") is None:
                 self.box.take(call.input)
-        self.closing_note = (f"{self.path}: the budget ran out mid-review; one closing round added "
+        self.closing_note = (f"{self.box.shown_path}: the budget ran out mid-review; one closing round added "
                              f"{len(self.box.comments) - before} comment(s)")
 
     # --- tool calls ------------------------------------------------------------------------------

@@ -227,7 +227,9 @@ def memory_plan(job: ReviewJob, change: FileChange, content: str | None) -> tupl
     changed = changed_context(remembered.context, today)
     if changed:
         names = ", ".join(_PART_NAMES.get(name, name) for name in changed)
-        return None, (f"review memory not used for {change.path}: {names} changed since the last review, "
+        from ocr_hook.changes.names import shown
+
+        return None, (f"review memory not used for {shown(change.path)}: {names} changed since the last review, "
                       "so the file got a full review")
     return plan_memory(remembered, masked), None
 
@@ -285,7 +287,9 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
         # comment and keeps the file out of the result cache, but never keeps a fixed finding blocking.
         classified = classify(plan, post.findings, complete=outcome.main_finished)
         findings, resolved = classified.findings, classified.resolved
-        note = (f"review memory: {path} re-reviewed against the last review ({len(plan.carried)} earlier "
+        from ocr_hook.changes.names import shown as shown_name
+
+        note = (f"review memory: {shown_name(path)} re-reviewed against the last review ({len(plan.carried)} earlier "
                 f"finding(s) on unchanged lines carried, {len(plan.recheck)} re-checked, {len(resolved)} resolved)")
         notes.insert(0, note if plan.carried or plan.recheck or resolved else RoutineNote(note))
     if outcome.state == "failed":
@@ -385,8 +389,10 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
             # Statuses relative to another line of work's memory, or memory is off now: the
             # findings without what that memory said of them.
             hit, resolved = [f._replace(status="new") for f in hit], []
-        counts = {"context_entries": entry.pack[1], "context_cut": entry.pack[2]} if entry.pack is not None else \
-            _context_counts(None)
+        # A pack holds an entry, kept or cut: (None, 0, 0) is the record of a file the packs' deadline (or a failed
+        # search) left without one, which the review that made it counted as no pack (issue 62.10).
+        counts = {"context_entries": entry.pack[1], "context_cut": entry.pack[2]} \
+            if entry.pack is not None and entry.pack[1] + entry.pack[2] else _context_counts(None)
         results[change.path] = _FileResult(FileCoverage(change.path, "cached", comments=len(hit),
                                                         effort=_profile(job, change.path).name, **counts),
                                            hit, resolved=resolved)
@@ -564,22 +570,24 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
         dropped_comments.extend(item.dropped_comments)
     if masked:
         notes.append(f"{masked} likely secret(s) were masked before text was sent to the model")
-    stopped = job.budget.exhausted_reason
-    left = sum(1 for f in files if f.state == "skipped" and f.incomplete)
-    if stopped and left:
-        notes.append(f"budget ran out ({stopped}): {left} file(s) not reviewed")
+    from ocr_hook.outcome import stopped_note
+
+    stop = stopped_note(files)  # what the clock or a cap left undone, and what was done (issue 62.10)
+    if stop is not None:
+        notes.append(stop)
     reviewed = {f.path for f in files if f.state in ("reviewed", "failed")}
     short = len(job.contexts_cut & reviewed)
     if short:  # issue 55.5: said, not only counted in the summary
         notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs' "
                      "time ran out (it is a fifth of --timeout, at most 15 s) or a search for call sites failed")
-    if not (stopped and left) and job.budget.remaining_seconds() <= 0:
-        # The clock stopped the run with no request refused (it ran out during the preparation, or while requests
-        # were in flight): say so, with the limit as given.
+    if stop is None and job.budget.remaining_seconds() <= 0:
+        # The clock stopped the run with no request refused (requests in flight failed on it): say so, with the
+        # limit as given, and what was done.
         cut = sum(1 for f in files if f.incomplete and f.state in ("skipped", "failed"))
         if cut:
-            notes.append(f"the run was stopped by the clock ({job.budget.time_limit_reached}): {cut} file(s) not "
-                         "reviewed or cut short")
+            done = sum(1 for f in files if f.state in ("reviewed", "cached"))
+            notes.append(f"the run was stopped by the clock ({job.budget.time_limit_reached}): {done} file(s) "
+                         f"reviewed, {cut} not reviewed or cut short")
     cut = job.budget.forfeited_requests
     if cut:
         notes.append(f"{cut} request(s) were cut off after they were sent, so their usage never came back; "

@@ -178,9 +178,10 @@ def literal_pathspecs(paths: Sequence[str]) -> list[str]:
     return ["--", *(f":(literal){p}" for p in paths)] if paths else ["--"]
 
 
-# Past this many files too big to read, the patch is asked for the others by name (in batches) rather than for
-# everything but them: either way the command line stays short.
-_MAX_EXCLUDED = 200
+# Past this many bytes of names of files too big to read (or left unread), the patch is asked for the others by
+# name (in batches) rather than for everything but them: either way the command line stays far below ARG_MAX.
+# Everything in one command is what lets git find a rename among the others, so this is high.
+_MAX_EXCLUDED_BYTES = 256 * 1024
 _PATHSPEC_BATCH = 500
 
 
@@ -246,15 +247,17 @@ def _diff_within(repo: str, base: str, target: str | None, paths: Sequence[str],
     if not big and not left:
         return _diff_all(repo, base, target, literal_pathspecs(paths), False)
     aside = {e.new_path for e in left} | set(big)
-    names = [e.new_path for e in entries if e.new_path not in aside]
+    names = _grouped([e for e in entries if e.new_path not in aside])
+    excluded = [f":(exclude,literal){p}" for p in sorted(aside)]
     found: list[FileChange] = []
-    if names and len(aside) <= _MAX_EXCLUDED:
-        excluded = [f":(exclude,literal){p}" for p in sorted(aside)]
+    if names and sum(map(len, excluded)) <= _MAX_EXCLUDED_BYTES:
         spec = literal_pathspecs(paths) if paths else ["--", "."]
         found = _diff_all(repo, base, target, [*spec, *excluded], False)
     else:
-        for i in range(0, len(names), _PATHSPEC_BATCH):
-            found += _diff_all(repo, base, target, literal_pathspecs(names[i:i + _PATHSPEC_BATCH]), False)
+        # Past that many bytes of pathspecs, by name in batches of whole groups: a rename's two sides (listed
+        # apart, the listing finds no renames) in one batch where their content says they are one (issue 62.10).
+        for batch in _batches(names, _PATHSPEC_BATCH):
+            found += _diff_all(repo, base, target, literal_pathspecs(batch), False)
     out = [*found, *_counted(repo, base, target, left)]
     for entry, size in _pure_renames(list(big.values())):
         sha = entry.new_sha or entry.old_sha
@@ -304,6 +307,37 @@ def _pure_renames(big: list[tuple[RawEntry, int]]) -> list[tuple[RawEntry, int]]
         elif entry.status != "D":
             out.append((entry, size))
     return out + [(e, s) for e, s in big if e.status == "D" and e.old_path not in paired]
+
+
+def _grouped(entries: Sequence[RawEntry]) -> list[list[str]]:
+    """Each entry's names, a deletion and an addition of the same content in one group: the listing has no
+    rename detection, and a rename diffed in two batches would be an added file and a deleted one."""
+    added: dict[str, list[str]] = {}
+    for e in entries:
+        if e.status == "A" and e.new_sha is not None:
+            added.setdefault(e.new_sha, []).append(e.new_path)
+    out: list[list[str]] = []
+    taken: set[str] = set()
+    for e in entries:
+        if e.new_path in taken:
+            continue
+        group = list(dict.fromkeys((e.old_path, e.new_path)))
+        twins = added.get(e.old_sha or "") if e.status == "D" else None
+        if twins:
+            group.append(twins.pop(0))
+            taken.add(group[-1])
+        out.append(group)
+    return out
+
+
+def _batches(groups: Sequence[Sequence[str]], size: int) -> list[list[str]]:
+    """The names in batches of at most `size` (a group bigger than that alone), no group split."""
+    out: list[list[str]] = []
+    for group in groups:
+        if not out or len(out[-1]) + len(group) > size:
+            out.append([])
+        out[-1].extend(group)
+    return out
 
 
 def _diff_all(repo: str, base: str, target: str | None, spec: list[str], check_unmerged: bool,

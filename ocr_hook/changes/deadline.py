@@ -31,3 +31,4 @@ def time_limit_text(seconds: float) -> str:
     """"time limit of 20 s reached": the limit as given (a deadline computed a moment late reads 599.98 -> 600)."""
     shown = f"{round(seconds)} s" if seconds >= 10 else f"{seconds:.2g} s"
     return f"time limit of {shown} reached"
+

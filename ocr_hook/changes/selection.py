@@ -226,13 +226,14 @@ def _paths_of(change: FileChange) -> Sequence[str]:
     return (change.path,) if change.old_path is None else (change.path, change.old_path)
 
 
-# A Git LFS pointer (git-lfs's spec, v1): a few "key value" lines starting with this one, under 1024 bytes.
-_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+# A Git LFS pointer (git-lfs's spec, v1): a few "key value" lines starting with one of these, under 1024 bytes.
+# Pointers written before git-lfs 1.0 name the spec by its earlier address, which git-lfs still reads as v1.
+_LFS_POINTERS = (b"version https://git-lfs.github.com/spec/", b"version https://hawser.github.com/spec/v1")
 
 
 def _is_lfs_pointer(content: bytes) -> bool:
     """What `filter=lfs` checks in: the pointer, never the file; reviewing it as code would be noise."""
-    return len(content) < 1024 and content.startswith(_LFS_POINTER) and b"\noid sha256:" in content
+    return len(content) < 1024 and content.startswith(_LFS_POINTERS) and b"\noid sha256:" in content
 
 
 def generated_marker(content: bytes, rules: Rules) -> str | None:

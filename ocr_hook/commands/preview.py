@@ -22,7 +22,7 @@ from ocr_hook.changes.selection import Selected
 from ocr_hook.changes.snapshot_api import Snapshot
 from ocr_hook.guidance.resolve import GuidancePlan
 from ocr_hook.guidance.settings_file import load_for_sides
-from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
+from ocr_hook.settings import SCAN_DEFAULTS, Settings
 
 if TYPE_CHECKING:
     from ocr_hook.effort import Profile
@@ -89,9 +89,11 @@ def preview(scope: Scope, paths: Sequence[str], config_file: str | None, *, cwd:
         from ocr_hook.guidance.settings_file import load_for_scan  # REV's own settings, as its scan reads them
 
         settings = load_for_scan(root, scope.rev, config_file, flags or {}, environ, SCAN_DEFAULTS)
-    else:
-        settings = load(root, config_file, flags=flags or {}, environ=environ,
-                        command_defaults=SCAN_DEFAULTS if scope.kind == SCAN else None)
+    else:  # the work tree's, or in a sparse checkout that leaves it out, the index's (issue 62.7)
+        from ocr_hook.commands.review import load_worktree_settings
+
+        settings = load_worktree_settings(root, config_file, flags or {}, environ,
+                                          SCAN_DEFAULTS if scope.kind == SCAN else None)
     change_set = collect_changes(root, scope, relative, environ, head=head, max_bytes=settings.max_file_bytes,
                                  sides=sides, selection=settings)
     ci = change_set.auto_base  # `--base auto` is detected in one place: collect_changes

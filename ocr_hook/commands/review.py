@@ -18,7 +18,14 @@ from ocr_hook.commands.progress import Progress
 from ocr_hook.errors import ConfigError
 from ocr_hook.hookenv import commit_time
 from ocr_hook.outcome import FileCoverage, ReviewResult
-from ocr_hook.settings import SCAN_DEFAULTS, Settings, load
+from ocr_hook.settings import (
+    REPO_CONFIG_NAME,
+    SCAN_DEFAULTS,
+    Settings,
+    is_sparse_checkout,
+    load,
+    settings_hidden_by_sparse_checkout,
+)
 
 if TYPE_CHECKING:
     from ocr_hook.agent import FileGuidance, ReviewJob
@@ -183,8 +190,8 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
 
             settings = load_for_scan(root, scope.rev, config_file, flags, environ, SCAN_DEFAULTS)
         else:
-            settings = load(root, config_file, flags, environ, command_defaults=SCAN_DEFAULTS if scope.kind == SCAN
-                            else None)
+            settings = load_worktree_settings(root, config_file, flags, environ,
+                                              SCAN_DEFAULTS if scope.kind == SCAN else None)
         if adjust is not None:
             settings = adjust(settings)
         if baseline_out:
@@ -205,6 +212,40 @@ def review(scope: Scope, paths: Sequence[str], config_file: str | None, flags: M
                 return Reviewed(empty, change_set, {}, settings)
             return _review_files(root, scope, change_set, settings, on_event, environ, started, shard, on_budget,
                                  baseline_out, intent, agent)
+
+
+def load_worktree_settings(root: str, config_file: str | None, flags: Mapping[str, Any], environ: Mapping[str, str],
+                           command_defaults: Mapping[str, Any] | None) -> Settings:
+    """The work tree's settings (a staged review, a scan of HEAD); in a sparse checkout that leaves the file out of
+    the work tree, the index's, which the next commit keeps (issue 62.7): never "no settings" for that."""
+    if not settings_hidden_by_sparse_checkout(root, config_file, environ):
+        return load(root, config_file, flags, environ, command_defaults=command_defaults)
+    from ocr_hook.guidance.settings_file import repo_file_in_index
+
+    found = repo_file_in_index(root)
+    settings = load(root, config_file, flags, environ, repo_file=found, command_defaults=command_defaults)
+    if found.text is None:
+        return settings
+    return settings._replace(notes=(*settings.notes, f"{REPO_CONFIG_NAME} read from the index: the sparse checkout "
+                                                     "leaves it out of the work tree"))
+
+
+def _snapshot_dismissals(snapshot: Snapshot, name: str) -> tuple[Dismissal, ...]:
+    """The dismissals file as the reviewed snapshot has it, with the work tree's file's limits: never a link,
+    never over its size cap, UTF-8 only (each a one-line error, exit 2)."""
+    from ocr_hook.findings.dismissals import MAX_FILE_BYTES, parse_text
+
+    if snapshot.is_symlink(name):
+        raise ConfigError(f"dismissals file {name}: not read: it is a symbolic link")
+    data = snapshot.read_bytes(name)
+    if data is None:
+        return ()
+    if len(data) > MAX_FILE_BYTES:
+        raise ConfigError(f"dismissals file {name}: not read: over {MAX_FILE_BYTES:,} bytes")
+    try:
+        return parse_text(data.decode("utf-8"), name)
+    except UnicodeDecodeError:
+        raise ConfigError(f"dismissals file {name}: not UTF-8 text") from None
 
 
 def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
@@ -237,6 +278,8 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
             from ocr_hook.findings.dismissals import load_file
 
             dismissed = load_file(root, settings.dismissals_file)  # before any paid work: a bad file is exit 2
+        elif is_sparse_checkout(root, environ):  # left out of the work tree, not out of the repository (62.7)
+            dismissed = _snapshot_dismissals(snapshot, settings.dismissals_file)
         memory = _open_memory(root, scope, change_set, settings, environ)
         result, texts = review_change_set(change_set, snapshot, settings, on_event, environ, started, shard,
                                           on_budget, memory, dismissed,
@@ -427,12 +470,20 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         checks = plan_checks(change_set, commit_time, settings.tickets, linked)
     share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
     gathered = _gather_intent(intent, change_set, settings, environ)
+    reviewed_part: list[FileCoverage] = []
     if not to_review:
         result = ReviewResult(findings=[], files=coverage, scope=change_set.description)
     else:
         result, job_guidance = _run_agent(change_set, snapshot, to_review, settings, on_event, environ, started,
                                           on_budget, guidance, memory, gathered, agent, share)
-        result.files = coverage + result.files
+        reviewed_part, result.files = result.files, coverage + result.files
+    from ocr_hook.outcome import stopped_note
+
+    stop = stopped_note(result.files)  # the files the clock left unread in the preparation counted too (62.10)
+    if stop is not None:
+        said = stopped_note(reviewed_part)
+        result.notes = [stop if n == said else n for n in result.notes] if said in result.notes else \
+            [*result.notes, stop]
     result.notes = guidance.notes + result.notes
     result.file_notes = guidance.file_notes + result.file_notes
     from ocr_hook.guidance.policy import apply_ignore_categories

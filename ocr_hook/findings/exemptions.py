@@ -49,7 +49,9 @@ class Exemption(NamedTuple):
 
     def text(self) -> str:
         silenced = f", silencing {self.finding}" if self.finding else ""
-        return f"{self.path} ({self.how}{silenced})"
+        from ocr_hook.changes.names import shown  # a name that is not UTF-8 as git shows it (issue 62.10)
+
+        return f"{shown(self.path)} ({self.how}{silenced})"
 
 
 def applies(change_set: ChangeSet) -> bool:

@@ -55,6 +55,29 @@ def repo_file_at(repo_root: str, revision: str | None, side: str = "the side bef
     return RepoFile(text, label)
 
 
+def repo_file_in_index(repo_root: str) -> RepoFile:
+    """The settings file as the index has it: what a sparse checkout that left it out of the work tree would
+    commit (issue 62.7). `text` None: the index has none (or only a link, which is never followed)."""
+    label = "the index"
+    listed = git.git_text(repo_root, ["ls-files", "--stage", "-z", "--", f":(literal){REPO_CONFIG_NAME}"])
+    entry = next((line for line in listed.split("\0") if line), None)
+    if entry is None:
+        return RepoFile(None, label)
+    mode, sha, _stage = entry.split("\t", 1)[0].split(" ")
+    if mode in (SYMLINK_MODE, "160000"):
+        return RepoFile(None, label)
+    return RepoFile(_utf8(git.run_git(repo_root, ["cat-file", "blob", sha]).stdout, label), label)
+
+
+def _utf8(data: bytes, label: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        from ocr_hook.errors import ConfigError
+
+        raise ConfigError(f"{REPO_CONFIG_NAME} in {label}: not UTF-8 text") from None
+
+
 def load_for_sides(repo_root: str, sides: Sides, config_file: str | None, flags: Mapping[str, Any],
                    environ: Mapping[str, str]) -> Settings:
     """A range's settings before its changes are collected (the collection needs max_file_bytes: a file over

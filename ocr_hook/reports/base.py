@@ -60,7 +60,35 @@ _CONTROLS = r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 def sanitize_text(text: str) -> str:
     """Text safe to show on a terminal: line breaks normalised, escapes and controls removed."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return re.sub(_CONTROLS, "", re.sub(_ESCAPES, "", text))
+    return unicode_only(re.sub(_CONTROLS, "", re.sub(_ESCAPES, "", text)))
+
+
+def unicode_only(text: str) -> str:
+    """`text` with each byte of a name that was not UTF-8 (git's paths are bytes, held as lone surrogates by
+    surrogateescape) written as git's quoting writes it, a backslash and three octal digits (`caf\\351.py`),
+    and any other lone surrogate as U+FFFD: text every reader takes, where a lone surrogate fails a UTF-8
+    stream and is no Unicode in JSON (issue 62.10). Names are shown whole where a report has a field for them
+    (ocr_hook.changes.names); this is for the free text around them (notes, reasons)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return re.sub("[\ud800-\udfff]", _byte_escape, text)
+
+
+def _byte_escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\{code - 0xDC00:03o}" if 0xDC80 <= code <= 0xDCFF else "\ufffd"
+
+
+def _unicode_only_data(data: Any) -> Any:
+    if isinstance(data, str):
+        return unicode_only(data)
+    if isinstance(data, dict):
+        return {unicode_only(k) if isinstance(k, str) else k: _unicode_only_data(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_unicode_only_data(v) for v in data]
+    return data
 
 
 # What `escape_hidden` shows as an escape: C0 controls but tab and line feed, DEL, C1 controls, the
@@ -96,6 +124,8 @@ def safe_for_log(text: str) -> str:
 def dumps_json(data: Any, indent: int | None = 2) -> str:
     """JSON that is safe anywhere it is pasted: ASCII only, no raw `<`, `>` or `&`."""
     text = json.dumps(data, indent=indent, ensure_ascii=True)
+    if "\\ud" in text:  # a surrogate escape: an astral character's pair, or a lone one that no reader may take
+        text = json.dumps(_unicode_only_data(data), indent=indent, ensure_ascii=True)
     # These characters only occur inside JSON strings, where \\uXXXX means the same thing.
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026") + "\n"
 

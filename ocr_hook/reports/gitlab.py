@@ -11,6 +11,11 @@ GitLab has no place for run notes, so only the notes about one file appear, as a
 that file's line 1 (`ocr-hook/run-note`): a change that edits guidance or modifies `.ocr-hook.yaml`
 is named here too. They are informational: the gate and the exit code ignore them. Run-level notes
 with no file (budget, filter counts, …) stay in the other reports.
+
+A file name that is not UTF-8 (git's paths are bytes) is written as git shows it by default (core.quotePath:
+`"caf\\351.py"`, quotes included), as the JSON and text reports write it: a JSON string holds Unicode text only,
+and the other way to carry the bytes, a lone surrogate escape (`\\udce9`), is no Unicode text at all: strict
+readers refuse it, and GitLab reads no entry after the first it cannot read (issue 62.10).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ocr_hook import gate
+from ocr_hook.changes.names import shown
 from ocr_hook.digest import sha256_hex
 from ocr_hook.findings import Category, Finding, Severity, shown_suggestion
 from ocr_hook.outcome import ReviewResult
@@ -75,7 +81,7 @@ def _finding_entry(f: Finding, fingerprint: str) -> dict[str, Any]:
         "severity": SEVERITY[f.severity],
         "fingerprint": fingerprint,
         "engine_name": TOOL_NAME,
-        "location": {"path": f.path, "lines": {"begin": start, "end": end}},
+        "location": {"path": shown(f.path), "lines": {"begin": start, "end": end}},
     }
 
 
@@ -109,7 +115,7 @@ def entries(result: ReviewResult) -> list[dict[str, Any]]:
             "severity": "major",
             "fingerprint": unique_fingerprint(_digest(INCOMPLETE_CHECK, cov.path), taken),
             "engine_name": TOOL_NAME,
-            "location": {"path": cov.path, "lines": {"begin": 1, "end": 1}},
+            "location": {"path": shown(cov.path), "lines": {"begin": 1, "end": 1}},
         })
     for verdict in result.checks:  # DESIGN.md 20: a failed or inconclusive check at each piece of its evidence
         if verdict.verdict not in ("fail", "inconclusive"):
@@ -127,7 +133,7 @@ def entries(result: ReviewResult) -> list[dict[str, Any]]:
                 "fingerprint": unique_fingerprint(_digest(f"{TOOL_NAME}/check/{verdict.name}", f"{path}:{start}"),
                                                   taken),
                 "engine_name": TOOL_NAME,
-                "location": {"path": path, "lines": {"begin": start, "end": end}},
+                "location": {"path": shown(path), "lines": {"begin": start, "end": end}},
             })
     for note in sorted(result.file_notes, key=lambda n: (n.path, n.text)):
         out.append({
@@ -140,7 +146,7 @@ def entries(result: ReviewResult) -> list[dict[str, Any]]:
             # and GitLab pairs entries across pipelines by fingerprint.
             "fingerprint": unique_fingerprint(_digest(NOTE_CHECK, note.path), taken),
             "engine_name": TOOL_NAME,
-            "location": {"path": note.path, "lines": {"begin": 1, "end": 1}},
+            "location": {"path": shown(note.path), "lines": {"begin": 1, "end": 1}},
         })
     return out
 

@@ -582,8 +582,14 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     reviewed = {f.path for f in files if f.state in ("reviewed", "failed")}
     short = len(job.contexts_cut & reviewed)
     if short:  # issue 55.5: said, not only counted in the summary
-        notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs' "
-                     "time ran out (it is a fifth of --timeout, at most 15 s) or a search for call sites failed")
+        from ocr_hook.context.model import MAX_PACK_S, PACK_SHARE
+
+        # Why a long scan packs so few files (issue 62.8): the window is the run's clock, not the packs' own time.
+        window = min(MAX_PACK_S, job.settings.timeout * PACK_SHARE)
+        notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs "
+                     f"get one window of {window:g} s from the first pack (a fifth of --timeout, at most 15 s) and "
+                     "are built as their files come up for review, so a long run packs only the files reviewed in "
+                     "that window; or a search for call sites failed")
     if not (stopped and left) and job.budget.remaining_seconds() <= 0:
         # The clock stopped the run with no request refused (it ran out during the preparation, or while requests
         # were in flight): say so, with the limit as given.

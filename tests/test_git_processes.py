@@ -4,9 +4,10 @@ A shim named `git` first on PATH logs every call and runs the real git, so each 
 not assumed. Nothing staged: `rev-parse` (top and HEAD, and review memory's repository and branch) and one
 `diff` (the raw listing: empty). An unchanged re-run answered from the cache: the same two, the blobs' sizes
 (`cat-file --batch-check`, no content) and the patch of the files within max_file_bytes (a second `diff`),
-then, started together right after the diff (git.prefetch), the guidance listing at the trusted revision
-(`ls-tree`) and the index's listing (`ls-files`: the pack memo's key), and one `cat-file --batch` for every
-blob. No `git grep`: the context pack comes from the pack memo.
+then, started right after the diff (git.prefetch), the guidance listing at the trusted revision (`ls-tree`),
+and one `cat-file --batch` for every blob. The index's listing (`ls-files`, the pack memo's key) is started
+only once the cache lookups find a file to review (a pack to build): here none. No
+`git grep`: a context pack would come from the pack memo.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
 from gitrepo import commit_all, git, logging_git, make_repo, run_cli, subcommands, write
 
 
-def test_the_light_paths_start_two_and_seven_git_processes(tmp_path: Path, fake_api: FakeMessagesAPI,
-                                                          sdk_env: dict[str, str]) -> None:
+def test_the_light_paths_start_two_and_six_git_processes(tmp_path: Path, fake_api: FakeMessagesAPI,
+                                                        sdk_env: dict[str, str]) -> None:
     repo = make_repo(tmp_path / "repo")
     write(repo, "calc.py", "def add(a, b):\n    return a + b\n")
     commit_all(repo, "initial")
@@ -43,11 +44,11 @@ def test_the_light_paths_start_two_and_seven_git_processes(tmp_path: Path, fake_
     cached = run_cli(repo, "review", "-q", "--format", "json", env=env)
     assert cached.returncode == 0, cached.stderr
     assert json.loads(cached.stdout)["coverage"]["cached"] == ["calc.py"] and len(fake_api.requests) == sent
-    # The context pack is part of the result-cache key (DESIGN.md 12): a cached run finds it in the pack memo,
-    # keyed by the index's whole listing. The listings and cat-file start within a moment of each other, so the
-    # shim may log them in any order.
+    # calc.py's entry was reviewed without a pack (nothing it uses is defined elsewhere): the pack memo, keyed by
+    # the index's whole listing, is not asked, and no `ls-files` runs. The listing and cat-file start within a
+    # moment of each other, so the shim may log them in either order.
     # Sizes first (issue 55.3): the raw listing, the blobs' sizes (`cat-file --batch-check`, no content), then
     # the patch of the files within max_file_bytes: a staged 1 GB file is never read.
     calls = subcommands(log)
     assert calls[:4] == ["rev-parse", "diff", "cat-file", "diff"]
-    assert sorted(calls[4:]) == ["cat-file", "ls-files", "ls-tree"]
+    assert sorted(calls[4:]) == ["cat-file", "ls-tree"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agent_support import filter_keeps_all
 from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
-from gitrepo import commit_all, git, make_repo, run_cli, write
+from gitrepo import commit_all, git, logging_git, make_repo, run_cli, subcommands, write
 
 import ocr_hook
 
@@ -92,6 +92,14 @@ def test_agent_package_reaches_no_entry_point_code() -> None:
     assert bad == {}, f"forbidden imports reachable from ocr_hook.agent: {bad}"
 
 
+def test_the_history_knows_every_ci_system_cienv_knows() -> None:
+    """review's history entry asks cienv for a request number only where a CI system's variable is set."""
+    from ocr_hook import cienv
+    from ocr_hook.commands.review import CI_SYSTEM_VARIABLES
+
+    assert sorted(CI_SYSTEM_VARIABLES) == sorted(system.RUNS_HERE for system in cienv.SYSTEMS)
+
+
 def test_walker_would_notice_a_forbidden_import() -> None:
     graph = reachable_from(["ocr_hook.cli"])
     assert "click" in graph
@@ -168,17 +176,23 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     first = run_cli(repo, "review", "-q", "--format", "json", env=sdk_env)
     assert first.returncode == 0, first.stderr
     sent = len(fake_api.requests)
-    report, loaded = light_run(repo, sdk_env, tmp_path / "modules.json")
+    logged_env, calls = logging_git(tmp_path, sdk_env)
+    report, loaded = light_run(repo, logged_env, tmp_path / "modules.json")
     assert len(fake_api.requests) == sent
     assert report["coverage"]["cached"] == ["calc.py"] and len(report["findings"]) == 1
+    # Outside CI no system names a pull request: none of cienv's modules is loaded; a run without checks counts
+    # none (tally.checks). The context pack's listing of the index (ls-files) is started only for a file that
+    # needs a pack; the trusted revision's (ls-tree) is read for the guidance, part of the cache key.
+    ours = json.loads(Path(f"{tmp_path / 'modules.json'}.ours").read_text())
+    assert [m for m in ours if m.startswith(("ocr_hook.cienv", "ocr_hook.tally.checks"))] == []
+    assert "ls-files" not in subcommands(calls)
     # unidiff parses the diff, the project's guidance is part of the cache key and the cached finding's fix is
     # settled against the others; the entry's pack is checked against the pack memo (its types, not its
     # builders); the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file
-    # already recorded by its digest, so nothing is masked; the review history's entry names the pull request a
-    # CI job reviews (ocr_hook.cienv: a run with a finding writes or dedupes one); the budget does no arithmetic,
+    # already recorded by its digest, so nothing is masked; the budget does no arithmetic,
     # so fractions stay unloaded; the cache, memory and history are read through os.path (pathlib would bring
     # urllib and ipaddress); nothing else on the watch list is needed.
-    assert loaded == ["ocr_hook.cienv", "ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
+    assert loaded == ["ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
                       "ocr_hook.guidance", "unidiff"]
 
 

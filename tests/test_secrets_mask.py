@@ -334,3 +334,25 @@ def test_lines_of_low_entropy_base64_alphabet_are_left_alone() -> None:
     assert mask_secrets(text) == (text, 0)
     one_line = "x = 'c2VjcmV0IHRleHQgdGhhdCBpcyBub3QgYSBrZXkgYXQgYWxs'\n"
     assert mask_secrets(one_line) == (one_line, 0)
+
+
+def test_the_run_s_gate_masks_a_repeated_text_once_and_counts_it_each_time() -> None:
+    """A file's patch goes out in its plan and again in its main loop (and one checklist in every file's first
+    message): the gate masks it once, gives the same text, and counts its secrets each time it is sent, as
+    before (the run's note counts secrets sent). More texts than it keeps are masked again, never wrongly."""
+    from ocr_hook.agent.conversation import SecretMasker
+
+    calls: list[str] = []
+
+    def counted(text: str) -> tuple[str, int]:
+        calls.append(text)
+        return mask_secrets(text)
+
+    gate = SecretMasker(counted)
+    patch = 'token = "ghp_' + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8" + '"\n'
+    first, second = gate(patch), gate("".join([patch]))  # an equal text, not the same object
+    assert first == second == mask_secrets(patch)[0] and MARKER in first
+    assert gate.count == 2 and calls == [patch]
+    others = [f"x{i} = {i}\n" for i in range(100)]
+    assert [gate(t) for t in others] == [mask_secrets(t)[0] for t in others]
+    assert gate(patch) == first and gate.count == 3 and len(calls) == 102  # pushed out by the others: masked again

@@ -135,11 +135,27 @@ class SecretMasker:
     """The one gate every repository text passes on its way to the API: made sendable, secrets masked
     and counted for the run's notes."""
 
+    _KEPT = 64  # texts remembered: a file's patch goes out in its plan and again in its main loop, the same
+    # checklist in every file's first message; a file in flight is masked once (the count is the same as before)
+
     def __init__(self, mask: Callable[[str], tuple[str, int]]) -> None:
+        import threading
+
         self._mask = mask
         self.count = 0
+        self._done: dict[str, tuple[str, int]] = {}
+        self._lock = threading.Lock()  # (tools' answers are masked from worker threads too)
 
     def __call__(self, text: str) -> str:
-        masked, found = self._mask(sendable(text))
-        self.count += found
+        with self._lock:
+            known = self._done.get(text)
+        if known is None:
+            known = self._mask(sendable(text))
+            with self._lock:
+                self._done[text] = known
+                if len(self._done) > self._KEPT:
+                    del self._done[next(iter(self._done))]
+        masked, found = known
+        with self._lock:
+            self.count += found
         return masked

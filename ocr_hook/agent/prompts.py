@@ -42,7 +42,8 @@ def render(name: str, **values: object) -> str:
 
 def fence(text: str, info: str = "") -> str:
     """A Markdown code fence longer than any backtick run inside `text`, so data cannot close it early."""
-    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=2)
+    # (str's own search first: most text has no backtick run, and the pattern would scan every character)
+    longest = max(map(len, _BACKTICKS.findall(text)), default=2) if "```" in text else 2
     marks = "`" * max(3, longest + 1)
     body = text if text.endswith("\n") or not text else text + "\n"
     return f"{marks}{info}\n{body}{marks}"

@@ -364,6 +364,7 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
     (from the pack memo, else built) to check that the context it saw has not changed (pack_still_fits)."""
     results: dict[str, _FileResult] = {}
     if job.cache is None:
+        _prefetch_listing(job)
         return results, deque((change, None) for change in job.files)
     intent = job_intent(job)
     found: list[tuple[FileChange, str, CachedReview | None]] = []
@@ -378,6 +379,8 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         found.append((change, key, job.cache.get_review(key)))
     checked = job.settings.context and any(e is not None and e.pack is not None and e.pack[0] is not None
                                            for _c, _k, e in found)
+    if any(e is None for _c, _k, e in found):  # (checking a cached pack reads the listing at once, if at all)
+        _prefetch_listing(job)
     packs = _pack_summaries(job, job.cache) if checked else {}
     to_review: deque[tuple[FileChange, str | None]] = deque()
     for change, key, entry in found:
@@ -399,6 +402,14 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
         job.on_event(change.path, "cached", f"{len(hit)} comment(s)")
     to_review.extend((change, None) for change in late)  # the worker says why they were not reviewed
     return results, to_review
+
+
+def _prefetch_listing(job: ReviewJob) -> None:
+    """The snapshot's whole listing, which the packs read, started as soon as a pack is known to be needed (git
+    lists while the SDK is imported); a run served from the cache starts no such process."""
+    prefetch = getattr(job.snapshot, "prefetch_listing", None)  # (git's snapshot; others list nothing)
+    if job.settings.context and prefetch is not None:
+        prefetch()
 
 
 def _pack_summaries(job: ReviewJob, cache: ResultCache) -> dict[str, PackSummary | None]:
@@ -578,8 +589,14 @@ def _assemble(job: ReviewJob, results: dict[str, _FileResult], masked: int, elap
     reviewed = {f.path for f in files if f.state in ("reviewed", "failed")}
     short = len(job.contexts_cut & reviewed)
     if short:  # issue 55.5: said, not only counted in the summary
-        notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs' "
-                     "time ran out (it is a fifth of --timeout, at most 15 s) or a search for call sites failed")
+        from ocr_hook.context.model import MAX_PACK_S, PACK_SHARE
+
+        # Why a long scan packs so few files (issue 62.8): the window is the run's clock, not the packs' own time.
+        window = min(MAX_PACK_S, job.settings.timeout * PACK_SHARE)
+        notes.append(f"{short} file(s) were reviewed with their context pack cut short or without one: the packs "
+                     f"get one window of {window:g} s from the first pack (a fifth of --timeout, at most 15 s) and "
+                     "are built as their files come up for review, so a long run packs only the files reviewed in "
+                     "that window; or a search for call sites failed")
     if stop is None and job.budget.remaining_seconds() <= 0:
         # The clock stopped the run with no request refused (requests in flight failed on it): say so, with the
         # limit as given, and what was done.

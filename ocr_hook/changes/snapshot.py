@@ -134,6 +134,13 @@ class GitSnapshot:
             self._listing()
             return self._listing_digest
 
+    def prefetch_listing(self) -> None:
+        """Start the whole listing's git process now (git.prefetch), unless it is read already: a run asks for it
+        once it knows a file needs a context pack, so one served from the cache starts no such process."""
+        key = (self.repo_root, self.target) if self.target is not None else None
+        if self._entries is None and (key is None or key not in _COMMIT_LISTINGS):
+            git.prefetch(self.repo_root, [listing_command(self.target)])
+
     def _listing(self) -> dict[str, _Entry]:
         self._check_open()
         if self._entries is None:

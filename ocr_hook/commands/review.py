@@ -248,19 +248,15 @@ def _snapshot_dismissals(snapshot: Snapshot, name: str) -> tuple[Dismissal, ...]
         raise ConfigError(f"dismissals file {name}: not UTF-8 text") from None
 
 
-def _prefetch_git(change_set: ChangeSet, settings: Settings) -> None:
-    """Start the git listings the run reads whole (the trusted revision, for guidance files; the reviewed
-    snapshot, for the context pack) now, so git runs beside the imports and the work that come first
-    (git.prefetch)."""
+def _prefetch_git(change_set: ChangeSet) -> None:
+    """Start the git listing the run reads whole (the trusted revision, for guidance files) now, so git runs
+    beside the imports and the work that come first (git.prefetch). The reviewed snapshot's, for the context
+    pack, is started once the cache lookups know a pack is needed (agent.run): a cached run needs none."""
     from ocr_hook.changes.snapshot import listing_command
 
-    ahead = []  # in the order the run asks: guidance, the context pack (memory's question repo_top asked)
     trusted = change_set.guidance_rev if change_set.scan else change_set.base
     if trusted is not None and not git.is_empty_tree(trusted):  # as guidance.resolve.trusted_revision decides
-        ahead.append(listing_command(trusted))
-    if settings.context:
-        ahead.append(listing_command(change_set.target))
-    git.prefetch(change_set.repo_root, ahead)
+        git.prefetch(change_set.repo_root, [listing_command(trusted)])
 
 
 def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Settings,
@@ -272,7 +268,7 @@ def _review_files(root: str, scope: Scope, change_set: ChangeSet, settings: Sett
     # (its cat-file first: the first reads come before the listings')
     snapshot = open_snapshot(root, change_set, settings.max_file_bytes)
     try:
-        _prefetch_git(change_set, settings)
+        _prefetch_git(change_set)
         dismissed: tuple[Dismissal, ...] = ()
         if os.path.lexists(os.path.join(root, settings.dismissals_file)):  # (most repositories have none)
             from ocr_hook.findings.dismissals import load_file
@@ -658,14 +654,22 @@ def _remember(memory: MemoryStore, result: ReviewResult, snapshot: Snapshot, set
         result.notes.append(memory.last_error)
 
 
+# The variable each CI system ocr_hook.cienv knows sets in every job (each system's RUNS_HERE; a test keeps them the
+# same): without one, no system names a pull request, and a commit-time run's history entry needs none of cienv.
+CI_SYSTEM_VARIABLES = ("GITHUB_ACTIONS", "GITLAB_CI", "BITBUCKET_BUILD_NUMBER", "TF_BUILD", "JENKINS_URL", "BUILDKITE")
+
+
 def _record_history(memory: MemoryStore, result: ReviewResult, settings: Settings, environ: Mapping[str, str],
                     feedback: Mapping[str, Mapping[str, int]]) -> None:
     """One history entry for `ocr-hook outcomes` (DESIGN.md 18), beside the memory of the same review."""
-    from ocr_hook.cienv import request_number
     from ocr_hook.hookenv import commit_time
     from ocr_hook.tally.entry import entry_of
 
-    request = request_number(environ)
+    request = None
+    if any(environ.get(name) for name in CI_SYSTEM_VARIABLES):  # outside CI no request: cienv stays unloaded
+        from ocr_hook.cienv import request_number
+
+        request = request_number(environ)
     source = "commit" if commit_time(environ) else ("ci" if request or environ.get("CI") else "manual")
     entry = entry_of(result, at=time.time(), source=source, change=memory.line, request=request,
                      model=settings.model, feedback=feedback)

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ocr_hook.tally.checks import entry_checks
-
 if TYPE_CHECKING:
     from ocr_hook.findings import Finding
     from ocr_hook.outcome import ReviewResult
@@ -46,7 +44,11 @@ def entry_of(result: ReviewResult, *, at: float, source: str, change: str | None
     raised = [_finding(f, effort.get(f.path)) for f in result.findings if f.suppressed != "baseline"]
     resolved = [_finding(f, effort.get(f.path)) for f in result.resolved]
     complete = sorted({f.path for f in result.files if f.state in ("reviewed", "cached") and not f.incomplete})
-    checks = entry_checks(result.checks) if result.checks else []  # (DESIGN.md 20: outcomes counts checks)
+    checks: list[dict[str, Any]] = []
+    if result.checks:  # (DESIGN.md 20: outcomes counts checks; a run without checks never loads their tally)
+        from ocr_hook.tally.checks import entry_checks
+
+        checks = entry_checks(result.checks)
     if not raised and not resolved and not (source == "ci" and complete) and not feedback and not checks:
         return None
     entry: dict[str, Any] = {"at": at, "source": source, "change": change or "", "request": request or "",

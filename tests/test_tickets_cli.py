@@ -100,6 +100,11 @@ class World:
         github.graphql_down = 1  # GitHub's GraphQL answers 502 to the closing references: an outage
         self.outage = self.review(self.env, 1)
         github.graphql_down = 0
+        self.after_outage = len(api.requests)
+        self.before_edit = len(api.requests_for(PASS_OPENING))
+        # Someone edits the ticket (a criterion changes): its text is part of what the verdict was kept against.
+        github.add_issue(12, "Login rules", CRITERIA.replace("after 5 failed", "after 3 failed") + INJECTION)
+        self.edited = self.review(self.env, 1)
 
     def full(self, env: dict[str, str]) -> dict[str, str]:
         full = {k: v for k, v in ci_free_env(NO_PROXY="127.0.0.1,localhost").items()
@@ -181,10 +186,18 @@ def test_the_pull_requests_own_tickets_settings_are_ignored(world: World) -> Non
 
 def test_a_rerun_sends_no_model_request_and_carries_the_verdict(world: World) -> None:
     assert len(world.pass_requests) == 2  # the verdict, then task_done
-    assert len(world.api.requests_for(PASS_OPENING)) == len(world.pass_requests)  # none in the later runs
+    assert world.before_edit == len(world.pass_requests)  # none in the later runs, until the ticket was edited
     assert world.after_rerun == world.paid  # the re-run sent no request at all
     check = linked(world.second)
     assert (check["verdict"], check["carried"], len(check["requirements"])) == ("fail", True, 3)
+
+
+def test_an_edited_ticket_is_read_again_and_asked_again(world: World) -> None:
+    asked = world.api.requests_for(PASS_OPENING)[world.before_edit:]
+    assert len(asked) == 2  # the verdict, then task_done: asked once more
+    assert "after 3 failed attempts" in asked[0].first_user_text
+    check = linked(world.edited)
+    assert (check["verdict"], check["carried"]) == ("fail", False)
 
 
 def test_without_a_token_one_note_and_not_applicable(world: World) -> None:
@@ -208,4 +221,4 @@ def test_an_outage_carries_the_last_verdict_and_says_so(world: World) -> None:
     assert check["reason"].startswith("carried from the last run, the linked tickets could not be read")
     assert any(n.startswith("linked tickets on GitHub pull request octo/app#7 not read: HTTP 502")
                for n in world.outage["json"]["notes"]), world.outage["json"]["notes"]
-    assert len(world.api.requests) == world.paid  # no model request during the outage either
+    assert world.after_outage == world.paid  # no model request during the outage either

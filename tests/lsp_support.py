@@ -33,6 +33,7 @@ class EditorClient:
         self.messages: list[lsp.ShowMessageParams] = []
         self.asked: list[lsp.ShowMessageRequestParams] = []
         self.progress: list[Any] = []
+        self.logs: list[lsp.LogMessageParams] = []  # window/logMessage: shown when a wait fails
         self.versions: dict[str, int] = {}
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -74,6 +75,10 @@ class EditorClient:
         def message(params: lsp.ShowMessageParams) -> None:
             self._note(params, self.messages)
 
+        @c.feature(lsp.WINDOW_LOG_MESSAGE)
+        def log(params: lsp.LogMessageParams) -> None:
+            self._note(params, self.logs)
+
         @c.feature(lsp.WINDOW_SHOW_MESSAGE_REQUEST)
         def ask(params: lsp.ShowMessageRequestParams) -> lsp.MessageActionItem | None:
             self._note(params, self.asked)
@@ -97,7 +102,11 @@ class EditorClient:
         with self.changed:
             found = check()
             if found is None and not self.changed.wait_for(lambda: check() is not None, DEADLINE_S):
-                raise AssertionError(f"no {what} within {DEADLINE_S:.0f} s")
+                server = getattr(self.client, "_server", None)
+                ended = getattr(server, "returncode", None)
+                raise AssertionError(f"no {what} within {DEADLINE_S:.0f} s (server "
+                                     f"{'running' if ended is None else f'ended with {ended}'}; its log: "
+                                     f"{[m.message for m in self.logs][-5:]})")
             return check() if found is None else found  # type: ignore[return-value]
 
     def uri(self, path: str) -> str:

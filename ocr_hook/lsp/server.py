@@ -50,6 +50,7 @@ class State:
         self.seen: tuple[Any, ...] = ()
         self.reviewing = False
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.watcher: asyncio.Task[None] | None = None
 
     def load(self) -> None:
         """Read everything again (on start, and when a watched file changed)."""
@@ -175,7 +176,9 @@ def build(root: str, report: str | None, poll_s: float) -> LanguageServer:
         state.load()
         if state.note:
             say(state.note, lsp.MessageType.Warning)
-        asyncio.get_running_loop().create_task(watch())
+        # Kept: the loop holds its tasks weakly, and a sleeping watch nothing refers to is collected, which ended
+        # the watch for the session at a random moment (a settings file broken later was then never said).
+        state.watcher = asyncio.get_running_loop().create_task(watch())
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(params: lsp.DidOpenTextDocumentParams) -> None:

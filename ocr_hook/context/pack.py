@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -253,12 +254,18 @@ def _settled_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Rea
         if reader.expired():
             return  # the packs' time is up: expired() marked them degraded, so none is remembered as whole
         group = groups.pop()
-        found: dict[str, list[GrepHit]] = {}
-        if _grep_batch(group, extensions, reader, found) or len(group) == 1:
-            by_name.update(found)
+        alternatives = "|".join(re.escape(n) for n in group)
+        result = reader.grep(rf"\b({alternatives})\s*\(", tuple(f"*{ext}" for ext in extensions), MANY_SITES)
+        if len(group) == 1 or (not result.truncated_files and len(result.hits) < GREP_HITS_CAP
+                               and result.error is None):
+            _take_sites(result.hits, alternatives, reader, by_name)
             continue
-        common = [n for n in group if len(found.get(n, ())) >= MANY_SITES]
-        rest = [n for n in group if n not in common]
+        if result.error is not None:
+            continue  # timed out, or git failed: reader.grep marked the packs degraded; smaller searches would too
+        # A cut search's hits are only counted (one pass in C over their text), not read one by one as sites.
+        written = Counter(re.findall(rf"\b({alternatives})\s*\(", "\n".join(h.text for h in result.hits)))
+        common = [n for n in group if written[n] >= MANY_SITES]
+        rest = [n for n in group if written[n] < MANY_SITES]
         groups += [[n] for n in common]
         if len(rest) > 1:
             groups += [rest[:len(rest) // 2], rest[len(rest) // 2:]]
@@ -266,17 +273,14 @@ def _settled_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Rea
             groups.append(rest)
 
 
-def _grep_batch(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
-                by_name: dict[str, list[GrepHit]]) -> bool:
-    alternatives = "|".join(re.escape(n) for n in bare)
-    pattern = rf"\b({alternatives})\s*\("
-    specs = tuple(f"*{ext}" for ext in extensions)
-    result = reader.grep(pattern, specs, MANY_SITES)
+def _take_sites(hits: Sequence[GrepHit], alternatives: str, reader: Reader,
+                by_name: dict[str, list[GrepHit]]) -> None:
+    """The hits of one search that are calls of its names, under each name (and `.name` for `x.name(`)."""
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
     definition = _definition_line(alternatives)
-    for hit in result.hits:
+    for hit in hits:
         if reader.expired():
-            return False  # thousands of hits can match: past the packs' deadline the search is cut short
+            return  # thousands of hits can match: past the packs' deadline the search is cut short
         # Python's `ast` and a grammar's call nodes decide when a site is chosen (_site_end): parsing every
         # file a common name is written in would cost more than the pack.
         deferred = hit.path.endswith((".py", ".pyi")) or _grammar(hit.path) is not None
@@ -288,7 +292,6 @@ def _grep_batch(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
                 sites = by_name.setdefault(name, [])
                 if hit not in sites[-3:]:
                     sites.append(hit)
-    return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
 
 
 def _definition_line(alternatives: str) -> re.Pattern[str]:
@@ -337,7 +340,7 @@ def _site_end(hit: GrepHit, name: str, text: str, reader: Reader) -> int | None:
         tree_calls = _tree_calls(hit.path, text, reader)
         if tree_calls is not None:
             return tree_calls(hit.line_no, name)
-    # No parser read the file whole: the line decides (_grep_batch already read a grep-only language's so).
+    # No parser read the file whole: the line decides (_take_sites already read a grep-only language's so).
     if _definition_line(re.escape(name)).search(hit.text) or \
             not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
         return None

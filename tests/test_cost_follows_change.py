@@ -65,12 +65,13 @@ def test_a_second_push_to_a_pull_request_sends_only_the_file_it_touched(
 
 # A scan's tree: calls.py, the largest file, is reviewed first; alpha.py among the first 64 files (the first batch
 # whose packs are prepared together), beta.py after them (it and the template are the smallest). calls.py calls
-# run_alpha 6 times around 197 calls of run_beta: searched together (the next run's lookup prepares every pack
-# at once) the names fill git grep's 200 lines a file before the qualified calls of run_alpha, the surest sites.
+# run_alpha 6 times around 997 calls of run_beta: searched together (the next run's lookup prepares every pack
+# at once) the names fill the 1,000 lines a file one search keeps before the qualified calls of run_alpha, the
+# surest sites (200 lines before issue 62.2).
 ALPHA = "def run_alpha(x):\n    \"\"\"Twice x.\"\"\"\n    return 2 * x\n"
 CALLS = ("import alpha\nfrom alpha import run_alpha\nfrom beta import run_beta\n\n\ndef use():\n"
          + "".join(f"    run_alpha({i})\n" for i in range(3))
-         + "    run_beta(0)\n" * 197
+         + "    run_beta(0)\n" * 997
          + "".join(f"    alpha.run_alpha({i})\n" for i in range(3, 6)))
 
 

@@ -42,7 +42,10 @@ CALLER_SITES = 3
 CALL_LINES = 10  # lines of one call site shown at most (a call over more lines is cut there)
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_LINE = 300  # characters of one line shown
-MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
+MANY_SITES = 200  # call sites of one name that make it common: it is searched on its own
+# Lines a file one search keeps: a search that keeps them all is used whole, so the higher, the fewer searches a
+# cut one is split into (at 200, preparing Django 5.1's 2,802 Python files' packs at once took 146 searches).
+SEARCH_LINES_PER_FILE = 1_000
 GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
 _NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
 
@@ -236,9 +239,10 @@ MAX_PATTERN_CHARS = 8_000
 def _settled_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
                    by_name: dict[str, list[GrepHit]]) -> None:
     """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls), as searches of
-    each name alone would find them. A search cut by a cap is done again for its names in smaller groups: the
-    names it found at least MANY_SITES sites of each on its own (the common ones, `get`, `filter`), the rest in
-    two halves; one name cut by the caps keeps what its own search found."""
+    each name alone would find them. A search cut by a cap (SEARCH_LINES_PER_FILE, GREP_HITS_CAP) is done
+    again for its names in smaller groups: the names it found at least MANY_SITES sites of each on its own (the
+    common ones, `get`, `filter`), the rest in two halves; one name cut by the caps keeps what its own search
+    found."""
     groups: list[list[str]] = []
     batch: list[str] = []
     size = 0
@@ -255,7 +259,8 @@ def _settled_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Rea
             return  # the packs' time is up: expired() marked them degraded, so none is remembered as whole
         group = groups.pop()
         alternatives = "|".join(re.escape(n) for n in group)
-        result = reader.grep(rf"\b({alternatives})\s*\(", tuple(f"*{ext}" for ext in extensions), MANY_SITES)
+        result = reader.grep(rf"\b({alternatives})\s*\(", tuple(f"*{ext}" for ext in extensions),
+                             SEARCH_LINES_PER_FILE)
         if len(group) == 1 or (not result.truncated_files and len(result.hits) < GREP_HITS_CAP
                                and result.error is None):
             _take_sites(result.hits, alternatives, reader, by_name)

@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal, api_root, check_token
@@ -53,9 +53,6 @@ from ocr_hook.publish.plan import Posted, Reply, said_dismiss
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines
 from ocr_hook.publish.render import plain
 from ocr_hook.publish.report_input import Report
-
-if TYPE_CHECKING:
-    from ocr_hook.tickets.model import Reference, TicketsRead
 
 API_VERSION = "7.1"
 STATUS_NAME, STATUS_GENRE = "ocr-hook", "code-review"
@@ -125,15 +122,8 @@ class AzureAdapter:
         self._pull: dict[str, Any] | None = None
         self._may_write: dict[str, bool] = {}  # a person's id → GenericContribute on the repository
         self.note: str | None = None  # why a person's status could not count (a refused permission read)
-        self._project = project
 
     # -- reading -------------------------------------------------------------------------------------------
-
-    def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
-        """The work items linked to this pull request, then its `AB#N` (publish/forge_azure_tickets.py)."""
-        from ocr_hook.publish.forge_azure_tickets import linked_tickets
-
-        return linked_tickets(self.api, self._project, self._pr, self.api.base, refs, limit, clip, API_VERSION)
 
     def identity(self) -> str:
         data = self.api.get("_apis/connectionData", _PARAMS)

@@ -17,10 +17,9 @@ annotations in batches of 100.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import httpx2
@@ -31,9 +30,6 @@ from ocr_hook.publish.bitbucket_insights import REPORT_ID, InsightsPlan, plan_in
 from ocr_hook.publish.forge_bitbucket_pr import BitbucketPullRequestAdapter
 from ocr_hook.publish.forges import NotApplicable, Setup
 from ocr_hook.publish.report_input import Report
-
-if TYPE_CHECKING:
-    from ocr_hook.tickets.model import Reference, TicketsRead
 
 DEFAULT_API_URL = "https://api.bitbucket.org/2.0"
 PIPELINES_API_URL = "http://api.bitbucket.org/2.0"  # plain HTTP: the proxy must see the request to sign it
@@ -126,12 +122,6 @@ class BitbucketAdapter:
             # Not in the commit: nothing of it can be annotated on a line.
             files[path] = text.split("\n") if text is not None else []
         return files
-
-    def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
-        """No Bitbucket issue is read, and the note says so (publish/forge_bitbucket_tickets.py)."""
-        from ocr_hook.publish.forge_bitbucket_tickets import linked_tickets
-
-        return linked_tickets(refs, limit, clip)
 
     def close(self) -> None:
         self.api.__exit__(None, None, None)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from ocr_hook.publish.api_client import ApiClient, ApiRefusal
@@ -34,9 +34,6 @@ from ocr_hook.publish.forges import InlineText
 from ocr_hook.publish.plan import Posted, Reply, comment_fingerprint
 from ocr_hook.publish.pr_diff import CommentableLines, unified_diff_lines
 from ocr_hook.publish.report_input import Report
-
-if TYPE_CHECKING:
-    from ocr_hook.tickets.model import Reference, TicketsRead
 
 MAX_BODY = 32_000  # characters in one comment (Bitbucket documents no limit; long comments render slowly)
 WRITERS = ("write", "admin")
@@ -184,12 +181,6 @@ class BitbucketPullRequestAdapter:
             if exc.status != 404:
                 raise
         self.api.put(reports, body)
-
-    def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
-        """No Bitbucket issue is read, and the note says so (publish/forge_bitbucket_tickets.py)."""
-        from ocr_hook.publish.forge_bitbucket_tickets import linked_tickets
-
-        return linked_tickets(refs, limit, clip)
 
     def close(self) -> None:
         self.api.__exit__(None, None, None)

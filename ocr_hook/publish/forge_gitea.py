@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from ocr_hook.cienv.guess import value
@@ -42,9 +42,6 @@ from ocr_hook.publish.plan import Posted, Reply, comment_fingerprint
 from ocr_hook.publish.pr_diff import CommentableLines, unified_diff_lines
 from ocr_hook.publish.pr_target import NoPullRequest, PullRequest, pull_request
 from ocr_hook.publish.report_input import Report
-
-if TYPE_CHECKING:
-    from ocr_hook.tickets.model import Reference, TicketsRead
 
 # The name each server reserves for its Actions bot. Only that server's own counts: on Gitea,
 # `forgejo-actions` is a name anyone may register (and the other way round), whose markers would count.
@@ -76,13 +73,6 @@ class GiteaAdapter:
         self._me: frozenset[str] = frozenset()
         self._access: dict[str, str] = {}  # login → Gitea's permission word ("": it would not say)
         self._where: dict[str, tuple[str, int, int]] = {}  # comment id → (path, new line, old line), for a reply
-        self.repository = pr.repository  # owner/name: `owner/name#3` is this repository's #3
-
-    def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
-        """The issues the pull request's texts name (publish/forge_gitea_tickets.py: Gitea has no closing refs)."""
-        from ocr_hook.publish.forge_gitea_tickets import linked_tickets
-
-        return linked_tickets(self.api, self.pr.repository, refs, limit, clip)
 
     def diff(self) -> CommentableLines:
         return unified_diff_lines(self.api.get_text(f"{self._repo}/pulls/{self.pr.number}.diff"))

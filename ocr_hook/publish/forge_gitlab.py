@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 from ocr_hook.cienv.guess import value
@@ -39,9 +39,6 @@ from ocr_hook.publish.forges import InlineText, NotApplicable, Setup
 from ocr_hook.publish.plan import Posted, Reply, comment_fingerprint
 from ocr_hook.publish.pr_diff import CommentableLines, FileLines, file_lines
 from ocr_hook.publish.report_input import Report
-
-if TYPE_CHECKING:
-    from ocr_hook.tickets.model import Reference, TicketsRead
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 MAX_NOTE = 1_000_000  # characters GitLab takes in one note
@@ -73,8 +70,6 @@ class GitLabAdapter:
         self._request: dict[str, Any] | None = None
         self._writers: dict[int, bool] = {}  # user id → may push (looked up once per person)
         self._bots: dict[int, bool] = {}  # user id → is a bot
-        self._project_id = project
-        self.repository = target.rsplit("!", 1)[0]  # group/project: `group/project#3` is this project's #3
 
     def identity(self) -> str:
         me = self.api.get("user")
@@ -230,12 +225,6 @@ class GitLabAdapter:
 
     def report_verdict(self, report: Report, passed: bool) -> None:
         pass  # the pipeline's job status is the gate
-
-    def linked_tickets(self, refs: Sequence[Reference], limit: int, clip: int) -> TicketsRead:
-        """The issues this merge request closes, then those its texts name (publish/forge_gitlab_tickets.py)."""
-        from ocr_hook.publish.forge_gitlab_tickets import linked_tickets
-
-        return linked_tickets(self.api, self._project_id, self.repository, self.iid, refs, limit, clip)
 
     def close(self) -> None:
         self.api.__exit__(None, None, None)

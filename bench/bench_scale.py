@@ -168,6 +168,55 @@ def cpu_per_reviewed_file(django: Path, env: dict[str, str], files: int) -> None
         print(f"[cpu] the run's note: {window}", flush=True)
 
 
+def cost_follows_change(django: Path, env: dict[str, str], fake: FakeMessagesAPI, scratch: Path) -> None:
+    """Issue 62.1-2 (h62a): requests of a commit after a scan and of a second push to a pull request, on a clone
+    of the Django tree (the result cache is shared: keys name no repository) so the other figures' tree stays.
+    Targets: 1 file each (the one the commit touched)."""
+    clone = scratch / "django-h62a"
+    git(scratch, "clone", "-q", str(django), str(clone))
+
+    def files_sent(*args: str, environ: dict[str, str] = env) -> tuple[int, list[str]]:
+        before = len(fake.requests)
+        run = cli(clone, environ, *args, *BIG_CAPS)
+        texts = [r.first_user_text for r in fake.requests[before:] if r.path.endswith("/messages")]
+        return run.code, sorted({text.split("`")[1] for text in texts if "`" in text})
+
+    def commit(path: str, text: str, message: str) -> None:
+        (clone / path).write_text(text, encoding="utf-8")
+        git(clone, "commit", "-q", "--no-verify", "-am", message)
+
+    code, sent = files_sent("scan", "-q")
+    print(f"[change] scan of the clone (the cache filled above): exit {code}, {len(sent)} file(s) sent", flush=True)
+    template = "django/contrib/admin/templates/admin/base.html"
+    commit(template, (clone / template).read_text(encoding="utf-8") + "<!-- one line more -->\n", "One template line")
+    code, sent = files_sent("scan", "-q")
+    print(f"[change] scan after a commit touching one template: {len(sent)} file(s) sent (target 1) {sent[:5]}, "
+          f"exit {code}", flush=True)
+    functional = "django/utils/functional.py"
+    commit(functional, "# A comment line at the top.\n" + (clone / functional).read_text(encoding="utf-8"),
+           "A comment at the top of functional.py")
+    code, sent = files_sent("scan", "-q")
+    print(f"[change] scan after a comment at the top of {functional}: {len(sent)} file(s) sent (target 1) "
+          f"{sent[:5]}, exit {code}", flush=True)
+
+    # A pull request of 10 files, then a second push touching one of them, with a description that changed.
+    git(clone, "checkout", "-q", "-b", "topic")
+    touched = sorted(p for p in git(clone, "ls-files", "django/utils").splitlines() if p.endswith(".py"))[:10]
+    for i, path in enumerate(touched):
+        (clone / path).write_text((clone / path).read_text(encoding="utf-8") + f"\n\ndef _probe_{i}():\n"
+                                  f"    return {i}\n", encoding="utf-8")
+    git(clone, "commit", "-q", "--no-verify", "-am", "Add probes to ten modules")
+    event = scratch / "h62a-event.json"
+    event.write_text(json.dumps({"pull_request": {"title": "Probes", "body": "Ten modules."}}))
+    github = {**env, "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
+    code, first = files_sent("review", "-q", "--base", "main", environ=github)
+    commit(touched[3], (clone / touched[3]).read_text(encoding="utf-8") + "# fixed\n", "Fix one probe")
+    event.write_text(json.dumps({"pull_request": {"title": "Probes", "body": "Ten modules, one fixed."}}))
+    code, second = files_sent("review", "-q", "--base", "main", environ=github)
+    print(f"[change] pull request of {len(first)} files, second push touching one: {len(second)} file(s) sent "
+          f"(target 1) {second[:5]}, exit {code}", flush=True)
+
+
 def load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
@@ -208,6 +257,7 @@ def main() -> None:
                   f"(for {failed}: files whose review fails every time are never cached)", flush=True)
         print(f"[cache] requests per re-scan {sent} (target 0); time over --no-context: median "
               f"{statistics.median(ratios):.2f}x (target <= 1.2)", flush=True)
+        cost_follows_change(django, env, fake, scratch)
 
         # 4. --timeout bounds the whole run.
         bounded = cli(django, env, "scan", "-q", "--no-cache", "--timeout", str(args.timeout), "--max-cost", "100000",

@@ -107,7 +107,9 @@ def test_a_base_range_brings_its_commit_messages_and_a_pull_request_its_descript
     token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
     event.write_text(json.dumps({"pull_request": {"title": "Normalised lookups", "body": f"Uses {token} once."}}))
     github = {**sdk_env, "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(event)}
-    done = run_cli(repo, "review", "--base", "main", env=github)
+    # The same files under another description: their earlier reviews stand (the intent is not in the result
+    # cache's key, issue 62.1), so these runs review without the cache to see what is sent.
+    done = run_cli(repo, "review", "--base", "main", "--no-cache", env=github)
     assert done.returncode == 0, done.stderr
     first = _first(fake_api, "app.py")
     assert "(the pull request's title and description, then its commit messages)" in first
@@ -117,7 +119,7 @@ def test_a_base_range_brings_its_commit_messages_and_a_pull_request_its_descript
     # A long template body cannot push the range's commits out: all reach the first request, within the cap.
     body = "## Checklist\n" + "- [ ] a box nobody ticked\n" * 400
     event.write_text(json.dumps({"pull_request": {"title": "Normalised lookups", "body": body}}))
-    done = run_cli(repo, "review", "--base", "main", env=github)
+    done = run_cli(repo, "review", "--base", "main", "--no-cache", env=github)
     assert done.returncode == 0, done.stderr
     first = _first(fake_api, "app.py")
     label = "What the author says this change is for"
@@ -129,7 +131,7 @@ def test_a_base_range_brings_its_commit_messages_and_a_pull_request_its_descript
     # Commit bodies too long to fit beside that description: every commit's subject still reaches it.
     write(repo, "lib.py", LIB + "\n\ndef unused():\n    return 2\n")
     commit_all(repo, "Tune the helper\n\n" + "Why it matters, at length. " * 120)
-    done = run_cli(repo, "review", "--base", "main", env=github)
+    done = run_cli(repo, "review", "--base", "main", "--no-cache", env=github)
     assert done.returncode == 0, done.stderr
     first = _first(fake_api, "app.py")
     intent = first[first.index(label):first.index("Context from other files")]

@@ -514,7 +514,7 @@ async def _rereview_text(task: FileTask, mask: SecretMasker, rounds: int) -> str
     pack_text = _context_text(task, mask, touched_names(memory))
     return mask(rereview_message(memory, mask(text or ""), status=str(change.status),
                                  changed_lines=change.changed_lines, rounds=rounds,
-                                 other_paths=task.other_paths, pack_text=pack_text))
+                                 other_paths=task.other_paths, pack_text=pack_text, intent=task.intent))
 
 
 def _context_text(task: FileTask, mask: SecretMasker, names: Collection[str] | None = None) -> str | None:

@@ -80,9 +80,12 @@ def _carried_list(findings: Sequence[Finding]) -> str:
 
 
 def rereview_message(plan: MemoryPlan, text: str, *, status: str, changed_lines: int, rounds: int,
-                     other_paths: Sequence[str], pack_text: str | None = None) -> str:
+                     other_paths: Sequence[str], pack_text: str | None = None, intent: str | None = None) -> str:
     """The re-review's first main-loop message. `text`: the file now, as sent (masked); `pack_text`: the
-    context pack rendered for touched_names(plan), or None without a pack."""
+    context pack rendered for touched_names(plan), or None without a pack; `intent`: the change's intent as
+    rendered (fenced, labelled), last as in a first review. A push's new commit message says what the
+    interdiff is for, and the intent is no longer in the result-cache key (issue 62.1): the files a push
+    changed are where today's intent is read."""
     total = len(file_lines(text))
     lines = numbered_excerpt(text, interdiff_spans(plan), whole_up_to=0, window=REREVIEW_WINDOW,
                              max_lines=REREVIEW_MAX_LINES, max_line_chars=MAX_READ_LINE_CHARS,
@@ -96,4 +99,5 @@ def rereview_message(plan: MemoryPlan, text: str, *, status: str, changed_lines:
         recheck=_recheck_list(plan.recheck), carried=_carried_list(plan.carried), context=context,
         interdiff=prompts.fence(plan.interdiff.unified(plan.path), "diff"),
         extent=f"lines within {REREVIEW_WINDOW} of each change since the last review, of {total}",
-        lines=prompts.fence(lines), other_files=prompts.other_files_list(other_paths)).strip() + "\n"
+        lines=prompts.fence(lines), other_files=prompts.other_files_list(other_paths)).strip() + "\n" + \
+        (f"\n{intent.strip()}\n" if intent else "")

@@ -64,10 +64,15 @@ def context_parts(settings: Settings, guidance: FileGuidance | None = None, effo
 
 
 def result_key(change: FileChange, content: str | None, settings: Settings,
-               guidance: FileGuidance | None = None, profile: Profile | None = None,
-               intent: str | None = None) -> str:
-    """Everything that decides a file's findings but its context pack; any change means a fresh review. The
-    intent is here, not in context_parts: review memory may still start from the last review.
+               guidance: FileGuidance | None = None, profile: Profile | None = None) -> str:
+    """Everything that decides a file's findings but its context pack; any change means a fresh review.
+
+    The intent (a pull request's title and body, the range's commit messages) is not in it (issue 62.1): the
+    range's messages grow with every push, so a key holding them made each push re-review every file of the
+    pull request. A file whose content and diff against the base are those of its last review keeps that
+    review; the intent reaches the files a push changed, whose reviews are new anyway. It is context for the
+    reviewer, never a reason to raise or drop a finding (DESIGN.md 12), so an older intent cannot make a kept
+    review wrong.
 
     The pack is not in the key (issue 55.2): the run's packs share a deadline, so what a pack holds can depend on
     the machine's load. The entry remembers the pack it was reviewed with instead (pack_record), and
@@ -80,8 +85,6 @@ def result_key(change: FileChange, content: str | None, settings: Settings,
         "content": content if content is not None else "\0(absent)",
         **context_parts(settings, guidance, profile.name if profile is not None else "standard"),
     }
-    if intent is not None:
-        parts["intent"] = intent
     return cache_key(parts)
 
 
@@ -366,7 +369,6 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
     if job.cache is None:
         _prefetch_listing(job)
         return results, deque((change, None) for change in job.files)
-    intent = job_intent(job)
     found: list[tuple[FileChange, str, CachedReview | None]] = []
     late: list[FileChange] = []
     for change in job.files:
@@ -374,8 +376,7 @@ def _lookup_cache(job: ReviewJob) -> tuple[dict[str, _FileResult], deque[tuple[F
             late.append(change)
             continue
         content = job.snapshot.read_text(change.path)
-        key = result_key(change, content, job.settings, job.guidance.get(change.path), _profile(job, change.path),
-                         intent[0] if intent is not None else None)
+        key = result_key(change, content, job.settings, job.guidance.get(change.path), _profile(job, change.path))
         found.append((change, key, job.cache.get_review(key)))
     checked = job.settings.context and any(e is not None and e.pack is not None and e.pack[0] is not None
                                            for _c, _k, e in found)

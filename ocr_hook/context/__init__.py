@@ -62,13 +62,24 @@ class ContextPack(NamedTuple):
         return frozenset(e.name for e in self.entries)
 
     def summary(self, complete: bool = True) -> PackSummary:
-        return PackSummary(self.render(), len(self.entries), self.cut, complete)
+        return PackSummary(self.key_text(), len(self.entries), self.cut, complete)
+
+    def key_text(self) -> str:
+        """What a cached review is checked against: the entries as render() sends them but for their line
+        numbers (each entry's kind, name, path and lines, in order, and the cut). The numbers stay in what is
+        sent, where they let the model read on around an entry with file_read; here they would make every user
+        of a definition look changed when a line added above it only moved it (issue 62.2: one comment at the
+        top of a module re-sent every unchanged file whose pack quotes it)."""
+        import json
+
+        shown = [[e.kind, e.name, e.path, e.text] for e in self.entries]
+        return json.dumps([shown, self.cut, self.budget], separators=(",", ":"))
 
 
 class PackSummary(NamedTuple):
     """What a run's result-cache lookup and coverage need of a pack: what the pack memo keeps."""
 
-    text: str  # ContextPack.render(): what a cached review is checked against (ocr_hook.agent.run)
+    text: str  # ContextPack.key_text(): what a cached review is checked against (ocr_hook.agent.run)
     entries: int
     cut: int
     # False when the packs' deadline (or a failed search) cut this pack short: then it tells nothing definite.

@@ -172,7 +172,7 @@ def reader_for(snapshot: Snapshot, settings: Settings) -> Reader:
 
 
 def degraded(snapshot: Snapshot, settings: Settings) -> bool:
-    """Whether a search for the packs of this snapshot failed (see _grep_calls): such packs are not memoised."""
+    """Whether a search for the packs of this snapshot failed (see pack._settled_calls): such packs are not memoised."""
     return bool(reader_for(snapshot, settings).memo.get("degraded"))
 
 

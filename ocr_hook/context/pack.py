@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -41,8 +42,10 @@ CALLER_SITES = 3
 CALL_LINES = 10  # lines of one call site shown at most (a call over more lines is cut there)
 MAX_SIGNATURES = 60  # changed functions whose callers are looked for (one grep for all of them)
 MAX_LINE = 300  # characters of one line shown
-MAX_RETRIED_NAMES = 12  # names searched again on their own when one search for all of them was cut
-MANY_SITES = 200  # call sites per file one grep keeps; more would not change which three are shown
+MANY_SITES = 200  # call sites of one name that make it common: it is searched on its own
+# Lines a file one search keeps: a search that keeps them all is used whole, so the higher, the fewer searches a
+# cut one is split into (at 200, preparing Django 5.1's 2,802 Python files' packs at once took 146 searches).
+SEARCH_LINES_PER_FILE = 1_000
 GREP_HITS_CAP = 5_000  # the snapshot's own cap on one grep's hits (changes/snapshot.py)
 _NAME = re.compile(r"\.?[A-Za-z_$][A-Za-z0-9_$]*")  # a changed function's name as callers are looked for
 
@@ -209,22 +212,22 @@ def _cut_lines(text: str) -> str:
 def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reader) -> dict[str, list[GrepHit]]:
     """Call sites of each name (`.name`: only `x.name(` calls) in files of these extensions, from bounded
     `git grep`s; kept for the run, so a later file asking for names searched before greps nothing, and one asking
-    for new names greps only those (the change set is prepared in batches, in review order)."""
+    for new names greps only those (the change set is prepared in batches, in review order).
+
+    A name's sites never depend on which other names were searched with it (issue 62.2): a scan prepares its
+    packs 64 files at a time and the next run's cache lookup all at once, and sites kept by caps the other
+    names filled made unchanged files' packs differ, and their reviews be sent again. So a name's sites are
+    those of a search for it alone: taken from a search of many names only when that search was whole (no
+    cap cut it), else the names are searched again in smaller groups, down to one name a search."""
     key = ("sites", extensions)
     known = reader.memo.get(key)
     searched: frozenset[str] = known[0] if known is not None else frozenset()  # type: ignore[index]
     by_name: dict[str, list[GrepHit]] = known[1] if known is not None else {}  # type: ignore[index]
-    if set(names) <= searched:
+    bare = sorted({n.lstrip(".") for n in names} - searched)
+    if not bare:
         return by_name
-    bare = sorted({n.lstrip(".") for n in names if n not in searched})
-    complete = _grep_calls(bare, extensions, reader, by_name)
-    if not complete:  # common names (`get`, `request`) filled the caps: the rarer ones on their own
-        rare = [name for name in bare if len(by_name.get(name, ())) < CALLER_SITES]
-        for name in rare[:MAX_RETRIED_NAMES]:
-            if reader.expired():
-                break
-            _grep_calls([name], extensions, reader, by_name)
-    reader.memo[key] = (searched | frozenset(names), by_name)
+    _settled_calls(bare, extensions, reader, by_name)
+    reader.memo[key] = (searched | frozenset(bare), by_name)
     return by_name
 
 
@@ -233,35 +236,56 @@ def _call_sites(names: Sequence[str], extensions: tuple[str, ...], reader: Reade
 MAX_PATTERN_CHARS = 8_000
 
 
-def _grep_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
-                by_name: dict[str, list[GrepHit]]) -> bool:
-    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls), one `git grep`
-    per batch of names; False when git grep's caps cut a result."""
-    complete = True
+def _settled_calls(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
+                   by_name: dict[str, list[GrepHit]]) -> None:
+    """Add the call sites of `bare` names to by_name (also under `.name` for `x.name(` calls), as searches of
+    each name alone would find them. A search cut by a cap (SEARCH_LINES_PER_FILE, GREP_HITS_CAP) is done
+    again for its names in smaller groups: the names it found at least MANY_SITES sites of each on its own (the
+    common ones, `get`, `filter`), the rest in two halves; one name cut by the caps keeps what its own search
+    found."""
+    groups: list[list[str]] = []
     batch: list[str] = []
     size = 0
     for name in bare:
-        if batch and size + len(name) + 1 > MAX_PATTERN_CHARS:
-            complete = _grep_batch(batch, extensions, reader, by_name) and complete
+        if batch and size + len(re.escape(name)) + 1 > MAX_PATTERN_CHARS:
+            groups.append(batch)
             batch, size = [], 0
         batch.append(name)
         size += len(re.escape(name)) + 1
     if batch:
-        complete = _grep_batch(batch, extensions, reader, by_name) and complete
-    return complete
+        groups.append(batch)
+    while groups:
+        if reader.expired():
+            return  # the packs' time is up: expired() marked them degraded, so none is remembered as whole
+        group = groups.pop()
+        alternatives = "|".join(re.escape(n) for n in group)
+        result = reader.grep(rf"\b({alternatives})\s*\(", tuple(f"*{ext}" for ext in extensions),
+                             SEARCH_LINES_PER_FILE)
+        if len(group) == 1 or (not result.truncated_files and len(result.hits) < GREP_HITS_CAP
+                               and result.error is None):
+            _take_sites(result.hits, alternatives, reader, by_name)
+            continue
+        if result.error is not None:
+            continue  # timed out, or git failed: reader.grep marked the packs degraded; smaller searches would too
+        # A cut search's hits are only counted (one pass in C over their text), not read one by one as sites.
+        written = Counter(re.findall(rf"\b({alternatives})\s*\(", "\n".join(h.text for h in result.hits)))
+        common = [n for n in group if written[n] >= MANY_SITES]
+        rest = [n for n in group if written[n] < MANY_SITES]
+        groups += [[n] for n in common]
+        if len(rest) > 1:
+            groups += [rest[:len(rest) // 2], rest[len(rest) // 2:]]
+        elif rest:
+            groups.append(rest)
 
 
-def _grep_batch(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader,
-                by_name: dict[str, list[GrepHit]]) -> bool:
-    alternatives = "|".join(re.escape(n) for n in bare)
-    pattern = rf"\b({alternatives})\s*\("
-    specs = tuple(f"*{ext}" for ext in extensions)
-    result = reader.grep(pattern, specs, MANY_SITES)
+def _take_sites(hits: Sequence[GrepHit], alternatives: str, reader: Reader,
+                by_name: dict[str, list[GrepHit]]) -> None:
+    """The hits of one search that are calls of its names, under each name (and `.name` for `x.name(`)."""
     call = re.compile(rf"(\.\s*)?\b({alternatives})\s*\(")
     definition = _definition_line(alternatives)
-    for hit in result.hits:
+    for hit in hits:
         if reader.expired():
-            return False  # thousands of hits can match: past the packs' deadline the search is cut short
+            return  # thousands of hits can match: past the packs' deadline the search is cut short
         # Python's `ast` and a grammar's call nodes decide when a site is chosen (_site_end): parsing every
         # file a common name is written in would cost more than the pack.
         deferred = hit.path.endswith((".py", ".pyi")) or _grammar(hit.path) is not None
@@ -273,7 +297,6 @@ def _grep_batch(bare: Sequence[str], extensions: tuple[str, ...], reader: Reader
                 sites = by_name.setdefault(name, [])
                 if hit not in sites[-3:]:
                     sites.append(hit)
-    return not result.truncated_files and len(result.hits) < GREP_HITS_CAP and result.error is None
 
 
 def _definition_line(alternatives: str) -> re.Pattern[str]:
@@ -322,7 +345,7 @@ def _site_end(hit: GrepHit, name: str, text: str, reader: Reader) -> int | None:
         tree_calls = _tree_calls(hit.path, text, reader)
         if tree_calls is not None:
             return tree_calls(hit.line_no, name)
-    # No parser read the file whole: the line decides (_grep_calls already read a grep-only language's so).
+    # No parser read the file whole: the line decides (_take_sites already read a grep-only language's so).
     if _definition_line(re.escape(name)).search(hit.text) or \
             not re.search(rf"\b{re.escape(name)}\s*\(", _code_part(hit.text)):
         return None

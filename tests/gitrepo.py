@@ -83,6 +83,24 @@ def write(repo: Path, path: str, content: bytes | str) -> Path:
     return target
 
 
+def stage_blob(repo: Path, path: str, size: int, line: bytes) -> None:
+    """Stage a file of `size` bytes of `line`s, streamed into the object store (no work tree copy: a big file
+    costs the test neither the disk nor the memory of its size)."""
+    proc = subprocess.Popen(["git", "-c", "core.compression=1", "hash-object", "-w", "--stdin"], cwd=repo,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    chunk = line * (1024 * 1024 // len(line))
+    written = 0
+    while written < size:
+        part = chunk[: size - written]
+        proc.stdin.write(part)
+        written += len(part)
+    proc.stdin.close()
+    sha = proc.stdout.read().decode().strip()
+    assert proc.wait() == 0
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
+
+
 def stage(repo: Path, *paths: str) -> None:
     git(repo, "add", "--", *paths)
 

@@ -5,14 +5,13 @@ Real repositories, real processes (their peak memory is the point), the real SDK
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 from agent_support import filter_keeps_all
 from e2e_support import comment, comment_turn
 from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
-from gitrepo import commit_all, git, make_repo, run_cli, write
+from gitrepo import commit_all, git, make_repo, run_cli, stage_blob, write
 from test_repo_scale import _peak_kb
 
 MB = 1024 * 1024
@@ -21,23 +20,6 @@ MB = 1024 * 1024
 @pytest.fixture(autouse=True)
 def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
     filter_keeps_all(fake_api)
-
-
-def _stage_blob(repo: Path, path: str, size: int, line: bytes) -> None:
-    """Stage a file of `size` bytes of `line`s, streamed into the object store (no work tree copy)."""
-    proc = subprocess.Popen(["git", "-c", "core.compression=1", "hash-object", "-w", "--stdin"], cwd=repo,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    chunk = line * (MB // len(line))
-    written = 0
-    while written < size:
-        part = chunk[: size - written]
-        proc.stdin.write(part)
-        written += len(part)
-    proc.stdin.close()
-    sha = proc.stdout.read().decode().strip()
-    assert proc.wait() == 0
-    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
 
 
 def _commit(repo: Path, message: str) -> str:
@@ -53,14 +35,14 @@ def test_rename_detection_never_loads_a_file_over_the_cap(tmp_path: Path, sdk_en
     repo = make_repo(tmp_path / "repo")
     write(repo, "app.py", "def handler():\n    return 1\n")
     git(repo, "add", "app.py")
-    _stage_blob(repo, "dump.sql", big, b"INSERT INTO t VALUES (1, 'a row of a dump nobody reviews by hand');\n")
-    _stage_blob(repo, "keep.csv", MB, b"1,2,3,a row of a table kept as it is,4,5,6\n")  # over the cap all the same
+    stage_blob(repo, "dump.sql", big, b"INSERT INTO t VALUES (1, 'a row of a dump nobody reviews by hand');\n")
+    stage_blob(repo, "keep.csv", MB, b"1,2,3,a row of a table kept as it is,4,5,6\n")  # over the cap all the same
     base = _commit(repo, "data")
     sha = git(repo, "rev-parse", ":keep.csv").strip()  # moved in the index alone: no work tree copy
     git(repo, "rm", "-q", "--cached", "keep.csv")
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},data/keep.csv")
     git(repo, "rm", "-q", "--cached", "dump.sql")
-    _stage_blob(repo, "data/dump.sql", big, b"INSERT INTO t VALUES (2, 'a row of a dump nobody reviews by hand');\n")
+    stage_blob(repo, "data/dump.sql", big, b"INSERT INTO t VALUES (2, 'a row of a dump nobody reviews by hand');\n")
     write(repo, "app.py", "def handler():\n    return 2\n")
     git(repo, "add", "app.py")
     _commit(repo, "move the data, regenerate the dump")
@@ -106,7 +88,7 @@ def test_the_tools_never_read_a_file_over_the_cap_whole(tmp_path: Path, fake_api
     repo = make_repo(tmp_path / "repo")
     write(repo, "app.py", "def handler():\n    return 1\n")
     git(repo, "add", "app.py")
-    _stage_blob(repo, "data/rows.txt", big, b"row 1 of a table kept as text, nothing in it\n")
+    stage_blob(repo, "data/rows.txt", big, b"row 1 of a table kept as text, nothing in it\n")
     base = _commit(repo, "first")
     write(repo, "app.py", "def handler():\n    return 2  # rows_marker\n")
     write(repo, "data/rows.txt", b"")  # (the work tree's copy plays no part: the snapshot is the commit)

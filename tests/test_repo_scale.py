@@ -13,7 +13,7 @@ import pytest
 from agent_support import filter_keeps_all
 from e2e_support import comment, comment_turn
 from fake_api import FakeMessagesAPI, Reply, task_done, tool_use
-from gitrepo import commit_all, git, make_repo, run_cli, write
+from gitrepo import commit_all, git, make_repo, run_cli, stage_blob, write
 
 LATIN1 = "caf\udce9.py"  # b"caf\xe9.py": a Latin-1 name, not UTF-8 (surrogateescape)
 LATIN1_SHOWN = '"caf\\351.py"'  # as git shows it (core.quotePath's quoting)
@@ -89,22 +89,8 @@ _MEASURE = ("import resource, subprocess, sys\n"
 
 
 def _add_blob(repo: Path, path: str, size: int) -> None:
-    """A checked-in file of `size` bytes of text lines, written to the object store by a stream (no work tree
-    copy), then committed."""
-    line = b"INSERT INTO t VALUES (1, 'a row of a dump that nobody reviews by hand');\n"
-    proc = subprocess.Popen(["git", "hash-object", "-w", "--stdin"], cwd=repo, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE)
-    assert proc.stdin is not None and proc.stdout is not None
-    chunk = line * (1024 * 1024 // len(line))
-    written = 0
-    while written < size:
-        part = chunk[: size - written]
-        proc.stdin.write(part)
-        written += len(part)
-    proc.stdin.close()
-    sha = proc.stdout.read().decode().strip()
-    assert proc.wait() == 0
-    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{sha},{path}")
+    """A checked-in file of `size` bytes of text lines (streamed into the object store), then committed."""
+    stage_blob(repo, path, size, b"INSERT INTO t VALUES (1, 'a row of a dump that nobody reviews by hand');\n")
     git(repo, "commit", "-q", "--no-verify", "-m", f"add {path}")
 
 

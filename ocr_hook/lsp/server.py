@@ -58,21 +58,28 @@ class State:
         from ocr_hook.store.memory import latest_review_entry
         from ocr_hook.store.result_cache import run_cache_dir
 
-        settings_file = os.path.join(self.root, ".ocr-hook.yaml")
-        self.watched = [settings_file]
+        # Each file's signature is taken before it is read: one taken after would match a write that came between
+        # (the reading saw the old text, the signature the new one), and that write would never be read.
+        self.watched, seen = [], []  # (the paths, and their signatures as they were before each was read)
+
+        def watch(path: str) -> None:
+            self.watched.append(path)
+            seen.extend(signature([path]))
+
+        watch(os.path.join(self.root, ".ocr-hook.yaml"))
         self.reviewed, self.dismissed, self.note = None, (), None
         try:
             settings = load(self.root, None, flags={}, environ=os.environ)
-            self.watched.append(os.path.join(self.root, settings.dismissals_file))
+            watch(os.path.join(self.root, settings.dismissals_file))
             if self.report is not None:
-                self.watched.append(self.report)
+                watch(self.report)
                 self.reviewed = from_report(self.root, self.report)
             elif not settings.memory:
                 self.note = ("review memory is off (setting memory: false): nothing to show; start the server "
                              "with --from REPORT.json")
             else:
                 cache_dir = run_cache_dir(settings.cache_dir, os.environ)
-                self.watched.append(latest_review_entry(cache_dir, self.root))
+                watch(latest_review_entry(cache_dir, self.root))
                 self.reviewed = from_memory(self.root, cache_dir)
                 if self.reviewed is None:
                     self.note = "no review of this repository yet: run ocr-hook review (or commit with the hook)"
@@ -80,7 +87,7 @@ class State:
             self.dismissed = dismissals(self.root, settings.dismissals_file)
         except FatalError as exc:
             self.note = f"{exc}".splitlines()[0] if str(exc) else type(exc).__name__
-        self.seen = signature(self.watched)
+        self.seen = tuple(seen)
 
     def origin(self) -> str:
         return self.reviewed.origin if self.reviewed is not None else "the review"

@@ -67,6 +67,11 @@ _KNOWN_TOKENS = re.compile(
     + ")"
 )
 
+# Every known token starts with one of these (lower-cased, as _sub_counting looks for them): only the lines
+# holding one are searched, where the pattern above tried every letter of every line (issue 62.8).
+_TOKEN_NEEDLES = ("akia", "asia", "abia", "acca", "a3t", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+                  "glpat-", "xox", "k_live_", "aiza", "sk-", "npm_", "eyj")
+
 # --- 3. assignments of random-looking values to secret-looking names ---------------------------------------
 
 _VALUE_MIN = 16
@@ -330,7 +335,7 @@ def mask_secrets(text: str) -> tuple[str, int]:
     text, bodies = _mask_key_bodies(text)
     total += bodies
     for pattern, replace, needles in (
-        (_KNOWN_TOKENS, lambda m: MARKER, ()),
+        (_KNOWN_TOKENS, lambda m: MARKER, _TOKEN_NEEDLES),
         (_AUTH_HEADER, _random_value, ("authorization",)),
         (_URL_PASSWORD, _random_value, ("://",)),
         (_ASSIGNMENT, _assignment, _NAME_NEEDLES),

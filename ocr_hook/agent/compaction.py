@@ -81,6 +81,8 @@ class Compactor:
         """Adopt finished notes, then act on the conversation's size (`measure()`, in tokens).
         True when older turns changed, so earlier tool answers are no longer in view."""
         changed = self._adopt()
+        if self._pending is None and len(self.conv.messages) <= 1 + KEEP_RECENT:
+            return changed  # nothing older to summarise or elide, so no size to measure (a JSON dump of it all)
         tokens = measure()
         if tokens >= BLOCKING_AT * self.window:
             if self._pending is None:

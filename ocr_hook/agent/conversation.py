@@ -119,6 +119,8 @@ class Conversation:
 
 def sendable(text: str) -> str:
     """Text JSON can carry: undecodable bytes (kept as lone surrogates by surrogateescape) become U+FFFD."""
+    if text.isascii():  # a flag of the string: no pass over it, where most source is ASCII
+        return text
     try:
         text.encode("utf-8")
         return text

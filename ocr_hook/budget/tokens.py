@@ -10,7 +10,8 @@ BYTES_PER_TOKEN = 3.0
 
 
 def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text.encode("utf-8", "surrogateescape")) / BYTES_PER_TOKEN)
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogateescape"))  # (isascii: no pass)
+    return math.ceil(size / BYTES_PER_TOKEN)
 
 
 def estimate_tokens_per_char(text: str) -> int:

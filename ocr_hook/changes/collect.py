@@ -387,10 +387,12 @@ def _binary_by_content(repo: str, base: str, target: str | None, entries: Sequen
     would keep its code from review (issue 58.1). A file is binary here only by its content, as git's own
     test without attributes decides it (a NUL byte in the first 8,000 bytes of either side); the others
     are diffed again as text."""
+    binary = [(entry, [sha for sha in (entry.old_sha, entry.new_sha) if sha is not None])
+              for entry, change in zip(entries, changes, strict=True) if change.is_binary]
+    heads = git.blob_heads(repo, [sha for _, shas in binary for sha in shas])
     text_paths: list[str] = []
-    for entry, change in zip(entries, changes, strict=True):
-        if change.is_binary and not any(b"\0" in git.blob_head(repo, sha)
-                                        for sha in (entry.old_sha, entry.new_sha) if sha is not None):
+    for entry, shas in binary:
+        if not any(b"\0" in heads.get(sha, b"\0") for sha in shas):
             text_paths += dict.fromkeys((entry.old_path, entry.new_path))
     if not text_paths:
         return changes

@@ -10,9 +10,10 @@ import contextlib
 import functools
 import os
 import subprocess
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from typing import NamedTuple, NoReturn
+from typing import IO, NamedTuple, NoReturn
 
 from ocr_hook.errors import GitError
 
@@ -418,6 +419,53 @@ def blob_head(repo: str, sha: str, size: int = 8000) -> bytes:
         with contextlib.suppress(OSError):
             proc.kill()
         proc.wait()
+
+
+def blob_heads(repo: str, shas: Sequence[str], size: int = 8000) -> dict[str, bytes]:
+    """The first `size` bytes of each blob, from one `git cat-file --batch` (a process a blob cost 1,344 git
+    starts on Django's tree: issue 62.8). Each blob is streamed through in chunks and all but its head dropped,
+    so memory holds one chunk whatever the blob's size. A sha git does not have is left out."""
+    unique = list(dict.fromkeys(shas))
+    if not unique:
+        return {}
+    proc = subprocess.Popen(git_command(["cat-file", "--batch"]), cwd=repo, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    # The names go in from a thread: git answers as it reads, and a pipe full both ways would hang.
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, unique), daemon=True)
+    feeder.start()
+    heads: dict[str, bytes] = {}
+    try:
+        for _ in unique:
+            header = proc.stdout.readline().split()
+            if len(header) != 3:  # "<sha> missing" (or git stopped)
+                if not header:
+                    break
+                continue
+            name, left = header[0].decode("ascii", "replace"), int(header[2])
+            head = proc.stdout.read(min(size, left))
+            left -= len(head)
+            while left > 0:
+                chunk = proc.stdout.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                left -= len(chunk)
+            proc.stdout.read(1)  # the newline after each blob
+            heads[name] = head
+    finally:
+        proc.stdout.close()
+        with contextlib.suppress(OSError):
+            proc.kill()
+        proc.wait()
+        feeder.join()
+    return heads
+
+
+def _feed(pipe: IO[bytes], shas: Sequence[str]) -> None:
+    with contextlib.suppress(OSError):
+        with pipe:
+            for sha in shas:
+                pipe.write(f"{sha}\n".encode("ascii"))
 
 
 def is_zero_sha(value: str) -> bool:

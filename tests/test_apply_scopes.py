@@ -98,14 +98,14 @@ def _commit_a(base: Path, fake: FakeMessagesAPI, env: dict[str, str], out: dict[
     hook.write_text(f"#!/bin/sh\nexec '{sys.executable}' -m ocr_hook review --no-review-filter\n")
     hook.chmod(0o755)
     write(repo, "app.py", BUGGY + DOUBLE)  # changed in the work tree only: `commit -a` stages it for this commit
-    fake.script("+    return a - b", [Reply([tool_use("code_comment", {"comments": [SUBTRACT]})]), task_done()])
+    fake.script("    return a - b", [Reply([tool_use("code_comment", {"comments": [SUBTRACT]})]), task_done()])
     commit = ["git", "commit", "-q", "-a", "-m", "change add"]
     full = {**os.environ, **env}
     out["18-blocked"] = subprocess.run(commit, cwd=repo, env=full, capture_output=True, text=True, timeout=120)
     out["18-head"] = head(repo)
     out["18-apply"] = _pasted(repo, _step(out["18-blocked"].stderr), env)  # (git gives a hook's output to stderr)
     out["18-files"] = ((repo / "app.py").read_text(), git(repo, "show", ":app.py"))
-    fake.script("+    return a - b", [task_done()])
+    fake.script("    return a - b", [task_done()])
     out["18-again"] = subprocess.run(commit, cwd=repo, env=full, capture_output=True, text=True, timeout=120)
     out["18-committed"] = git(repo, "show", "HEAD:app.py") if head(repo) != out["18-head"] else None
 
@@ -118,7 +118,7 @@ def _scopes(base: Path, fake: FakeMessagesAPI, env: dict[str, str], out: dict[st
     commit_all(repo, "base")
     write(repo, "app.py", BUGGY)
     git(repo, "add", "app.py")
-    fake.script("+    return a - b", [Reply([tool_use("code_comment", {"comments": [SUBTRACT]})]), task_done()])
+    fake.script("    return a - b", [Reply([tool_use("code_comment", {"comments": [SUBTRACT]})]), task_done()])
     hook_env = {**env, "PRE_COMMIT": "1", "PATH": _user_path()}  # as pre-commit runs its own installation
     out["20-hook"] = run_cli(repo, "review", "--no-review-filter", env=hook_env)
     dismiss = next(line.strip() for line in out["20-hook"].stdout.splitlines() if " dismiss " in line)

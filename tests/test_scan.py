@@ -77,9 +77,10 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     assert calc_requests and all("UNSTAGED" not in _body(r) for r in fake_api.requests)
     # ... nor through the reviewer's tools, which read HEAD too.
     assert "6|    return x / 2" in _body(calc_requests[1]) and "calc.py:2:    return a - b" in _body(calc_requests[1])
-    # The whole file, as an added file, with HEAD's guidance in the request.
+    # The whole file, as a new file (numbered, not repeated as a diff), with HEAD's guidance in the request.
     first = _body(calc_requests[0])
-    assert "+def half(x):" in first and "@@ -0,0 +1,6 @@" in first and GUIDANCE in first
+    assert "5|def half(x):" in first and "(all 6 lines)" in first and GUIDANCE in first
+    assert "`calc.py` is a new file, so every one of its lines is added" in first and "+def half(x):" not in first
     assert "scan: 3 files to review, about" in proc.stderr and "within max_cost" in proc.stderr
     # Each file's end says how far the scan is and what it has cost so far.
     ends = re.findall(r"^ocr-hook: done (\S+) \(\d+ comment\(s\); (\d)/3 files, \$(\d+\.\d\d) so far\)$",
@@ -100,14 +101,14 @@ def test_scan_reviews_head_whole_and_gates_like_a_review(tmp_path: Path, fake_ap
     assert "--from REPORT.json" not in text and len(fake_api.requests) == sent
 
     # --rev reads that revision only, tools included; --staged reads the index (here: the edit once staged).
-    fake_api.script("@@ -0,0 +1,2 @@", [Reply([tool_use("file_read", {"file_path": "calc.py"}),
+    fake_api.script("after the change (all 2 lines)", [Reply([tool_use("file_read", {"file_path": "calc.py"}),
                                                tool_use("file_read", {"file_path": "REVIEW.md"})]), task_done()])
     old = run_cli(repo, "scan", "--rev", "HEAD~1", "--format", "json", "calc.py", env=sdk_env)
     assert old.returncode == 0, old.stderr
     assert [r for r in fake_api.requests[sent:] if "def half" in _body(r)] == []
     assert json.loads(old.stdout)["coverage"]["reviewed"] == ["calc.py"]
     v1, answered = fake_api.requests[sent:]  # HEAD~1's calc.py, whole; no guidance: REVIEW.md came later
-    assert "+    return a - b" in _body(v1) and "@@ -0,0 +1,2 @@" in _body(v1) and GUIDANCE not in _body(v1)
+    assert "2|    return a - b" in _body(v1) and "(all 2 lines)" in _body(v1) and GUIDANCE not in _body(v1)
     assert "2|    return a - b" in _body(answered) and GUIDANCE not in _body(answered)
     git(repo, "add", "calc.py")
     staged = run_cli(repo, "scan", "--staged", "--format", "json", "calc.py", env=sdk_env)

@@ -75,3 +75,17 @@ def opening_excerpt(text: str, hunks: Sequence[_Hunk], max_line_chars: int) -> t
     if total <= OPENING_WHOLE_LINES:
         return shown, f"all {total} lines"
     return shown, f"lines within {OPENING_WINDOW} of each change, of {total}; file_read shows the rest"
+
+
+def repeats_new_file(status: str, shown: str, extent: str) -> bool:
+    """Whether a new file's opening (opening_excerpt's answer) shows every line of it, none cut: its diff, all
+    added lines, would then only repeat them, and a scan of new files paid for each file twice (issue 62.8).
+    An ellipsis in the text itself counts as a cut: the diff is kept where that cannot be told apart."""
+    return status == "added" and extent.startswith("all ") and "…" not in shown
+
+
+def new_and_short(status: str, text: str) -> bool:
+    """preview's estimate of repeats_new_file, without building the excerpt: a new file short enough to be
+    shown whole."""
+    return status == "added" and len(file_lines(text)) <= OPENING_WHOLE_LINES
+

@@ -74,6 +74,8 @@ class FileTask:
     # request of the file's plan and main conversations; the review filter never sees the intent.
     context: ContextPack | None = None
     intent: str | None = None
+    # The file's text as the snapshot has it, when the caller read it already (None: read it here).
+    text: str | None = None
 
 
 @dataclass
@@ -443,11 +445,15 @@ async def first_main_message(task: FileTask, mask: SecretMasker, rounds: int, ch
     interdiff, else the change, the file's lines, the context pack and the intent."""
     opening = await _rereview_text(task, mask, rounds)
     if opening is None:
+        from ocr_hook.agent.excerpt import repeats_new_file
+
         change = task.change
+        file_text = await _opening_text(task, mask)
+        diff = None if file_text is not None and repeats_new_file(str(change.status), *file_text) else \
+            prompts.its_patch(change, mask)
         opening = prompts.main_message(
-            change.path, str(change.status), change.changed_lines, prompts.its_patch(change, mask),
-            task.other_paths, rounds, mask(checklist) if checklist else None,
-            await _opening_text(task, mask), _context_text(task, mask), task.intent)
+            change.path, str(change.status), change.changed_lines, diff, task.other_paths, rounds,
+            mask(checklist) if checklist else None, file_text, _context_text(task, mask), task.intent)
     return opening
 
 
@@ -493,7 +499,7 @@ async def _opening_text(task: FileTask, mask: SecretMasker) -> tuple[str, str] |
     kept), and how much of it is shown; None when there is no text to show."""
     from ocr_hook.agent.excerpt import opening_excerpt
 
-    text = await asyncio.to_thread(task.snapshot.read_text, task.change.path)
+    text = task.text if task.text is not None else await asyncio.to_thread(task.snapshot.read_text, task.change.path)
     if not text:
         return None
     return opening_excerpt(mask(text), task.change.hunks, tools.MAX_READ_LINE_CHARS)
@@ -508,7 +514,7 @@ async def _rereview_text(task: FileTask, mask: SecretMasker, rounds: int) -> str
         return None
     from ocr_hook.agent.rereview import rereview_message, touched_names
 
-    text = await asyncio.to_thread(task.snapshot.read_text, task.change.path)
+    text = task.text if task.text is not None else await asyncio.to_thread(task.snapshot.read_text, task.change.path)
     change = task.change
     # The context pack's entries for the names the interdiff touches (DESIGN.md 7 and 12).
     pack_text = _context_text(task, mask, touched_names(memory))

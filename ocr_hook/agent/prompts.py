@@ -18,7 +18,7 @@ PROMPT_FILES = (
     "system.md", "plan.md", "plan_last_round.md", "main.md", "checklist.md", "nudge.md",
     "final_round.md", "cut_off.md", "relocate_system.md", "relocate.md", "filter_system.md", "filter.md",
     "compact.md", "compact_notes.md", "guidance.md", "guidance_filter.md", "language.md", "rereview.md",
-    "file_text.md", "intent.md", "context_pack.md", "checks_system.md", "checks.md", "tickets.md",
+    "file_text.md", "new_file.md", "intent.md", "context_pack.md", "checks_system.md", "checks.md", "tickets.md",
 )
 # The list of other changed files is context; a huge change set should not crowd out the diff.
 MAX_LISTED_FILES = 200
@@ -161,15 +161,16 @@ def _with_context(text: str, context: str | None, intent: str | None) -> str:
     return text
 
 
-def main_message(path: str, status: str, changed_lines: int, diff: str, other_paths: Sequence[str],
+def main_message(path: str, status: str, changed_lines: int, diff: str | None, other_paths: Sequence[str],
                  rounds: int, checklist: str | None, file_text: tuple[str, str] | None = None,
                  context: str | None = None, intent: str | None = None) -> str:
     """`file_text`: the file's numbered lines and how much of it they are (see FileReview._opening_text);
-    `diff` as plan_message takes it."""
+    `diff` as plan_message takes it, None for a new file whose lines `file_text` shows whole (excerpt.
+    repeats_new_file)."""
     checklist_text = render("checklist.md", checklist=fence(checklist)) if checklist else ""
+    shown = fence(diff, "diff") if diff is not None else render("new_file.md", path=path).strip()
     text = render("main.md", path=path, status=status, changed_lines=changed_lines, rounds=rounds,
-                  other_files=other_files_list(other_paths), diff=fence(diff, "diff"),
-                  checklist=checklist_text)
+                  other_files=other_files_list(other_paths), diff=shown, checklist=checklist_text)
     if file_text is not None:
         lines, extent = file_text
         text = text.rstrip("\n") + "\n\n" + render("file_text.md", path=path, extent=extent,

@@ -252,13 +252,16 @@ async def _review_one(job: ReviewJob, change: FileChange, key: str | None, api: 
     job.on_event(path, "reviewing", "")
     content = await asyncio.to_thread(job.snapshot.read_text, path)
     plan, memory_note = memory_plan(job, change, content)
-    pack = await asyncio.to_thread(file_context, job, change)
+    # A pack prepared already (prepare_contexts) is a lookup: no thread for it.
+    pack = (job.contexts.get(path) if path in job.contexts or not job.settings.context
+            else await asyncio.to_thread(file_context, job, change))
     intent = job_intent(job)
     if pack is not None:
         mask.count += pack.masked
     task = FileTask(change=change, change_set=job.change_set, snapshot=job.snapshot, settings=job.settings,
                     budget=job.budget, other_paths=other_paths, guidance=guidance, memory=plan, profile=profile,
-                    capabilities=capabilities, context=pack, intent=intent[0] if intent is not None else None)
+                    capabilities=capabilities, context=pack, intent=intent[0] if intent is not None else None,
+                    text=content)
     shown = _context_counts(pack.summary() if pack is not None else None)
     ask = None
     if api is None:  # provider claude-code (DESIGN.md 15): Claude Code answers every phase and model step

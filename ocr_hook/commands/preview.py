@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ocr_hook.agent.excerpt import new_and_short
 from ocr_hook.budget.tokens import estimate_tokens
 from ocr_hook.changes import collect_changes, open_snapshot, select_files
 from ocr_hook.changes.ci_base import AutoBase
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ocr_hook.effort import Profile
 
 # Estimate of one file's review, deliberately on the high side:
-#   input  = (SYSTEM_ALLOWANCE + tokens(patch) + tokens(whole new file)) * TURN_FACTOR
+#   input  = (SYSTEM_ALLOWANCE + tokens(patch, none for a short new file) + tokens(whole new file)) * TURN_FACTOR
 #   output = OUTPUT_ALLOWANCE
 # SYSTEM_ALLOWANCE covers the system prompt, tool definitions and instructions. Every model turn
 # re-sends the whole conversation, and a file typically takes a plan request, a few main-loop turns
@@ -124,7 +125,9 @@ def estimate_cost(selected: Sequence[Selected], snapshot: Snapshot, settings: Se
         guide = sum(estimate_tokens(t) for t in guidance.sections(change.path)) if guidance else 0
         profile = (profiles or {}).get(change.path)
         factor = TURN_FACTORS[profile.name] if profile is not None else TURN_FACTOR
-        input_tokens += (SYSTEM_ALLOWANCE + guide + estimate_tokens(change.patch) + estimate_tokens(text)) * factor
+        # A short new file is sent once, numbered (agent/excerpt.repeats_new_file), not as a diff besides.
+        patch = 0 if new_and_short(str(change.status), text) else estimate_tokens(change.patch)
+        input_tokens += (SYSTEM_ALLOWANCE + guide + patch + estimate_tokens(text)) * factor
     output_tokens = OUTPUT_ALLOWANCE * len(reviewed)
     price = settings.price_for(settings.model)
     if price is None:

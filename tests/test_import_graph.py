@@ -125,7 +125,12 @@ WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile"
          "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes",
          "ocr_hook.publish", "ocr_hook.context", "ocr_hook.context.pack", "ocr_hook.context.tree_lang", "tree_sitter",
          "ocr_hook.agent.conversation", "fractions",
-         "ocr_hook.findings.model")  # the findings' types: their classes cost start-up time to create
+         "ocr_hook.findings.model",  # the findings' types: their classes cost start-up time to create
+         # A repository without check files needs none of their code; the hint's program and rerun command
+         # need neither shutil (it brings bz2, lzma and zlib) nor shlex outside pre-commit; a commit's review
+         # has no intent to gather nor exemptions to name (issue 62.9).
+         "ocr_hook.checks.model", "ocr_hook.checks.load", "ocr_hook.agent.checks_stage", "shutil", "shlex",
+         "ocr_hook.context.intent", "ocr_hook.findings.exemptions")
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
@@ -187,13 +192,12 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     assert [m for m in ours if m.startswith(("ocr_hook.cienv", "ocr_hook.tally.checks"))] == []
     assert "ls-files" not in subcommands(calls)
     # unidiff parses the diff, the project's guidance is part of the cache key and the cached finding's fix is
-    # settled against the others; the entry's pack is checked against the pack memo (its types, not its
-    # builders); the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file
+    # settled against the others; the entry's pack is checked against the pack memo without the context
+    # package; the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file
     # already recorded by its digest, so nothing is masked; the budget does no arithmetic,
     # so fractions stay unloaded; the cache, memory and history are read through os.path (pathlib would bring
     # urllib and ipaddress); nothing else on the watch list is needed.
-    assert loaded == ["ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
-                      "ocr_hook.guidance", "unidiff"]
+    assert loaded == ["ocr_hook.findings.fixes", "ocr_hook.findings.model", "ocr_hook.guidance", "unidiff"]
 
 
 # --- floors: every import points down the flow (DESIGN.md section 1) ---------------------------------------

@@ -190,7 +190,9 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     # needs a pack; the trusted revision's (ls-tree) is read for the guidance, part of the cache key.
     ours = json.loads(Path(f"{tmp_path / 'modules.json'}.ours").read_text())
     assert [m for m in ours if m.startswith(("ocr_hook.cienv", "ocr_hook.tally.checks"))] == []
-    assert "ls-files" not in subcommands(calls)
+    started = subcommands(calls)
+    assert "ls-files" not in started
+    assert started.count("cat-file") == 1  # the sizes' `cat-file --batch-command` reads the blobs too (62.9)
     # unidiff parses the diff, the project's guidance is part of the cache key and the cached finding's fix is
     # settled against the others; the entry's pack is checked against the pack memo without the context
     # package; the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file

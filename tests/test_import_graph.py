@@ -136,7 +136,8 @@ atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
 atexit.register(lambda: open(sys.argv[1] + ".ours", "w").write(json.dumps(
     sorted(m for m in sys.modules if m.startswith("ocr_hook")))))
-from ocr_hook.cli import main
+from ocr_hook.cli import cli, main
+atexit.register(lambda: open(sys.argv[1] + ".commands", "w").write(json.dumps(sorted(cli.commands))))
 main(["review", "-q", "--format", "json"])
 """
 
@@ -147,6 +148,9 @@ def light_run(repo: Path, env: dict[str, str], out: Path) -> tuple[dict, list[st
     assert proc.returncode == 0, proc.stderr
     ours = json.loads(Path(f"{out}.ours").read_text())
     assert "ocr_hook.cli" in ours and upward_imports(ours) == []  # the idle path's modules import only downward
+    # The other commands' options are never created (ocr_hook.cli_more loads when one of them is asked for).
+    assert json.loads(Path(f"{out}.commands").read_text()) == ["review", "scan"]
+    assert "ocr_hook.cli_more" not in ours
     return json.loads(proc.stdout), json.loads(out.read_text())
 
 
@@ -234,6 +238,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("commands",),
     ("mcp_server", "lsp"),  # lsp: the language server (DESIGN.md 21), beside the MCP server: both serve the commands
     ("cli",),
+    ("cli_more",),  # the commands a hook never runs: they import cli's options; cli's group loads them by name
     ("__main__",),
 )
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}

@@ -3,9 +3,9 @@
 Every run loads this module, even one with nothing staged, so nothing here is a dataclass: Python builds a
 dataclass's methods from source each time the class is created, about a millisecond a class. The immutable
 records are NamedTuples (built about eight times faster); the two a run fills in as it goes are plain
-slotted classes with the same constructor, equality and repr a dataclass would give them."""
-
-from __future__ import annotations
+slotted classes with the same constructor, equality and repr a dataclass would give them. Annotations are
+evaluated (no `from __future__ import annotations`): a NamedTuple's string annotations are each compiled when its
+class is made (issue 62.9); the types only a type checker imports stay quoted."""
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -91,7 +91,7 @@ class Usage:
         self.cache_read_input_tokens = cache_read_input_tokens
         self.cost_usd = cost_usd
 
-    def add(self, other: Usage) -> None:
+    def add(self, other: "Usage") -> None:
         self.requests += other.requests
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
@@ -110,12 +110,12 @@ class ReviewResult:
                  "file_notes", "dropped", "dropped_comments", "elapsed_s", "resolved", "late_findings",
                  "checks", "exemptions")
 
-    def __init__(self, findings: list[Finding], files: list[FileCoverage], usage: Usage | None = None,
+    def __init__(self, findings: "list[Finding]", files: list[FileCoverage], usage: Usage | None = None,
                  scope: str = "", notes: list[str] | None = None, file_notes: list[FileNote] | None = None,
                  dropped: dict[str, int] | None = None, dropped_comments: list[DroppedComment] | None = None,
-                 elapsed_s: float = 0.0, resolved: list[Finding] | None = None,
-                 late_findings: str = "advisory", checks: list[CheckVerdict] | None = None,
-                 exemptions: list[Exemption] | None = None) -> None:
+                 elapsed_s: float = 0.0, resolved: "list[Finding] | None" = None,
+                 late_findings: str = "advisory", checks: "list[CheckVerdict] | None" = None,
+                 exemptions: "list[Exemption] | None" = None) -> None:
         self.findings = findings
         self.files = files
         self.usage = Usage() if usage is None else usage
@@ -148,7 +148,7 @@ class ReviewResult:
 _NOT_STARTED, _CUT_SHORT = "not reviewed: ", "review cut short: "
 
 
-def stopped_note(files: Sequence[FileCoverage]) -> str | None:
+def stopped_note(files: "Sequence[FileCoverage]") -> str | None:
     """What a run the clock or a cap stopped did and did not do, in one note (issue 62.10): how many files were
     reviewed, how many were begun and cut short (what the model said before the stop is kept and reported),
     how many were never begun; None when no file was stopped. The why is the first stopped file's."""

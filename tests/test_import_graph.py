@@ -125,13 +125,19 @@ WATCH = ("anthropic", "asyncio", "jsonschema", "pathspec", "unidiff", "tempfile"
          "ocr_hook.cienv", "ocr_hook.changes.ci_base", "ocr_hook.guidance", "ocr_hook.findings.fixes",
          "ocr_hook.publish", "ocr_hook.context", "ocr_hook.context.pack", "ocr_hook.context.tree_lang", "tree_sitter",
          "ocr_hook.agent.conversation", "fractions",
-         "ocr_hook.findings.model")  # the findings' types: their classes cost start-up time to create
+         "ocr_hook.findings.model",  # the findings' types: their classes cost start-up time to create
+         # A repository without check files needs none of their code; the hint's program and rerun command
+         # need neither shutil (it brings bz2, lzma and zlib) nor shlex outside pre-commit; a commit's review
+         # has no intent to gather nor exemptions to name (issue 62.9).
+         "ocr_hook.checks.model", "ocr_hook.checks.load", "ocr_hook.agent.checks_stage", "shutil", "shlex",
+         "ocr_hook.context.intent", "ocr_hook.findings.exemptions")
 preloaded = set(sys.modules)
 atexit.register(lambda: open(sys.argv[1], "w").write(json.dumps(
     sorted(m for m in WATCH if m in sys.modules and m not in preloaded))))
 atexit.register(lambda: open(sys.argv[1] + ".ours", "w").write(json.dumps(
     sorted(m for m in sys.modules if m.startswith("ocr_hook")))))
-from ocr_hook.cli import main
+from ocr_hook.cli import cli, main
+atexit.register(lambda: open(sys.argv[1] + ".commands", "w").write(json.dumps(sorted(cli.commands))))
 main(["review", "-q", "--format", "json"])
 """
 
@@ -142,6 +148,9 @@ def light_run(repo: Path, env: dict[str, str], out: Path) -> tuple[dict, list[st
     assert proc.returncode == 0, proc.stderr
     ours = json.loads(Path(f"{out}.ours").read_text())
     assert "ocr_hook.cli" in ours and upward_imports(ours) == []  # the idle path's modules import only downward
+    # The other commands' options are never created (ocr_hook.cli_more loads when one of them is asked for).
+    assert json.loads(Path(f"{out}.commands").read_text()) == ["review", "scan"]
+    assert "ocr_hook.cli_more" not in ours
     return json.loads(proc.stdout), json.loads(out.read_text())
 
 
@@ -185,15 +194,16 @@ def test_a_fully_cached_run_loads_neither_the_sdk_nor_the_event_loop(tmp_path: P
     # needs a pack; the trusted revision's (ls-tree) is read for the guidance, part of the cache key.
     ours = json.loads(Path(f"{tmp_path / 'modules.json'}.ours").read_text())
     assert [m for m in ours if m.startswith(("ocr_hook.cienv", "ocr_hook.tally.checks"))] == []
-    assert "ls-files" not in subcommands(calls)
+    started = subcommands(calls)
+    assert "ls-files" not in started
+    assert started.count("cat-file") == 1  # the sizes' `cat-file --batch-command` reads the blobs too (62.9)
     # unidiff parses the diff, the project's guidance is part of the cache key and the cached finding's fix is
-    # settled against the others; the entry's pack is checked against the pack memo (its types, not its
-    # builders); the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file
+    # settled against the others; the entry's pack is checked against the pack memo without the context
+    # package; the keys are sha256 digests without OpenSSL (ocr_hook.digest); review memory finds the file
     # already recorded by its digest, so nothing is masked; the budget does no arithmetic,
     # so fractions stay unloaded; the cache, memory and history are read through os.path (pathlib would bring
     # urllib and ipaddress); nothing else on the watch list is needed.
-    assert loaded == ["ocr_hook.context", "ocr_hook.findings.fixes", "ocr_hook.findings.model",
-                      "ocr_hook.guidance", "unidiff"]
+    assert loaded == ["ocr_hook.findings.fixes", "ocr_hook.findings.model", "ocr_hook.guidance", "unidiff"]
 
 
 # --- floors: every import points down the flow (DESIGN.md section 1) ---------------------------------------
@@ -228,6 +238,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("commands",),
     ("mcp_server", "lsp"),  # lsp: the language server (DESIGN.md 21), beside the MCP server: both serve the commands
     ("cli",),
+    ("cli_more",),  # the commands a hook never runs: they import cli's options; cli's group loads them by name
     ("__main__",),
 )
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}

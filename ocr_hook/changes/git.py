@@ -392,10 +392,15 @@ def check_no_unmerged(repo: str) -> None:
 
 def blob_sizes(repo: str, shas: Sequence[str]) -> dict[str, int]:
     """Each object's size in bytes, from one `git cat-file --batch-check`: git reads headers, never content,
-    so a checked-in 1 GB file costs a line here (issue 55.3)."""
+    so a checked-in 1 GB file costs a line here (issue 55.3). Within a run's scope (`prefetching`) the same
+    questions go to a `cat-file --batch-command` process that is then left to the run for the blobs' contents
+    (take_object_reader): one process where a staged run started two (issue 62.9)."""
     unique = list(dict.fromkeys(shas))
     if not unique:
         return {}
+    sizes = _sizes_by_command(repo, unique)
+    if sizes is not None:
+        return sizes
     out = run_git(repo, ["cat-file", "--batch-check=%(objectname) %(objectsize)"],
                   input="".join(f"{sha}\n" for sha in unique).encode("ascii")).stdout.decode("ascii", "replace")
     sizes: dict[str, int] = {}
@@ -404,6 +409,57 @@ def blob_sizes(repo: str, shas: Sequence[str]) -> dict[str, int]:
         if size.isdigit():
             sizes[name] = int(size)
     return sizes
+
+
+# `git cat-file --batch-command` (git 2.36): `info <id>` answers as --batch-check does, `contents <id>` as --batch.
+OBJECT_READER = ("cat-file", "--batch-command")
+_READER_KEY = ("cat-file", "--batch-command", "(object reader)")  # its place among the run's started processes
+_INFO_BATCH = 500  # questions written before their answers are read: both stay far below a pipe's 64 KiB
+_no_batch_command: list[bool] = []  # set once this git turned the option down (before 2.36): not asked again
+
+
+def _sizes_by_command(repo: str, shas: Sequence[str]) -> dict[str, int] | None:
+    """blob_sizes through a `--batch-command` process kept in the run's scope for take_object_reader; None
+    outside a run's scope, or where git is older than 2.36 (then --batch-check answers, as before)."""
+    started = _prefetched.get()
+    if started is None or _no_batch_command:
+        return None
+    key = (repo, _READER_KEY)
+    proc = started.pop(key, None)
+    try:
+        if proc is None:
+            proc = subprocess.Popen(git_command(OBJECT_READER), cwd=repo, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git_env())
+        assert proc.stdin is not None and proc.stdout is not None
+        sizes: dict[str, int] = {}
+        for i in range(0, len(shas), _INFO_BATCH):
+            batch = shas[i:i + _INFO_BATCH]
+            proc.stdin.write("".join(f"info {sha}\n" for sha in batch).encode("ascii"))
+            proc.stdin.flush()
+            for _ in batch:
+                line = proc.stdout.readline()
+                if not line:  # git stopped: it does not know --batch-command
+                    raise EOFError
+                name, _, rest = line.decode("ascii", "replace").partition(" ")
+                size = rest.rpartition(" ")[2].strip()
+                if size.isdigit():
+                    sizes[name] = int(size)
+    except (OSError, ValueError, EOFError):
+        _no_batch_command.append(True)
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            proc.communicate()
+        return None
+    started[key] = proc
+    return sizes
+
+
+def take_object_reader(repo: str) -> subprocess.Popen[bytes] | None:
+    """The run's `cat-file --batch-command` process (blob_sizes started it), for reading blobs with `contents <id>`
+    lines; the taker stops it. None when there is none."""
+    started = _prefetched.get()
+    return started.pop((repo, _READER_KEY), None) if started else None
 
 
 def blob_head(repo: str, sha: str, size: int = 8000) -> bytes:

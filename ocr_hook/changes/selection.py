@@ -3,10 +3,9 @@
 Policy lists (secrets, lock files, vendored and generated code) are data in config/selection.yaml.
 A skip is `incomplete` when it means part of the change went unreviewed for a limit (size, file
 count): the gate must then not report a clean pass. Policy skips (deleted, binary, secrets, ...)
-leave the review complete.
+leave the review complete. Annotations are evaluated (no `from __future__ import annotations`): a NamedTuple's
+string annotations are each compiled as its class is made, on every cached run (issue 62.9).
 """
-
-from __future__ import annotations
 
 import functools
 from collections.abc import Sequence

@@ -1,6 +1,7 @@
 """The reviewed snapshot (the index in staged mode, else the target commit), read through git only.
 
-Blobs come from one long-lived `git cat-file --batch` process, addressed by object id from the
+Blobs come from one long-lived `git cat-file --batch` process (or the run's `--batch-command` one that answered
+their sizes: git.take_object_reader), addressed by object id from the
 snapshot's own listing, so no path (not even one with a newline) is ever parsed by cat-file and the
 working tree is never read. Several agent threads share one Snapshot: a lock serialises the pipe.
 """
@@ -64,6 +65,7 @@ class GitSnapshot:
         self.target = target
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._ask = b""  # what precedes an object id on _proc's input: b"contents " for a --batch-command process
         self._entries: dict[str, _Entry] | None = None
         self._listing_digest: str | None = None
         use_likely = target is None and 0 < len(likely_paths) <= _MAX_LIKELY_PATHS
@@ -153,7 +155,7 @@ class GitSnapshot:
         proc = self._cat_file()
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(sha.encode("ascii") + b"\n")
+            proc.stdin.write(self._ask + sha.encode("ascii") + b"\n")
             proc.stdin.flush()
             header = proc.stdout.readline().decode("ascii", "replace").split()
             if len(header) != 3:
@@ -175,10 +177,13 @@ class GitSnapshot:
 
     def _cat_file(self) -> subprocess.Popen[bytes]:
         if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                git.git_command(["cat-file", "--batch"]), cwd=self.repo_root, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git.git_env(),
-            )
+            # The run's process that answered the blobs' sizes (git.blob_sizes) reads them too: no second one.
+            self._proc, self._ask = git.take_object_reader(self.repo_root), b"contents "
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc, self._ask = subprocess.Popen(
+                    git.git_command(["cat-file", "--batch"]), cwd=self.repo_root, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=git.git_env(),
+                ), b""
         return self._proc
 
     def _stop_cat_file(self, kill: bool = False) -> None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from ocr_hook.checks import CHECKS_DIR
 from ocr_hook.checks.model import (
     INCONCLUSIVE_MODES,
     MAX_INSTRUCTION_CHARS,
@@ -25,7 +26,6 @@ from ocr_hook.checks.model import (
 if TYPE_CHECKING:
     from ocr_hook.changes.model import ChangeSet
 
-CHECKS_DIR = ".ocr-hook/checks"
 # Both spellings: git's `**/` in a glob pathspec matches directories below the root only on some versions.
 _PATHSPECS = (f":(glob){CHECKS_DIR}/*.md", f":(glob)**/{CHECKS_DIR}/*.md")
 _FILE_RE = re.compile(r"^(?:(?P<scope>.+)/)?\.ocr-hook/checks/(?P<name>[^/]+)\.md$")

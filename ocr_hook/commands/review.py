@@ -78,6 +78,8 @@ def run(scope: Scope, paths: Sequence[str], config_file: str | None, flags: Mapp
 
 def rerun_args(scope: Scope, paths: Sequence[str]) -> str:
     """The arguments that run this review again, scope and paths kept, for a hint's command (shell-quoted)."""
+    if scope == Scope("staged") and not paths:  # every commit's run: nothing to quote,
+        return "review"  # and no shlex to load for a hint most runs never print (issue 62.9)
     import shlex
 
     if scope.kind == SCAN:
@@ -349,8 +351,8 @@ def _gather_intent(intent: _Intent | None, change_set: ChangeSet, settings: Sett
                    environ: Mapping[str, str]) -> tuple[str, str] | None:
     """The intent given explicitly, else (context on) the request's description in CI or the range's
     commit messages."""
-    if intent is None:
-        return None
+    if intent is None or (intent.scope_kind in ("staged", SCAN) and not (intent.explicit or "").strip()):
+        return None  # (as gather answers, before its import: outside a range only an intent given is one)
     from ocr_hook.context.intent import gather
 
     if not settings.context:  # context off: only an intent given explicitly is sent
@@ -459,11 +461,14 @@ def review_change_set(change_set: ChangeSet, snapshot: Snapshot, settings: Setti
         on_event("", "estimate", _scan_estimate(selected, snapshot, settings, guidance, environ))
     checks = None
     if not change_set.scan:  # (a scan has no change for a check to judge)
-        from ocr_hook.agent.checks_stage import plan_checks
+        from ocr_hook.checks import may_have_checks
 
         commit_time = change_set.target is None
         linked = _read_tickets(change_set, settings, environ, started, commit_time)
-        checks = plan_checks(change_set, commit_time, settings.tickets, linked)
+        if linked is not None or may_have_checks(change_set):  # (else no check: none of their code is loaded)
+            from ocr_hook.agent.checks_stage import plan_checks
+
+            checks = plan_checks(change_set, commit_time, settings.tickets, linked)
     share = settings.checks_budget if checks is not None and checks.to_ask else 0.0
     gathered = _gather_intent(intent, change_set, settings, environ)
     reviewed_part: list[FileCoverage] = []
@@ -795,11 +800,10 @@ def _name_exemptions(result: ReviewResult, change_set: ChangeSet, selected: Sequ
                      settings: Settings) -> None:
     """What the change under review does to exempt its own code, named in every output; under
     `change_exemptions: block` each fails the gate (issue 58, DESIGN.md 5)."""
-    from ocr_hook.findings import exemptions
-
-    if not exemptions.applies(change_set):
-        return
+    if change_set.target is None or change_set.scan:  # exemptions.applies, asked before the import: a commit's
+        return  # review (the idle path) has no trusted side to hold the change's own exemptions against
     from ocr_hook.changes.selection import load_rules
+    from ocr_hook.findings import exemptions
     from ocr_hook.outcome import FileNote
 
     found = [*exemptions.skipped_files(change_set, selected, load_rules(settings), guidance.revision),

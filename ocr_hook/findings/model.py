@@ -1,6 +1,5 @@
-"""Review comments and findings: the small frozen types every report reads."""
-
-from __future__ import annotations
+"""Review comments and findings: the small frozen types every report reads. Annotations are evaluated (no
+`from __future__ import annotations`): a NamedTuple's string annotations are each compiled as its class is made."""
 
 import operator
 import re
@@ -109,7 +108,7 @@ class Finding:
         for name, value in zip(_FIELDS, values, strict=True):
             _set(self, name, value)
 
-    def _replace(self, **changes: Any) -> Finding:
+    def _replace(self, **changes: Any) -> "Finding":
         """A copy with the given fields changed (TypeError for a name that is not a field)."""
         return type(self)(**{**dict(zip(_FIELDS, _values(self), strict=True)), **changes})
 
@@ -131,7 +130,7 @@ class Finding:
         shown = ", ".join(f"{name}={value!r}" for name, value in zip(_FIELDS, _values(self), strict=True))
         return f"{type(self).__name__}({shown})"
 
-    def __reduce__(self) -> tuple[type[Finding], tuple[Any, ...]]:
+    def __reduce__(self) -> "tuple[type[Finding], tuple[Any, ...]]":
         # copy and pickle would otherwise restore the slots through __setattr__, which refuses
         return type(self), _values(self)
 

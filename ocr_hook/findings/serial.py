@@ -12,8 +12,6 @@
 Pure apart from `read_report_json`'s one read: the callers decide where the files live.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping

@@ -6,8 +6,6 @@ writers for machines (json, sarif, gitlab) keep it intact but serialise it with 
 leaves only ASCII and no `<`, `>` or `&`.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -39,7 +37,7 @@ class ReportContext(NamedTuple):
     next_steps: tuple[str, ...] = ()  # what to do about a blocked run (ocr_hook.reports.hints), one line each
     brief: bool = False  # a passing text report in one line per finding and one summary line (pre-commit)
     filter_mode: str = "diff_context"  # the run's, to say in words what it dropped
-    gate: gate.Verdict | None = None  # the gate's one decision (None: decided from fail_on and on_error when read)
+    gate: "gate.Verdict | None" = None  # the gate's one decision (None: decided from fail_on and on_error when read)
     program: str = "ocr-hook"  # how the user's shell runs ocr-hook, for the commands a report names (hookenv.program)
 
 
@@ -142,17 +140,17 @@ def exit_code_for(result: ReviewResult, ctx: ReportContext) -> int:
     return decision(result, ctx).exit_code
 
 
-def finding_order(f: Finding) -> tuple[Any, ...]:
+def finding_order(f: "Finding") -> tuple[Any, ...]:
     """Reading order: by file, then line, worst first, then a stable tie-break."""
     return (f.path, f.start_line, -f.severity.rank, f.category.value, f.fingerprint, f.message)
 
 
-def severity_order(f: Finding) -> tuple[Any, ...]:
+def severity_order(f: "Finding") -> tuple[Any, ...]:
     """Importance order: unsuppressed before suppressed, worst first, then reading order."""
     return (f.suppressed is not None, -f.severity.rank, *finding_order(f))
 
 
-def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+def sorted_findings(findings: "Iterable[Finding]") -> "list[Finding]":
     return sorted(findings, key=finding_order)
 
 
@@ -169,7 +167,7 @@ def coverage_groups(result: ReviewResult) -> dict[str, list[FileCoverage]]:
     return groups
 
 
-def line_range(f: Finding) -> tuple[int, int]:
+def line_range(f: "Finding") -> tuple[int, int]:
     """1-based start and end lines fit for every format; an unanchored finding points at line 1."""
     if not f.anchored or f.start_line < 1:
         return 1, 1

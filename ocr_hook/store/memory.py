@@ -23,8 +23,6 @@ ocr_hook.cienv) and the base as given. `--commit` and `--from/--to` reviews have
 nor write memory.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import time
@@ -121,7 +119,7 @@ def _store(cache_dir: str | os.PathLike[str]) -> JsonFileStore:
                          max_entry_bytes=MAX_RECORD_BYTES, what="review memory", base=cache_dir)
 
 
-def _remembered_from_json(path: str, data: Any) -> Remembered:
+def _remembered_from_json(path: str, data: Any) -> "Remembered":
     from ocr_hook.findings.memory import Remembered, content_hash
 
     if not isinstance(data, dict):
@@ -141,7 +139,7 @@ def _remembered_from_json(path: str, data: Any) -> Remembered:
     return Remembered(path, content, context, tuple(findings), float(at))  # OverflowError: caught as corrupt
 
 
-def _remembered_to_json(item: Remembered) -> dict[str, Any]:
+def _remembered_to_json(item: "Remembered") -> dict[str, Any]:
     from ocr_hook.findings.memory import split_lines
 
     lines = split_lines(item.content)
@@ -178,7 +176,7 @@ class MemoryStore:
         files = data.get("files")
         return files if isinstance(files, dict) else {}
 
-    def load(self) -> dict[str, Remembered]:
+    def load(self) -> "dict[str, Remembered]":
         """Every remembered file of this line of work; a corrupt file entry is forgotten, never an error."""
         out: dict[str, Remembered] = {}
         for path, entry in self._read().items():
@@ -188,12 +186,12 @@ class MemoryStore:
                 continue
         return out
 
-    def remembered(self) -> Mapping[str, Remembered]:
+    def remembered(self) -> "Mapping[str, Remembered]":
         """`load()`, read on first use: a run whose files all come from the result cache never reads it."""
         return _OnFirstUse(self.load)
 
-    def record(self, files: Sequence[FileReview], run_findings: Sequence[Finding], *,
-               mask: Callable[[str], str], run: RunFacts | None = None) -> None:
+    def record(self, files: "Sequence[FileReview]", run_findings: Sequence[Finding], *,
+               mask: Callable[[str], str], run: "RunFacts | None" = None) -> None:
         """Remember `files` (replacing their earlier entries) and this run as the repository's latest review.
         Each file's text is stored as `mask` leaves it (as it was sent: secrets masked), beside the digest of
         the text as reviewed (`source`).
@@ -219,7 +217,7 @@ class MemoryStore:
         if not held and self.store.last_error is None:
             self.store.last_error = f"review memory: could not lock {self.store.directory}; recorded unlocked"
 
-    def _already_recorded(self, files: Sequence[FileReview], sources: Mapping[str, str],
+    def _already_recorded(self, files: "Sequence[FileReview]", sources: Mapping[str, str],
                           run_findings: Sequence[Finding], facts: Any) -> bool:
         stored, latest = self._read(), self.store.read(self.latest_key)
         if latest is None or latest.get("repo") != self.repo or latest.get("line") != self.line:
@@ -241,7 +239,7 @@ class MemoryStore:
             self.store.touch(key)
         return True
 
-    def _record(self, files: Sequence[Remembered], sources: Mapping[str, str],
+    def _record(self, files: "Sequence[Remembered]", sources: Mapping[str, str],
                 run_findings: Sequence[Finding], facts: Any) -> None:
         merged: dict[str, Any] = dict(self._read())
         for item in files:
@@ -411,16 +409,16 @@ def latest_review_entry(cache_dir: str | os.PathLike[str], repo_root: str | os.P
 
 
 class _OnFirstUse(Mapping[str, "Remembered"]):
-    def __init__(self, load: Callable[[], dict[str, Remembered]]) -> None:
+    def __init__(self, load: "Callable[[], dict[str, Remembered]]") -> None:
         self._load: Callable[[], dict[str, Remembered]] | None = load
         self._files: dict[str, Remembered] = {}
 
-    def _all(self) -> dict[str, Remembered]:
+    def _all(self) -> "dict[str, Remembered]":
         if self._load is not None:
             self._files, self._load = self._load(), None
         return self._files
 
-    def __getitem__(self, path: str) -> Remembered:
+    def __getitem__(self, path: str) -> "Remembered":
         return self._all()[path]
 
     def __iter__(self) -> Iterator[str]:

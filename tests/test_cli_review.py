@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_support import filter_keeps_all
 from fake_api import Fault, Reply, tool_use
 from gitrepo import commit_all, git, make_repo, repo_state, run_cli, write
-from validators import validate_gitlab, validate_sarif
+from validators import DeferredSarif, validate_gitlab
+
+
+@pytest.fixture(scope="module")
+def sarif_checks() -> Iterator[DeferredSarif]:
+    """The SARIF every test here writes: the schema at once, GitHub's rules in one multitool run at the end."""
+    checks = DeferredSarif()
+    yield checks
+    checks.finish()
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +56,7 @@ def test_clean_review_exits_0(tmp_path, fake_api, sdk_env):
     assert report["coverage"]["reviewed"] == ["calc.py"]
 
 
-def test_blocking_finding_exits_1_and_every_output_agrees(tmp_path, fake_api, sdk_env):
+def test_blocking_finding_exits_1_and_every_output_agrees(tmp_path, fake_api, sdk_env, sarif_checks):
     repo = _repo(tmp_path)
     fake_api.script("calc.py", [_comment("high")])
     sarif, gitlab = tmp_path / "out.sarif", tmp_path / "gl.json"
@@ -57,7 +66,7 @@ def test_blocking_finding_exits_1_and_every_output_agrees(tmp_path, fake_api, sd
     assert proc.returncode == 1, proc.stderr
     finding = _json(proc)["findings"][0]
     assert (finding["path"], finding["start_line"], finding["end_line"]) == ("calc.py", 2, 2)
-    log = validate_sarif(sarif)
+    log = sarif_checks.check(sarif)
     region = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] == 2
     assert log["runs"][0]["invocations"][0]["executionSuccessful"] is True
@@ -76,7 +85,7 @@ def test_finding_below_the_threshold_exits_0(tmp_path, fake_api, sdk_env):
     assert run_cli(repo, "review", "--fail-on", "medium", "--no-cache", env=sdk_env).returncode == 1
 
 
-def test_api_failure_is_incomplete_exit_3_and_warn_makes_it_0(tmp_path, fake_api, sdk_env):
+def test_api_failure_is_incomplete_exit_3_and_warn_makes_it_0(tmp_path, fake_api, sdk_env, sarif_checks):
     repo = _repo(tmp_path)
     fake_api.fail_all(Fault(status=400))
     proc = run_cli(repo, "review", "--format", "json", env=sdk_env)
@@ -88,7 +97,7 @@ def test_api_failure_is_incomplete_exit_3_and_warn_makes_it_0(tmp_path, fake_api
     warned = run_cli(repo, "review", "--on-error", "warn", "--sarif-output", str(sarif), env=sdk_env)
     assert warned.returncode == 0
     assert "REVIEW INCOMPLETE" in warned.stdout
-    assert validate_sarif(sarif)["runs"][0]["invocations"][0]["executionSuccessful"] is False
+    assert sarif_checks.check(sarif)["runs"][0]["invocations"][0]["executionSuccessful"] is False
 
 
 def test_budget_too_small_for_any_request_is_incomplete(tmp_path, fake_api, sdk_env):
@@ -120,7 +129,7 @@ def test_missing_key_is_exit_2_naming_the_variable(tmp_path, sdk_env_without_key
     assert len(proc.stderr.strip().splitlines()) == 4 and proc.stderr.startswith("ocr-hook: error: ")
 
 
-def test_baseline_suppresses_a_known_finding(tmp_path, fake_api, sdk_env):
+def test_baseline_suppresses_a_known_finding(tmp_path, fake_api, sdk_env, sarif_checks):
     repo = _repo(tmp_path)
     fake_api.script("calc.py", [_comment("critical")])
     baseline = tmp_path / "baseline.json"
@@ -132,7 +141,7 @@ def test_baseline_suppresses_a_known_finding(tmp_path, fake_api, sdk_env):
                    "--sarif-output", str(sarif), env=sdk_env)
     assert proc.returncode == 0, proc.stderr
     assert _json(proc)["findings"][0]["suppressed"] == "baseline"
-    assert validate_sarif(sarif)["runs"][0]["results"][0]["suppressions"]
+    assert sarif_checks.check(sarif)["runs"][0]["results"][0]["suppressions"]
 
 
 def test_inline_marker_suppresses_a_finding(tmp_path, fake_api, sdk_env):
@@ -165,14 +174,14 @@ def test_a_cached_rerun_sends_nothing_and_reports_the_same(tmp_path, fake_api, s
 
 
 @pytest.mark.parametrize("fmt", ["text", "github", "gitlab", "sarif"])
-def test_every_stdout_format_renders(tmp_path, fake_api, sdk_env, fmt):
+def test_every_stdout_format_renders(tmp_path, fake_api, sdk_env, fmt, sarif_checks):
     repo = _repo(tmp_path)
     fake_api.script("calc.py", [_comment("high")])
     proc = run_cli(repo, "review", "--format", fmt, env={**sdk_env, "NO_COLOR": "1"})
     assert proc.returncode == 1, proc.stderr
     assert "calc.py" in proc.stdout
     if fmt == "sarif":
-        validate_sarif(json.loads(proc.stdout))
+        sarif_checks.check(json.loads(proc.stdout))
     if fmt == "gitlab":
         validate_gitlab(json.loads(proc.stdout))
     if fmt == "github":
@@ -181,7 +190,7 @@ def test_every_stdout_format_renders(tmp_path, fake_api, sdk_env, fmt):
         assert "calc.py:2" in proc.stdout and "\x1b[" not in proc.stdout
 
 
-def test_shards_cover_every_file_once_and_merge_into_one_valid_run(tmp_path, fake_api, sdk_env):
+def test_shards_cover_every_file_once_and_merge_into_one_valid_run(tmp_path, fake_api, sdk_env, sarif_checks):
     repo = make_repo(tmp_path / "repo")
     names = [f"mod{n}.py" for n in range(5)]
     for name in names:
@@ -203,7 +212,7 @@ def test_shards_cover_every_file_once_and_merge_into_one_valid_run(tmp_path, fak
     merged = tmp_path / "merged.sarif"
     proc = run_cli(repo, "merge-sarif", *outputs, "-o", str(merged), env=sdk_env)
     assert proc.returncode == 0, proc.stderr
-    log = validate_sarif(merged)
+    log = sarif_checks.check(merged)
     assert len(log["runs"]) == 1
     assert sorted(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
                   for r in log["runs"][0]["results"]) == names

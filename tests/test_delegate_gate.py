@@ -63,21 +63,29 @@ def test_mcp_finish_keeps_starts_gate_whatever_the_settings_file_says_later(
         repo: Path, no_request: dict[str, str], tmp_path: Path) -> None:
     env = _env(no_request, tmp_path)
 
-    async def main() -> dict[str, Any]:
+    async def main() -> tuple[Any, dict[str, Any]]:
         async with serving(repo, env, tmp_path / "stderr.txt") as client:
             started = (await client.call("delegate_start", {})).structured_content
             assert started is not None
             session = started["session"]
+            # Item 15 (hostile inputs) on the same server: an input nested deeper than any real one is a tool error.
+            deep: Any = {"file_path": "calc.py"}
+            for _ in range(120):
+                deep = {"x": deep}
+            nested = await client.call("delegate_call", {"session": session, "file": "calc.py", "tool": "file_read",
+                                                         "input": deep})
             for tool, tool_input in (("code_comment", {"comments": [EVAL_COMMENT]}), ("task_done", {"state": "DONE"})):
                 await client.call("delegate_call", {"session": session, "file": "calc.py", "tool": tool,
                                                     "input": tool_input})
             write(repo, ".ocr-hook.yaml", "fail_on: never\nexclude: ['*']\n")
             done = await client.call("delegate_finish", {"session": session, "fail_on": "never"})
             assert done.structured_content is not None
-            return done.structured_content
+            return nested, done.structured_content
 
-    doc = anyio.run(main)
+    nested, doc = anyio.run(main)
     assert doc["exit_code"] == 1 and doc["fail_on"] == "high" and doc["coverage"]["reviewed"] == ["calc.py"]
+    assert nested.is_error and nested.content[0].text.startswith("ocr-hook: error: "), nested
+    assert "nested" in nested.content[0].text and "internal error" not in nested.content[0].text
 
 
 # ------------------------------------------------------------------------ item 11: never a lower gate
@@ -213,24 +221,6 @@ def test_input_nested_deep_is_exit_2(repo: Path, no_request: dict[str, str], tmp
         deep = {"x": deep}
     proc = host.run("call", session, "--file", "calc.py", "file_read", json.dumps(deep))
     one_error_line(proc, "nested")
-
-
-def test_mcp_input_nested_deep_is_a_tool_error(repo: Path, no_request: dict[str, str], tmp_path: Path) -> None:
-    env = _env(no_request, tmp_path)
-
-    async def main() -> Any:
-        async with serving(repo, env, tmp_path / "stderr.txt") as client:
-            started = (await client.call("delegate_start", {})).structured_content
-            assert started is not None
-            deep: Any = {"file_path": "calc.py"}
-            for _ in range(120):
-                deep = {"x": deep}
-            return await client.call("delegate_call", {"session": started["session"], "file": "calc.py",
-                                                        "tool": "file_read", "input": deep})
-
-    result = anyio.run(main)
-    assert result.is_error and result.content[0].text.startswith("ocr-hook: error: "), result
-    assert "nested" in result.content[0].text and "internal error" not in result.content[0].text
 
 
 PLANTED = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from e2e_support import (
     run_review,
 )
 from fake_api import FakeMessagesAPI, Fault, Reply, Turn, task_done, text, tool_use
-from validators import validate_sarif
+from validators import DeferredSarif
 
 OTHER_PATH = "notes.py"
 FAST_RETRY = {"retry-after-ms": "10"}  # the SDK honours it: retries stay quick in tests
@@ -40,6 +40,14 @@ FAST_RETRY = {"retry-after-ms": "10"}  # the SDK honours it: retries stay quick 
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return calc_repo(tmp_path_factory.mktemp("faults") / "repo",
                      {OTHER_PATH: "def greet(name):\n    return 'hi ' + name\n"})
+
+
+@pytest.fixture(scope="module")
+def sarif_checks() -> Iterator[DeferredSarif]:
+    """The multitool rows' SARIF: the schema at once, GitHub's rules in one multitool run at the module's end."""
+    checks = DeferredSarif()
+    yield checks
+    checks.finish()
 
 
 @dataclass(frozen=True)
@@ -53,9 +61,10 @@ class Row:
     # 28 s; no row may wait out a 60 s retry-after. The run itself is killed at 90 s (run_review).
     max_s: float = 55.0
     args: tuple[str, ...] = ()
-    multitool: bool = False  # also run the SARIF multitool (slow: a few rows only)
+    multitool: bool = False  # also check the SARIF with the multitool (slow: a few rows only)
     helper_fault: Fault | None = None  # answers the review filter and re-location requests instead
     note: str = ""  # a substring of one of the report's notes
+    tool_error: str = ""  # the tool whose call in calc.py's last turn is answered with an is_error result
 
 
 def _failing(status: int, **kw: object) -> Fault:
@@ -121,14 +130,15 @@ ROWS = {
     "relocation-request-fails": Row([comment_turn(comment("Quote that matches nothing.", code="no such line")),
                                      task_done()], 0, "reviewed", calc_requests=3, helper_fault=_failing(529),
                                     note="re-location of 1 comment(s) skipped"),
-    # A tool call whose input is not a JSON object: an error result for the model, and the review goes on.
+    # A tool call whose input is not a JSON object: an is_error result the model can act on, and the review goes on.
     "tool-input-not-json": Row([Reply([tool_use("file_read", "{\"file_path\": calc.py")])], 0, "reviewed",
-                               calc_requests=3),
+                               calc_requests=3, tool_error="file_read"),
 }
 
 
 @pytest.mark.parametrize("row", list(ROWS.values()), ids=list(ROWS))
-def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str]) -> None:
+def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, sdk_env: dict[str, str],
+               sarif_checks: DeferredSarif) -> None:
     if row.helper_fault is not None:
         fake_api.handle(lambda body: is_filter(body) or is_relocate(body), lambda body: row.helper_fault)
     filter_keeps_all(fake_api)
@@ -153,6 +163,10 @@ def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, 
 
     if row.note:
         assert any(row.note in note for note in run.report["notes"]), run.report["notes"]
+    if row.tool_error:
+        [result] = last_user_blocks(fake_api.requests_for(main_opening(CALC_PATH))[-1])
+        assert result["type"] == "tool_result" and result["is_error"] is True
+        assert row.tool_error in result["content"]
 
     # The comment made before the fault is kept, anchored, in every output.
     [finding] = [f for f in run.report["findings"] if f["message"] == EARLY_MESSAGE]
@@ -167,19 +181,8 @@ def test_fault(row: Row, repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI, 
     assert run.report["usage"]["requests"] == billed["requests"]
     assert run.report["usage"]["output_tokens"] == billed["output_tokens"]
     if row.multitool:
-        validate_sarif(run.out_dir / "report.sarif")
+        sarif_checks.check(run.out_dir / "report.sarif")
 
-
-
-def test_tool_input_not_json_comes_back_as_an_error(repo: Path, tmp_path: Path, fake_api: FakeMessagesAPI,
-                                                   sdk_env: dict[str, str]) -> None:
-    """The invalid input is answered with an is_error tool result the model can act on."""
-    fake_api.script(main_opening(CALC_PATH), [Reply([tool_use("file_read", "{\"file_path\": calc.py")])])
-    run = run_review(repo, sdk_env, tmp_path / "out")
-    assert run.code == 0
-    [result] = last_user_blocks(fake_api.requests_for(main_opening(CALC_PATH))[1])
-    assert result["type"] == "tool_result" and result["is_error"] is True
-    assert "file_read" in result["content"]
 
 
 def _closed_port() -> int:

@@ -95,14 +95,10 @@ def _filter_keeps_everything(fake_api: FakeMessagesAPI) -> None:
 # ------------------------------------------------------------------------------------------------ tools/list
 
 
-def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_env: dict[str, str]) -> None:
-    repo = calc_repo(tmp_path / "repo")
-
-    async def main() -> list[types.Tool]:
-        async with serving(repo, sdk_env, tmp_path / "stderr.txt") as client:
-            return (await client.session.list_tools()).tools
-
-    listed = {tool.name: tool for tool in anyio.run(main)}
+def assert_tools_have_schemas_a_model_can_follow(tools: list[types.Tool]) -> None:
+    """tools/list: what test_review_of_a_staged_change_returns_the_cli_document_with_progress's server lists
+    before its review (one server start for both)."""
+    listed = {tool.name: tool for tool in tools}
     assert set(listed) == {"review", "preview", "delegate_start", "delegate_call", "delegate_finish"}
     review, preview = listed["review"], listed["preview"]
     for tool in (review, preview):
@@ -129,7 +125,6 @@ def test_tools_are_listed_with_schemas_a_model_can_follow(tmp_path: Path, sdk_en
     described = review.output_schema["properties"]["checks"]["items"]["properties"]
     assert described["verdict"]["enum"] == ["pass", "fail", "inconclusive", "not_applicable"]
     assert "check_verdict" in listed["delegate_call"].input_schema["properties"]["tool"]["enum"]
-    assert stderr_of(tmp_path / "stderr.txt") == ""
 
 
 # ------------------------------------------------------------------------------------------------ review
@@ -149,11 +144,13 @@ def test_review_of_a_staged_change_returns_the_cli_document_with_progress(
                                                    then_done=True)])
     progress: list[tuple[float, str | None]] = []
 
-    async def main() -> types.CallToolResult:
+    async def main() -> tuple[list[types.Tool], types.CallToolResult]:
         async with serving(repo, sdk_env, tmp_path / "stderr.txt") as client:
-            return await client.call("review", {}, progress)
+            tools = (await client.session.list_tools()).tools
+            return tools, await client.call("review", {}, progress)
 
-    result = anyio.run(main)
+    tools, result = anyio.run(main)
+    assert_tools_have_schemas_a_model_can_follow(tools)
     assert not result.is_error, result.content
     doc = result.structured_content
     assert doc is not None

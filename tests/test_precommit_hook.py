@@ -116,13 +116,6 @@ def test_commit_hook_blocks_on_a_high_finding_and_changes_nothing(
     assert "(1 quick)" in proc.stdout
 
 
-def test_commit_hook_passes_when_the_review_is_clean(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
-    repo = _target_repo(tmp_path)
-    proc = _run_hook(repo, hook_config, pre_commit_home, sdk_env, "ocr-hook")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Passed" in proc.stdout
-
-
 def test_commit_hook_fails_with_exit_2_without_a_key(tmp_path, hook_config, pre_commit_home,
                                                      sdk_env_without_key):
     repo = _target_repo(tmp_path)
@@ -212,6 +205,7 @@ def test_a_clean_commit_shows_one_line(tmp_path, hook_config, pre_commit_home, f
     env = _installed(repo, hook_config, pre_commit_home, sdk_env)
     proc = _commit(repo, env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout + proc.stderr  # pre-commit's own verdict on the hook
     [line] = _hook_output(proc)
     assert line.startswith("ocr-hook: PASSED — review complete") and "no findings" in line
 
@@ -225,17 +219,37 @@ def test_a_blocked_commit_says_what_to_do_and_each_way_out_works(tmp_path, hook_
     proc = _commit(repo, env)
     assert proc.returncode == 1 and head(repo) == before
     out = "\n".join(_hook_output(proc))
-    report = json.loads(forked_cli.run(["review", "-q", "--format", "json"], cwd=repo, env=env, timeout=120).stdout)
+    # The CLI's report, from a cache directory of its own: the dismiss below finds the finding only in what the
+    # hook's review left.
+    report = json.loads(forked_cli.run(["review", "-q", "--format", "json", "--cache-dir", str(tmp_path / "cli-cache")],
+                                       cwd=repo, env=env, timeout=120).stdout)
     short = report["findings"][0]["fingerprint"][:8]
     assert f"[HIGH] bug  {short}" in out
     hint = out[out.index("What to do next:"):]
     assert "apply the suggested fixes (the work tree and the index; no new review): ocr-hook apply" in hint
     assert f'ocr-hook dismiss {short} --reason "..."' in hint
     assert "SKIP=ocr-hook git commit ..." in hint
+    # The id as the developer reads it in the blocked commit's output.
+    assert re.search(r"ocr-hook dismiss ([0-9a-f]{8}) ", proc.stdout + proc.stderr).group(1) == short
     # The skip the hint names works with the real pre-commit: the hook is skipped, the commit made.
     skipped = _commit(repo, env, SKIP="ocr-hook")
     assert skipped.returncode == 0 and "Skipped" in skipped.stdout + skipped.stderr
     assert head(repo) != before
+
+    # Back to the blocked state (the change staged again, the skipped commit undone; nothing ran in between):
+    # dismiss by the short id finds it in the hook's review memory, and the commit then passes.
+    git(repo, "reset", "-q", "--soft", before)
+    assert git(repo, "diff", "--cached", "--name-only").split() == ["app.py"]
+    reason = "subtraction on purpose: add() receives negated amounts"
+    dismissed = forked_cli.run(["dismiss", short, "--reason", reason], cwd=repo, env=env, timeout=120)
+    assert dismissed.returncode == 0, dismissed.stderr
+    assert "git add .ocr-hook/dismissed.yaml" in dismissed.stdout
+    git(repo, "add", ".ocr-hook/dismissed.yaml")
+    passed = _commit(repo, env)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    lines = _hook_output(passed)
+    assert any(line.startswith("app.py:2 [HIGH] bug ") and line.endswith(f"dismissed: {reason}") for line in lines)
+    assert any("dismissal(s) that the trusted revision" in line for line in lines)  # named: it is in this commit
 
 
 def _draft_sub_staged(tmp_path: Path) -> Path:
@@ -293,26 +307,6 @@ def test_the_printed_fix_step_applies_and_the_next_commit_is_a_quick_re_review(t
     assert all("FOCUS OF THIS REVIEW" in first_user_text(b) for b in second), [first_user_text(b)[:200] for b in second]
     assert all("thinking" not in b and b["output_config"] == {"effort": "low"} for b in second)
     assert "(1 quick)" in lines[-1]
-
-
-def test_dismiss_by_the_short_id_then_the_commit_passes(tmp_path, hook_config, pre_commit_home, fake_api, sdk_env):
-    repo = _target_repo(tmp_path)
-    _script(fake_api, "high")
-    env = _installed(repo, hook_config, pre_commit_home, sdk_env)
-    blocked = _commit(repo, env)
-    assert blocked.returncode == 1
-    # The id as the developer reads it in the blocked commit's output; dismiss finds it in the hook's review memory.
-    short = re.search(r"ocr-hook dismiss ([0-9a-f]{8}) ", blocked.stdout + blocked.stderr).group(1)
-    reason = "subtraction on purpose: add() receives negated amounts"
-    dismissed = forked_cli.run(["dismiss", short, "--reason", reason], cwd=repo, env=env, timeout=120)
-    assert dismissed.returncode == 0, dismissed.stderr
-    assert "git add .ocr-hook/dismissed.yaml" in dismissed.stdout
-    git(repo, "add", ".ocr-hook/dismissed.yaml")
-    proc = _commit(repo, env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = _hook_output(proc)
-    assert any(line.startswith("app.py:2 [HIGH] bug ") and line.endswith(f"dismissed: {reason}") for line in lines)
-    assert any("dismissal(s) that the trusted revision" in line for line in lines)  # named: it is in this commit
 
 
 def test_every_command_a_blocked_commit_prints_works_pasted_without_ocr_hook_on_path(

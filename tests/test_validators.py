@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from validators import SCHEMAS, multitool_results_by_file, schema_errors, validate_gitlab, validate_sarif
+from validators import (
+    SCHEMAS,
+    DeferredSarif,
+    multitool_results_by_file,
+    schema_errors,
+    validate_gitlab,
+    validate_sarif,
+)
 
 
 def _minimal_sarif() -> dict[str, Any]:
@@ -41,10 +48,6 @@ def test_vendored_files_match_their_recorded_hashes() -> None:
         assert hashlib.sha256((SCHEMAS / name).read_bytes()).hexdigest() == digest, name
 
 
-def test_the_minimal_log_passes_both_sarif_checks() -> None:
-    validate_sarif(_minimal_sarif())
-
-
 def test_the_schema_rejects_a_log_without_a_version() -> None:
     log = _minimal_sarif()
     del log["version"]
@@ -71,8 +74,31 @@ def test_the_multitool_applies_githubs_rules(tmp_path: Path) -> None:
     errors = {r.get("ruleId") for r in found[path] if r.get("level") == "error"}
     assert any(rule and rule.startswith("GH1001") for rule in errors), errors
     assert [r for r in found[good] if r.get("level") == "error"] == []
+    # validate_sarif on each file's own results from that run: the minimal log passes both checks, the other fails
+    validate_sarif(_minimal_sarif(), multitool_found=found[good])
     with pytest.raises(AssertionError, match="GH1001"):
-        validate_sarif(path)
+        validate_sarif(path, multitool_found=found[path])
+
+
+def test_a_module_s_deferred_multitool_run_names_the_test_of_the_bad_file(tmp_path: Path) -> None:
+    """DeferredSarif (one multitool run for a module's SARIF files): the schema at once, GitHub's rules at the
+    end, and a file with errors fails naming the test that handed it in."""
+    log = _minimal_sarif()
+    del log["runs"][0]["results"][0]["locations"]
+    batch = DeferredSarif()
+    assert batch.check(_minimal_sarif()) == _minimal_sarif()
+    path = tmp_path / "no-location.sarif"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    assert batch.check(path) == log
+    path.unlink()  # checked as it was handed in
+    broken = _minimal_sarif()
+    del broken["version"]
+    with pytest.raises(AssertionError, match="SARIF schema errors"):
+        batch.check(broken)
+    with pytest.raises(AssertionError, match="GH1001") as failed:
+        batch.finish()
+    [line] = [line for line in str(failed.value).splitlines() if "GH1001" in line]
+    assert line.startswith("tests/test_validators.py::test_a_module_s_deferred_multitool_run_names_the_test"), line
 
 
 def test_gitlab_entries_need_a_fingerprint_and_unique_ones() -> None:

@@ -342,8 +342,8 @@ def test_merged_shards_equal_the_unsharded_run_past_the_cap(tmp_path: Path, fake
     write(repo, ".ocr-hook.yaml", "cache_dir: .cache\n")  # ignored from the repository: a note in every run
     for path in names:
         write(repo, path, f"TOKEN = '{token}'\n" + "".join(f"value_{j} = {j}\n" for j in range(50)))
-        fake_api.script(f"Review the change to `{path}`", [comment_turn(*[comment(f"value_{j} looks off.", f"value_{j} = {j}",
-                                                                 suggestion=None) for j in range(50)]), task_done()])
+        comments = [comment(f"value_{j} looks off.", f"value_{j} = {j}", suggestion=None) for j in range(50)]
+        fake_api.script(f"Review the change to `{path}`", [comment_turn(*comments), task_done()])
     commit_all(repo, "first")
     shards = []
     for shard in ("1/2", "2/2"):

@@ -1,6 +1,6 @@
 """Benchmark: a repository of any size (issue 55): cached re-scans, a 1 GB file, CPU per file, --timeout.
 
-Run: python bench/bench_scale.py --sdists DIR [--big 30000] [--blob-mb 1024] [--rounds 3]
+Run: python bench/bench_scale.py --sdists DIR [--big 30000] [--blob-mb 1024] [--rounds 3] [--against OLDER_CHECKOUT]
 DIR holds the published sdists (`pip download --no-deps --no-binary :all: django==5.1 requests==2.32.3 -d DIR`).
 Every figure is measured in this run, against a baseline measured in the same run, through the real CLI (a child
 process; its CPU and peak memory include the git processes it waited for) and the fake Messages API at zero
@@ -14,6 +14,7 @@ latency, in process:
    <= 10 ms) and the share of its reviewed files given a context pack; on generated trees of 3,000 and --big
    files: their ratio (linear: about 1).
 4. `scan --no-cache --timeout T` on the Django tree: wall time past T (target <= 1 s).
+With --against DIR (a checkout of other code), only the CPU scan of 3, in turn with DIR's code, --rounds times.
 """
 
 from __future__ import annotations
@@ -168,6 +169,22 @@ def cpu_per_reviewed_file(django: Path, env: dict[str, str], files: int) -> None
         print(f"[cpu] the run's note: {window}", flush=True)
 
 
+def cpu_against(django: Path, env: dict[str, str], older: Path, rounds: int) -> None:
+    """The CPU scan of cpu_per_reviewed_file run in turn with another checkout's code (`--against DIR`, e.g. a
+    `git worktree add` of an earlier commit, put first on PYTHONPATH): the ratio of the two, the same tree, the
+    same load."""
+    args = ("scan", "-q", "--no-cache", "--effort", "standard", "--format", "json", *BIG_CAPS)
+    older_env = {**env, "PYTHONPATH": str(older)}
+    pairs = []
+    for _ in range(rounds):
+        runs = [cli(django, environ, *args) for environ in (older_env, env)]
+        reviewed = [len(json.loads(r.stdout)["coverage"]["reviewed"]) or 1 for r in runs]
+        pairs.append([1000 * r.cpu / n for r, n in zip(runs, reviewed, strict=True)])
+        print(f"[cpu] {older}: {pairs[-1][0]:.1f} ms per reviewed file, this checkout: {pairs[-1][1]:.1f} ms "
+              f"({pairs[-1][1] / pairs[-1][0]:.2f}x); load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"[cpu] this checkout over {older}: median {statistics.median(b / a for a, b in pairs):.2f}x", flush=True)
+
+
 def cost_follows_change(django: Path, env: dict[str, str], fake: FakeMessagesAPI, scratch: Path) -> None:
     """Issue 62.1-2 (h62a): requests of a commit after a scan and of a second push to a pull request, on a clone
     of the Django tree (the result cache is shared: keys name no repository) so the other figures' tree stays.
@@ -228,6 +245,8 @@ def main() -> None:
     parser.add_argument("--blob-mb", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=2.0)
+    parser.add_argument("--against", type=Path, help="a checkout of other code: its CPU per reviewed file beside "
+                        "this one's, in turn (then only that is measured)")
     args = parser.parse_args()
     print(f"load at start: {load()}", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="ocr-hook-bench-scale-"))
@@ -237,6 +256,9 @@ def main() -> None:
         django = django_tree(args.sdists, scratch)
         files = len(git(django, "ls-files").splitlines())
 
+        if args.against is not None:
+            cpu_against(django, env, args.against.resolve(), args.rounds)
+            return
         cpu_per_reviewed_file(django, env, files)
 
         # 1. Cached re-scans: fill the cache with and without the context pack, then interleave the pairs.

@@ -14,6 +14,8 @@ _C_UNESCAPES = {v: k for k, v in _C_ESCAPES.items()}
 
 
 def is_utf8(name: str) -> bool:
+    if name.isascii():  # a flag of the string: most names, asked about hundreds of times a request's file list
+        return True
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

@@ -85,6 +85,7 @@ BIG_BYTES = 96 * 1024 * 1024  # a blob git reports by size; big enough that read
 _MEASURE = ("import resource, subprocess, sys\n"
             "proc = subprocess.run(sys.argv[1:], capture_output=True)\n"
             "sys.stdout.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) + '\\n')\n"
+            "sys.stdout.flush()\n"  # before the bytes go past the text layer: the figure comes first
             "sys.stdout.buffer.write(proc.stdout)\n")
 
 

@@ -237,8 +237,10 @@ def test_two_processes_hammering_the_same_keys(tmp_path: Path) -> None:
     script.write_text(_HAMMER)
     directory = tmp_path / "shared"
     procs = [
+        # (a bytecode cache each: see test_memory_store's hammer)
         subprocess.Popen([sys.executable, str(script), str(directory), writer, str(REPO_ROOT)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / f"pyc-{writer}")})
         for writer in ("A", "B")
     ]
     outputs = [proc.communicate(timeout=120) for proc in procs]

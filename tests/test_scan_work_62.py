@@ -4,7 +4,7 @@
 - a new file went out twice in its first main-loop request: as its diff (every line added) and as its numbered
   lines. A new file shown whole is now sent once, numbered, and a changed file keeps its diff; preview's estimate
   follows;
-- each file git called binary was read again by a git process of its own to check its content (1,317 processes on
+- each file git called binary was read again by a git process of its own to check its content (1,344 processes on
   Django's tree): the heads of all of them now come from one `git cat-file --batch`, and a file marked binary by a
   `.gitattributes` of the change but not binary by content is still reviewed."""
 

@@ -88,4 +88,3 @@ def new_and_short(status: str, text: str) -> bool:
     """preview's estimate of repeats_new_file, without building the excerpt: a new file short enough to be
     shown whole."""
     return status == "added" and len(file_lines(text)) <= OPENING_WHOLE_LINES
-

@@ -49,7 +49,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # The product's own text: the package, the Action, the agent skill. install_command.py is left out: its docstring
 # quotes the command that fails, and what it builds is run below for each kind of installation.
 PRODUCT = [p for p in sorted((ROOT / "ocr_hook").rglob("*.py")) if p.name != "install_command.py"] + \
-    [ROOT / "action.yml", *sorted((ROOT / "action").iterdir()), *sorted((ROOT / "skills").rglob("*.md"))]
+    [ROOT / "action.yml", *sorted(p for p in (ROOT / "action").iterdir() if p.is_file()),  # (not a __pycache__)
+     *sorted((ROOT / "skills").rglob("*.md"))]
 # A command stops at a backtick (inline code), a shell separator or a comment.
 INSTALL = re.compile(r"\b((?:python3? -m )?pipx? install\b[^`\n]*)")
 PLACEHOLDER_URL = re.compile(r"https://[^\s\"'@]*?YOUR-[^\s\"'@]*?/ocr-hook(?:\.git)?")
